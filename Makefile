@@ -1,0 +1,56 @@
+# llm-lab: two commands for a newcomer, `make lab` and `make test`; the rest is for maintainers.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+PORT   ?= 8888
+# BROWSER=1 opens a browser tab when the lab starts.
+BROWSER ?= 0
+NB     ?=
+NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
+
+.PHONY: setup lab test lint unit nbval execute check-sources student bench colab-links clean
+
+# The venv is rebuilt only when the requirements or the package metadata change.
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.txt
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps -e .
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+lab: setup
+	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) \
+		$(if $(filter 1 yes true,$(BROWSER)),,--no-browser)
+
+test: setup lint unit nbval
+
+lint: setup
+	$(BIN)/ruff check llm_lab tests tools benchmarks notebooks/en notebooks/zh
+
+unit: setup
+	$(BIN)/python tools/nbtool.py check
+	$(BIN)/python -m pytest -q tests
+
+nbval: setup
+	$(BIN)/python -m pytest -q $(NBVAL) notebooks/en notebooks/zh
+
+# Regenerate the notebooks from notebooks/src and store fresh outputs (NB=01,03 for a subset).
+execute: setup
+	$(BIN)/python tools/nbtool.py execute $(if $(NB),--only $(NB))
+
+# Student copies without solutions, in build/student/{zh,en}/ (FORCE=1 overwrites edited copies).
+student: setup
+	$(BIN)/python tools/student.py $(if $(filter 1,$(FORCE)),--force)
+
+bench: setup
+	$(BIN)/python benchmarks/bench.py
+
+# Point every Colab badge and setup cell at another repository: make colab-links REPO=owner/name REF=v0.1.0
+colab-links: setup
+	@test -n "$(REPO)" || (echo "usage: make colab-links REPO=owner/name [REF=tag-or-branch]"; exit 2)
+	$(BIN)/python tools/nbtool.py set-repo $(REPO) $(if $(REF),--ref $(REF))
+
+clean:
+	rm -rf $(VENV) build .pytest_cache

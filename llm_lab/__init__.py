@@ -1,0 +1,29 @@
+"""llm_lab: reference implementations for the llm-lab notebook series on causal and multi-head attention."""
+
+from .attention import CausalAttention, SelfAttention
+from .dataset import GPTDatasetV1, create_dataloader_v1
+from .masks import causal_mask, causal_softmax, mask_and_renormalize
+from .multihead import FusedMultiHeadAttention, MultiHeadAttention, MultiHeadAttentionWrapper
+from .resources import load_text
+from .runtime import get_device, in_colab, seed_everything
+from .tokenizer import gpt2_tokenizer
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CausalAttention",
+    "FusedMultiHeadAttention",
+    "GPTDatasetV1",
+    "MultiHeadAttention",
+    "MultiHeadAttentionWrapper",
+    "SelfAttention",
+    "causal_mask",
+    "causal_softmax",
+    "create_dataloader_v1",
+    "gpt2_tokenizer",
+    "get_device",
+    "in_colab",
+    "load_text",
+    "mask_and_renormalize",
+    "seed_everything",
+]

@@ -1,0 +1,62 @@
+"""Argument checks shared by the package: fail early, name the values, say what is allowed."""
+
+from __future__ import annotations
+
+import numbers
+
+import torch
+
+
+def positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a positive int, got {value!r} ({type(value).__name__})")
+    if value <= 0:
+        raise ValueError(f"{name} must be a positive int, got {value}")
+    return int(value)
+
+
+def dropout_rate(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"dropout must be a float in [0, 1), got {value!r} ({type(value).__name__})")
+    if not 0.0 <= float(value) < 1.0:
+        raise ValueError(
+            f"dropout must be in [0, 1), got {value}: it is the probability of zeroing a weight, "
+            "and p=1 would zero every weight"
+        )
+    return float(value)
+
+
+def tensor(name: str, value) -> torch.Tensor:
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    return value
+
+
+def batch_input(x, d_in: int, context_length: int | None = None) -> tuple[int, int]:
+    """Check a (batch, num_tokens, d_in) input; return (b, num_tokens)."""
+    tensor("x", x)
+    if x.dim() != 3:
+        raise ValueError(
+            f"expected input of shape (batch, num_tokens, d_in={d_in}), got {x.dim()}-D shape {tuple(x.shape)}; "
+            "for a single sequence use x.unsqueeze(0)"
+        )
+    b, num_tokens, width = x.shape
+    if width != d_in:
+        raise ValueError(
+            f"input last dimension is {width} but this layer was built with d_in={d_in} "
+            f"(input shape {tuple(x.shape)})"
+        )
+    if context_length is not None and num_tokens > context_length:
+        raise ValueError(
+            f"num_tokens={num_tokens} exceeds context_length={context_length}: the causal mask only covers "
+            f"{context_length} positions; build the layer with context_length >= {num_tokens} or truncate the input"
+        )
+    return b, num_tokens
+
+
+def square_scores(name: str, scores) -> int:
+    """Check a (..., T, T) score/weight tensor; return T."""
+    tensor(name, scores)
+    if scores.dim() < 2 or scores.shape[-1] != scores.shape[-2]:
+        raise ValueError(f"{name} must have shape (..., num_tokens, num_tokens), got {tuple(scores.shape)}")
+    return scores.shape[-1]

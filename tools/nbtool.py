@@ -1,0 +1,242 @@
+"""Build, execute and re-point the notebook series.
+
+Each notebook has one source, ``notebooks/src/NN_slug.nbsrc``, holding its code once and its prose in
+English and Chinese. ``build`` writes ``notebooks/{en,zh}/NN_slug.ipynb``; ``execute`` runs them with
+nbclient so every stored output comes from a real run; ``set-repo`` re-points every Colab badge and
+setup cell at another GitHub repository/ref without re-running anything.
+
+Source format: blocks start with a marker line.
+
+    %% title            English title (the builder adds the heading, the Colab badge and the setup cell)
+    %% title zh         Chinese title
+    %% md               an English markdown cell ...
+    %% md zh            ... immediately followed by its Chinese twin
+    %% code            a code cell shared by both languages; {{LANG}} becomes "en" or "zh"
+    %% code tags=a,b    the same, with cell tags (e.g. checker: its output is in the notebook's language)
+
+Usage: python tools/nbtool.py build|execute|check|set-repo [...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+SRC = ROOT / "notebooks" / "src"
+LANGS = ("en", "zh")
+DIST_NAME = "llm-lab-course"
+BADGE_IMG = "https://colab.research.google.com/assets/colab-badge.svg"
+SETUP_MARK = "# Colab setup"
+
+
+def colab_config() -> tuple[str, str]:
+    # A regex, not tomllib: the tools also run on Python 3.10.
+    text = (ROOT / "pyproject.toml").read_text()
+    section = text.split("[tool.llm-lab]", 1)[1]
+    return re.search(r'(?m)^repo = "(.*)"$', section)[1], re.search(r'(?m)^ref = "(.*)"$', section)[1]
+
+
+def badge_url(repo: str, ref: str, lang: str, name: str) -> str:
+    return f"https://colab.research.google.com/github/{repo}/blob/{ref}/notebooks/{lang}/{name}"
+
+
+def badge_markdown(repo: str, ref: str, lang: str, name: str) -> str:
+    return f"[![Open In Colab]({BADGE_IMG})]({badge_url(repo, ref, lang, name)})"
+
+
+def setup_code(repo: str, ref: str) -> str:
+    return (
+        f"{SETUP_MARK}: on Google Colab install llm_lab, the course's reference package; elsewhere do nothing.\n"
+        "import subprocess\n"
+        "import sys\n"
+        "\n"
+        'if "google.colab" in sys.modules:\n'
+        f'    spec = "{DIST_NAME} @ git+https://github.com/{repo}@{ref}"\n'
+        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", spec], check=True)'
+    )
+
+
+MARKER = re.compile(r"^%% (title|md|code)(?: (zh))?(?: tags=([\w,-]+))?\s*$")
+
+
+def parse(path: Path) -> dict:
+    """Parse a source into {'title': {lang: str}, 'cells': [...]}."""
+    blocks, current = [], None
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.startswith("%% "):
+            m = MARKER.match(line)
+            if not m:
+                raise ValueError(f"{path}:{lineno}: bad marker line {line!r}")
+            current = {"kind": m[1], "zh": bool(m[2]), "tags": m[3].split(",") if m[3] else [], "lines": [],
+                       "at": f"{path.name}:{lineno}"}
+            blocks.append(current)
+        elif current is None:
+            if line.strip():
+                raise ValueError(f"{path}:{lineno}: text before the first marker")
+        else:
+            current["lines"].append(line)
+    title, cells = {}, []
+    for i, b in enumerate(blocks):
+        text = "\n".join(b["lines"]).strip("\n")
+        if b["kind"] == "title":
+            title["zh" if b["zh"] else "en"] = text.strip()
+        elif b["kind"] == "code":
+            if b["zh"]:
+                raise ValueError(f"{b['at']}: code is shared by both languages; use {{{{LANG}}}} for the language")
+            cells.append({"type": "code", "source": text, "tags": b["tags"]})
+        elif not b["zh"]:
+            nxt = blocks[i + 1] if i + 1 < len(blocks) else None
+            if not nxt or nxt["kind"] != "md" or not nxt["zh"]:
+                raise ValueError(f"{b['at']}: an English markdown cell must be followed by '%% md zh'")
+            cells.append({"type": "md", "en": text, "zh": "\n".join(nxt["lines"]).strip("\n")})
+        elif i == 0 or blocks[i - 1]["kind"] != "md" or blocks[i - 1]["zh"]:
+            raise ValueError(f"{b['at']}: '%% md zh' must follow an English '%% md' cell")
+    if set(title) != set(LANGS):
+        raise ValueError(f"{path}: needs '%% title' and '%% title zh'")
+    return {"title": title, "cells": cells}
+
+
+def notebook_name(src: Path) -> str:
+    return src.name.removesuffix(".nbsrc") + ".ipynb"
+
+
+def build_one(src: Path, lang: str, repo: str, ref: str) -> nbformat.NotebookNode:
+    spec = parse(src)
+    name = notebook_name(src)
+    nb = nbformat.v4.new_notebook()
+    nb.metadata = {
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+        "colab": {"provenance": []},
+    }
+    header = f"# {spec['title'][lang]}\n\n{badge_markdown(repo, ref, lang, name)}"
+    cells = [nbformat.v4.new_markdown_cell(header), nbformat.v4.new_code_cell(setup_code(repo, ref))]
+    for c in spec["cells"]:
+        if c["type"] == "md":
+            cells.append(nbformat.v4.new_markdown_cell(c[lang]))
+        else:
+            cell = nbformat.v4.new_code_cell(c["source"].replace("{{LANG}}", f'"{lang}"'))
+            if c["tags"]:
+                cell.metadata["tags"] = c["tags"]
+            cells.append(cell)
+    for i, cell in enumerate(cells):
+        cell["id"] = f"{lang}-{name[:2]}-{i:03d}"  # stable ids keep diffs small
+    nb.cells = cells
+    return nb
+
+
+def sources(only: str | None = None) -> list[Path]:
+    found = sorted(SRC.glob("[0-9][0-9]_*.nbsrc"))
+    if only:
+        found = [p for p in found if p.name.startswith(tuple(only.split(",")))]
+    return found
+
+
+def out_path(src: Path, lang: str) -> Path:
+    return ROOT / "notebooks" / lang / notebook_name(src)
+
+
+def write(nb, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(path))
+
+
+def execute(nb, path: Path, timeout: int = 600) -> None:
+    from nbclient import NotebookClient
+
+    resources = {"metadata": {"path": str(path.parent)}}
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", resources=resources).execute()
+    for cell in nb.cells:  # nbclient records timings; they would churn every diff
+        cell.metadata.pop("execution", None)
+    nb.metadata.pop("widgets", None)
+
+
+def cmd_build(args) -> None:
+    repo, ref = colab_config()
+    for src in sources(args.only):
+        for lang in LANGS:
+            nb = build_one(src, lang, repo, ref)
+            if args.execute:
+                print(f"executing {lang}/{notebook_name(src)}", flush=True)
+                execute(nb, out_path(src, lang))
+            write(nb, out_path(src, lang))
+
+
+def cmd_check(args) -> int:
+    """Stored notebooks must hold exactly the cells their sources build (outputs aside)."""
+    repo, ref = colab_config()
+    problems = []
+    for src in sources(args.only):
+        for lang in LANGS:
+            path = out_path(src, lang)
+            if not path.exists():
+                problems.append(f"{path} missing: run make execute")
+                continue
+            want = build_one(src, lang, repo, ref)
+            have = nbformat.read(str(path), as_version=4)
+            w = [(c.cell_type, c.source) for c in want.cells]
+            h = [(c.cell_type, c.source) for c in have.cells]
+            if w != h:
+                problems.append(f"{path} differs from {src.name}: run make execute NB={src.name[:2]}")
+    for p in problems:
+        print(p)
+    return 1 if problems else 0
+
+
+def cmd_set_repo(args) -> None:
+    """Rewrite pyproject's [tool.llm-lab] and every badge/setup cell in place (outputs are unaffected)."""
+    old_repo, old_ref = colab_config()
+    ref = args.ref or old_ref
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", args.repo):
+        raise SystemExit(f"repo must look like owner/name, got {args.repo!r}")
+    pp = ROOT / "pyproject.toml"
+    text = pp.read_text()
+    text = re.sub(r'(?m)^repo = ".*"$', f'repo = "{args.repo}"', text, count=1)
+    text = re.sub(r'(?m)^ref = ".*"$', f'ref = "{ref}"', text, count=1)
+    pp.write_text(text)
+    for lang in LANGS:
+        for path in sorted((ROOT / "notebooks" / lang).glob("[0-9][0-9]_*.ipynb")):
+            nb = nbformat.read(str(path), as_version=4)
+            for cell in nb.cells:
+                if cell.cell_type == "markdown" and BADGE_IMG in cell.source:
+                    cell.source = cell.source.replace(
+                        badge_url(old_repo, old_ref, lang, path.name), badge_url(args.repo, ref, lang, path.name)
+                    )
+                elif cell.cell_type == "code" and cell.source.startswith(SETUP_MARK):
+                    cell.source = setup_code(args.repo, ref)
+            write(nb, path)
+    for readme in (ROOT / "README.md", ROOT / "README.zh-CN.md"):
+        if readme.exists():
+            text = readme.read_text()
+            text = text.replace(f"github/{old_repo}/blob/{old_ref}/", f"github/{args.repo}/blob/{ref}/")
+            readme.write_text(text.replace(f"github.com/{old_repo}@{old_ref}", f"github.com/{args.repo}@{ref}"))
+    print(f"Colab links now point at {args.repo}@{ref}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="write notebooks from sources (without outputs)")
+    b.add_argument("--only", help="comma-separated number prefixes, e.g. 01,03")
+    b.set_defaults(func=cmd_build, execute=False)
+    e = sub.add_parser("execute", help="build and run every notebook, storing the outputs")
+    e.add_argument("--only")
+    e.set_defaults(func=cmd_build, execute=True)
+    c = sub.add_parser("check", help="fail if a stored notebook no longer matches its source")
+    c.add_argument("--only")
+    c.set_defaults(func=cmd_check)
+    s = sub.add_parser("set-repo", help="point badges and Colab setup cells at owner/name (and a ref)")
+    s.add_argument("repo")
+    s.add_argument("--ref")
+    s.set_defaults(func=cmd_set_repo)
+    args = ap.parse_args(argv)
+    return args.func(args) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
