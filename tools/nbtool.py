@@ -12,7 +12,12 @@ Source format: blocks start with a marker line.
     %% md               an English markdown cell ...
     %% md zh            ... immediately followed by its Chinese twin
     %% code            a code cell shared by both languages; {{LANG}} becomes "en" or "zh"
-    %% code tags=a,b    the same, with cell tags (e.g. checker: its output is in the notebook's language)
+    %% code tags=a,b    the same, with cell tags:
+                          solution  an exercise solution between ### BEGIN SOLUTION / ### END SOLUTION
+                                    (gets nbgrader metadata; student copies replace it)
+                          checker   calls an exercise checker: its output is in the notebook's language
+
+An optional ``NN_slug.exercises.nbsrc`` (same format, no title) is appended: the exercises section.
 
 Usage: python tools/nbtool.py build|execute|check|set-repo [...]
 """
@@ -64,7 +69,7 @@ def setup_code(repo: str, ref: str) -> str:
 MARKER = re.compile(r"^%% (title|md|code)(?: (zh))?(?: tags=([\w,-]+))?\s*$")
 
 
-def parse(path: Path) -> dict:
+def parse(path: Path, need_title: bool = True) -> dict:
     """Parse a source into {'title': {lang: str}, 'cells': [...]}."""
     blocks, current = [], None
     for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
@@ -96,7 +101,7 @@ def parse(path: Path) -> dict:
             cells.append({"type": "md", "en": text, "zh": "\n".join(nxt["lines"]).strip("\n")})
         elif i == 0 or blocks[i - 1]["kind"] != "md" or blocks[i - 1]["zh"]:
             raise ValueError(f"{b['at']}: '%% md zh' must follow an English '%% md' cell")
-    if set(title) != set(LANGS):
+    if need_title and set(title) != set(LANGS):
         raise ValueError(f"{path}: needs '%% title' and '%% title zh'")
     return {"title": title, "cells": cells}
 
@@ -107,6 +112,9 @@ def notebook_name(src: Path) -> str:
 
 def build_one(src: Path, lang: str, repo: str, ref: str) -> nbformat.NotebookNode:
     spec = parse(src)
+    exercises = src.with_name(src.name.removesuffix(".nbsrc") + ".exercises.nbsrc")
+    if exercises.exists():
+        spec["cells"] += parse(exercises, need_title=False)["cells"]
     name = notebook_name(src)
     nb = nbformat.v4.new_notebook()
     nb.metadata = {
@@ -126,12 +134,17 @@ def build_one(src: Path, lang: str, repo: str, ref: str) -> nbformat.NotebookNod
             cells.append(cell)
     for i, cell in enumerate(cells):
         cell["id"] = f"{lang}-{name[:2]}-{i:03d}"  # stable ids keep diffs small
+        if "solution" in cell.metadata.get("tags", []):
+            cell.metadata["nbgrader"] = {
+                "grade": False, "grade_id": f"ex{name[:2]}-{i:03d}", "locked": False,
+                "schema_version": 3, "solution": True, "task": False,
+            }
     nb.cells = cells
     return nb
 
 
 def sources(only: str | None = None) -> list[Path]:
-    found = sorted(SRC.glob("[0-9][0-9]_*.nbsrc"))
+    found = sorted(p for p in SRC.glob("[0-9][0-9]_*.nbsrc") if not p.name.endswith(".exercises.nbsrc"))
     if only:
         found = [p for p in found if p.name.startswith(tuple(only.split(",")))]
     return found
