@@ -1,0 +1,72 @@
+"""The notebook builder: source format errors, language substitution, re-pointing Colab links."""
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import nbtool  # noqa: E402
+
+
+def write(tmp_path, text, name="01_demo.nbsrc"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_parse_pairs_languages_and_substitutes_lang(tmp_path):
+    src = write(tmp_path, "%% title\nDemo\n%% title zh\n演示\n%% md\nHello\n%% md zh\n你好\n"
+                          "%% code tags=checker\nset_language({{LANG}})\n")
+    nb = nbtool.build_one(src, "zh", "me/repo", "v1")
+    assert nb.cells[0].source.startswith("# 演示")
+    assert "github/me/repo/blob/v1/notebooks/zh/01_demo.ipynb" in nb.cells[0].source
+    assert nb.cells[1].source == nbtool.setup_code("me/repo", "v1")
+    assert nb.cells[2].source == "你好"
+    assert nb.cells[3].source == 'set_language("zh")' and nb.cells[3].metadata["tags"] == ["checker"]
+
+
+@pytest.mark.parametrize("text,error", [
+    ("%% title\nA\n%% title zh\nB\n%% md\nonly english\n%% code\nx = 1\n", "must be followed by '%% md zh'"),
+    ("%% title\nA\n%% title zh\nB\n%% md zh\norphan\n", "must follow an English"),
+    ("%% title\nA\n%% md\na\n%% md zh\nb\n", "needs '%% title' and '%% title zh'"),
+    ("%% title\nA\n%% title zh\nB\n%% cod\nx\n", "bad marker line"),
+    ("%% title\nA\n%% title zh\nB\n%% code zh\nx\n", "code is shared by both languages"),
+])
+def test_parse_errors_say_what_is_wrong(tmp_path, text, error):
+    with pytest.raises(ValueError, match=error):
+        nbtool.parse(write(tmp_path, text))
+
+
+def test_solution_cells_get_nbgrader_metadata(tmp_path):
+    src = write(tmp_path, "%% title\nA\n%% title zh\nB\n%% code tags=solution\n"
+                          "def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION\n")
+    cell = nbtool.build_one(src, "en", "o/r", "main").cells[2]
+    assert cell.metadata["nbgrader"]["solution"] is True and cell.metadata["nbgrader"]["grade_id"].startswith("ex01")
+
+
+def test_set_repo_rewrites_badges_setup_cells_and_readme(tmp_path, monkeypatch):
+    for sub in ("notebooks/en", "notebooks/zh"):
+        (tmp_path / sub).mkdir(parents=True)
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    monkeypatch.setattr(nbtool, "ROOT", tmp_path)
+    repo, ref = nbtool.colab_config()
+    src = write(tmp_path, "%% title\nA\n%% title zh\nB\n%% code\nprint(1)\n")
+    for lang in nbtool.LANGS:
+        nb = nbtool.build_one(src, lang, repo, ref)
+        nb.cells[2].outputs = [nbformat.v4.new_output("stream", name="stdout", text="1\n")]
+        nbtool.write(nb, tmp_path / "notebooks" / lang / "01_demo.ipynb")
+    (tmp_path / "README.md").write_text(f"[b](https://colab.research.google.com/github/{repo}/blob/{ref}/notebooks)")
+    nbtool.main(["set-repo", "someone/fork", "--ref", "v2.0"])
+    assert nbtool.colab_config() == ("someone/fork", "v2.0")
+    nb = json.loads((tmp_path / "notebooks/zh/01_demo.ipynb").read_text())
+    assert "github/someone/fork/blob/v2.0/notebooks/zh/01_demo.ipynb" in "".join(nb["cells"][0]["source"])
+    assert "git+https://github.com/someone/fork@v2.0" in "".join(nb["cells"][1]["source"])
+    assert nb["cells"][2]["outputs"][0]["text"] == "1\n"  # outputs survive: nothing re-run
+    assert "github/someone/fork/blob/v2.0/" in (tmp_path / "README.md").read_text()
+    with pytest.raises(SystemExit, match="owner/name"):
+        nbtool.main(["set-repo", "not a repo"])

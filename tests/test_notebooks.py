@@ -1,0 +1,95 @@
+"""Hygiene of the stored notebooks: what nbval would silently skip, and what breaks on another machine."""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import nbtool  # noqa: E402
+
+LANGS = ("en", "zh")
+NOTEBOOKS = {lang: sorted((ROOT / "notebooks" / lang).glob("[0-9][0-9]_*.ipynb")) for lang in LANGS}
+ALL = [p for lang in LANGS for p in NOTEBOOKS[lang]]
+IGNORE = "# NBVAL_IGNORE_OUTPUT"
+
+
+def load(path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def code_cells(nb):
+    return [c for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+def text_of(output):
+    data = output.get("data", {})
+    return "".join(output.get("text", "")) + "".join(data.get("text/plain", ""))
+
+
+def test_series_is_numbered_contiguously_and_twinned():
+    numbers = {lang: [p.name[:2] for p in NOTEBOOKS[lang]] for lang in LANGS}
+    assert numbers["en"], "no notebooks found"
+    assert [p.name for p in NOTEBOOKS["en"]] == [p.name for p in NOTEBOOKS["zh"]]
+    assert numbers["en"] == [f"{i:02d}" for i in range(1, len(numbers["en"]) + 1)]
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_notebook_hygiene(path):
+    nb = load(path)
+    lang = path.parent.name
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    assert "widgets" not in nb["metadata"], "widget state stored in metadata"
+    repo, ref = nbtool.colab_config()
+    header = nb["cells"][0]
+    assert header["cell_type"] == "markdown"
+    assert nbtool.badge_markdown(repo, ref, lang, path.name) in "".join(header["source"])
+    setup = "".join(nb["cells"][1]["source"])
+    assert setup == nbtool.setup_code(repo, ref)
+    counts = []
+    for i, cell in enumerate(code_cells(nb)):
+        src = "".join(cell["source"])
+        if not src.strip():
+            continue
+        where = f"{path.name} code cell {i}"
+        assert cell["execution_count"] is not None, f"{where}: not executed (nbval would skip it)"
+        counts.append(cell["execution_count"])
+        assert not any(o["output_type"] == "error" for o in cell["outputs"]), f"{where}: stored error"
+        assert not any(o.get("name") == "stderr" for o in cell["outputs"]), f"{where}: output on stderr"
+        lines = src.splitlines()
+        if any(IGNORE in line for line in lines):
+            assert lines[0] == IGNORE, f"{where}: the marker must be the exact first line"
+            assert len(lines) > 1 and lines[1].startswith("#"), f"{where}: say why the output is ignored"
+        assert not re.search(r"plt\.\w+\(.*\);\s*$", src), f"{where}: trailing ';' hides nothing under nbval"
+        for out in cell["outputs"]:
+            text = text_of(out)
+            assert "grad_fn=" not in text, f"{where}: grad_fn in output"
+            assert not re.search(r"at 0x[0-9a-f]{6,}", text), f"{where}: memory address in output"
+    assert counts == list(range(1, len(counts) + 1)), f"{path.name}: execution counts not contiguous: {counts}"
+
+
+@pytest.mark.parametrize("name", [p.name for p in NOTEBOOKS["en"]])
+def test_languages_share_code_and_outputs(name):
+    en, zh = (load(ROOT / "notebooks" / lang / name) for lang in LANGS)
+    en_code, zh_code = code_cells(en), code_cells(zh)
+    assert len(en_code) == len(zh_code), "different number of code cells"
+    for i, (a, b) in enumerate(zip(en_code, zh_code, strict=True)):
+        src_a, src_b = "".join(a["source"]), "".join(b["source"]).replace('set_language("zh")', 'set_language("en")')
+        assert src_a == src_b, f"code cell {i} differs between en and zh"
+        if "checker" in a.get("metadata", {}).get("tags", []):
+            continue  # a checker speaks the notebook's language
+        if "".join(a["source"]).startswith(IGNORE):
+            continue
+        outs_a = [(o["output_type"], text_of(o)) for o in a["outputs"]]
+        outs_b = [(o["output_type"], text_of(o)) for o in b["outputs"]]
+        assert outs_a == outs_b, f"code cell {i}: outputs differ between en and zh"
+    assert sum(c["cell_type"] == "markdown" for c in en["cells"]) == sum(
+        c["cell_type"] == "markdown" for c in zh["cells"]
+    )
+
+
+def test_stored_notebooks_match_their_sources(capsys):
+    assert nbtool.main(["check"]) == 0, capsys.readouterr().out
