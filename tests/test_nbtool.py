@@ -60,13 +60,21 @@ def test_set_repo_rewrites_badges_setup_cells_and_readme(tmp_path, monkeypatch):
         nb = nbtool.build_one(src, lang, repo, ref)
         nb.cells[2].outputs = [nbformat.v4.new_output("stream", name="stdout", text="1\n")]
         nbtool.write(nb, tmp_path / "notebooks" / lang / "01_demo.ipynb")
-    (tmp_path / "README.md").write_text(f"[b](https://colab.research.google.com/github/{repo}/blob/{ref}/notebooks)")
+    (tmp_path / "README.md").write_text(f"pip install 'x @ git+https://github.com/{repo}@{ref}'\n"
+                                        f"{nbtool.TABLE_BEGIN}\nold\n{nbtool.TABLE_END}\n")
+    monkeypatch.setattr(nbtool, "SRC", tmp_path)
     nbtool.main(["set-repo", "someone/fork", "--ref", "v2.0"])
     assert nbtool.colab_config() == ("someone/fork", "v2.0")
     nb = json.loads((tmp_path / "notebooks/zh/01_demo.ipynb").read_text())
     assert "github/someone/fork/blob/v2.0/notebooks/zh/01_demo.ipynb" in "".join(nb["cells"][0]["source"])
     assert "git+https://github.com/someone/fork@v2.0" in "".join(nb["cells"][1]["source"])
     assert "".join(nb["cells"][2]["outputs"][0]["text"]) == "1\n"  # outputs survive: nothing re-run
-    assert "github/someone/fork/blob/v2.0/" in (tmp_path / "README.md").read_text()
+    readme = (tmp_path / "README.md").read_text()
+    assert "git+https://github.com/someone/fork@v2.0" in readme
+    assert "github/someone/fork/blob/v2.0/notebooks/en/01_demo.ipynb" in readme and "old" not in readme
     with pytest.raises(SystemExit, match="owner/name"):
         nbtool.main(["set-repo", "not a repo"])
+
+
+def test_readmes_list_the_series_with_current_links(capsys):
+    assert nbtool.main(["readme", "--check"]) == 0, capsys.readouterr().out

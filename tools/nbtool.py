@@ -180,6 +180,47 @@ def cmd_build(args) -> None:
             write(nb, out_path(src, lang))
 
 
+README_LANG = {"README.md": "en", "README.zh-CN.md": "zh"}
+TABLE_BEGIN, TABLE_END = "<!-- series:begin -->", "<!-- series:end -->"
+
+
+def series_table(lang: str, repo: str, ref: str) -> str:
+    """The README's table of notebooks, titles in ``lang``, a Colab badge per language."""
+    head = ("| # | Notebook | English | 中文 |" if lang == "en" else "| # | 笔记本 | English | 中文 |")
+    rows = [head, "| --- | --- | --- | --- |"]
+    for src in sources():
+        name = notebook_name(src)
+        title = parse(src)["title"][lang].split("·", 1)[-1].strip()
+        links = [f"[![Open In Colab]({BADGE_IMG})]({badge_url(repo, ref, lg, name)}) [{lg}](notebooks/{lg}/{name})"
+                 for lg in LANGS]
+        rows.append(f"| {name[:2]} | {title} | {links[0]} | {links[1]} |")
+    return "\n".join(rows)
+
+
+def render_readme(text: str, lang: str, repo: str, ref: str) -> str:
+    before, rest = text.split(TABLE_BEGIN, 1)
+    _, after = rest.split(TABLE_END, 1)
+    return f"{before}{TABLE_BEGIN}\n{series_table(lang, repo, ref)}\n{TABLE_END}{after}"
+
+
+def cmd_readme(args) -> int:
+    """Rewrite (or with --check, verify) the series tables in README.md and README.zh-CN.md."""
+    repo, ref = colab_config()
+    stale = []
+    for filename, lang in README_LANG.items():
+        path = ROOT / filename
+        text = path.read_text(encoding="utf-8")
+        new = render_readme(text, lang, repo, ref)
+        if new != text:
+            if args.check:
+                stale.append(f"{filename}: series table out of date: run python tools/nbtool.py readme")
+            else:
+                path.write_text(new, encoding="utf-8")
+    for line in stale:
+        print(line)
+    return 1 if stale else 0
+
+
 def cmd_check(args) -> int:
     """Stored notebooks must hold exactly the cells their sources build (outputs aside)."""
     repo, ref = colab_config()
@@ -223,11 +264,14 @@ def cmd_set_repo(args) -> None:
                 elif cell.cell_type == "code" and cell.source.startswith(SETUP_MARK):
                     cell.source = setup_code(args.repo, ref)
             write(nb, path)
-    for readme in (ROOT / "README.md", ROOT / "README.zh-CN.md"):
+    for filename, lang in README_LANG.items():
+        readme = ROOT / filename
         if readme.exists():
-            text = readme.read_text()
-            text = text.replace(f"github/{old_repo}/blob/{old_ref}/", f"github/{args.repo}/blob/{ref}/")
-            readme.write_text(text.replace(f"github.com/{old_repo}@{old_ref}", f"github.com/{args.repo}@{ref}"))
+            text = readme.read_text(encoding="utf-8")
+            text = text.replace(f"github.com/{old_repo}@{old_ref}", f"github.com/{args.repo}@{ref}")
+            if TABLE_BEGIN in text:
+                text = render_readme(text, lang, args.repo, ref)
+            readme.write_text(text, encoding="utf-8")
     print(f"Colab links now point at {args.repo}@{ref}")
 
 
@@ -243,6 +287,9 @@ def main(argv=None) -> int:
     c = sub.add_parser("check", help="fail if a stored notebook no longer matches its source")
     c.add_argument("--only")
     c.set_defaults(func=cmd_check)
+    r = sub.add_parser("readme", help="rewrite the series tables in the READMEs")
+    r.add_argument("--check", action="store_true", help="only report whether they are up to date")
+    r.set_defaults(func=cmd_readme)
     s = sub.add_parser("set-repo", help="point badges and Colab setup cells at owner/name (and a ref)")
     s.add_argument("repo")
     s.add_argument("--ref")
