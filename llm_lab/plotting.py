@@ -38,7 +38,11 @@ def heatmap(matrix, labels=None, title=None, ax=None, annotate=True, fmt=".2f", 
     if title:
         ax.set_title(title)
     if annotate and array.size <= 144:
-        top = np.nanmax(np.where(np.isfinite(array), array, np.nan)) if np.isfinite(array).any() else 1.0
+        # text colour follows the colour scale actually used, so a shared vmax keeps labels readable
+        if vmax is not None:
+            top = vmax
+        else:
+            top = np.nanmax(np.where(np.isfinite(array), array, np.nan)) if np.isfinite(array).any() else 1.0
         for (i, j), value in np.ndenumerate(array):
             text = "-inf" if value == -np.inf else format(value, fmt)
             dark = np.isfinite(value) and value > 0.6 * top
