@@ -44,6 +44,8 @@ def heatmap(matrix, labels=None, title=None, ax=None, annotate=True, fmt=".2f", 
         else:
             top = np.nanmax(np.where(np.isfinite(array), array, np.nan)) if np.isfinite(array).any() else 1.0
         for (i, j), value in np.ndenumerate(array):
+            if np.isnan(value):
+                continue  # a blank cell stays blank
             text = "-inf" if value == -np.inf else format(value, fmt)
             dark = np.isfinite(value) and value > 0.6 * top
             ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if dark else "black")

@@ -30,6 +30,18 @@ def text_of(output):
     return "".join(output.get("text", "")) + "".join(data.get("text/plain", ""))
 
 
+def merged_outputs(cell):
+    """(type, text) per output, consecutive chunks of one stream merged as nbval merges them."""
+    merged = []
+    for o in cell["outputs"]:
+        key = (o["output_type"], o.get("name"))
+        if merged and key[0] == "stream" and merged[-1][0] == key:
+            merged[-1] = (key, merged[-1][1] + text_of(o))
+        else:
+            merged.append((key, text_of(o)))
+    return merged
+
+
 def test_series_is_numbered_contiguously_and_twinned():
     numbers = {lang: [p.name[:2] for p in NOTEBOOKS[lang]] for lang in LANGS}
     assert numbers["en"], "no notebooks found"
@@ -83,8 +95,7 @@ def test_languages_share_code_and_outputs(name):
             continue  # a checker speaks the notebook's language
         if "".join(a["source"]).startswith(IGNORE):
             continue
-        outs_a = [(o["output_type"], text_of(o)) for o in a["outputs"]]
-        outs_b = [(o["output_type"], text_of(o)) for o in b["outputs"]]
+        outs_a, outs_b = merged_outputs(a), merged_outputs(b)
         assert outs_a == outs_b, f"code cell {i}: outputs differ between en and zh"
     assert sum(c["cell_type"] == "markdown" for c in en["cells"]) == sum(
         c["cell_type"] == "markdown" for c in zh["cells"]

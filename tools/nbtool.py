@@ -163,7 +163,8 @@ def execute(nb, path: Path, timeout: int = 600) -> None:
     from nbclient import NotebookClient
 
     resources = {"metadata": {"path": str(path.parent)}}
-    NotebookClient(nb, timeout=timeout, kernel_name="python3", resources=resources).execute()
+    # coalesce_streams: one print may arrive in several chunks on a busy machine; store it as one output
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", resources=resources, coalesce_streams=True).execute()
     for cell in nb.cells:  # nbclient records timings; they would churn every diff
         cell.metadata.pop("execution", None)
     nb.metadata.pop("widgets", None)
