@@ -9,7 +9,7 @@ BROWSER ?= 0
 NB     ?=
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
-.PHONY: setup lab test lint unit nbval execute check-sources student bench colab-links clean
+.PHONY: setup lab test lint unit widgets7 nbval execute student bench colab-links clean
 
 # The venv is rebuilt only when the requirements or the package metadata change.
 $(STAMP): requirements.txt pyproject.toml
@@ -24,7 +24,7 @@ lab: setup
 	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) \
 		$(if $(filter 1 yes true,$(BROWSER)),,--no-browser)
 
-test: setup lint unit nbval
+test: setup lint unit widgets7 nbval
 
 lint: setup
 	$(BIN)/ruff check llm_lab tests tools benchmarks notebooks/en notebooks/zh
@@ -32,6 +32,10 @@ lint: setup
 unit: setup
 	$(BIN)/python tools/nbtool.py check
 	$(BIN)/python -m pytest -q tests
+
+# The explorers again under ipywidgets 7.7.1, the version Colab ships (own venv: .venv-ipyw7).
+widgets7:
+	bash tools/test_widgets7.sh
 
 nbval: setup
 	$(BIN)/python -m pytest -q $(NBVAL) notebooks/en notebooks/zh
@@ -53,4 +57,4 @@ colab-links: setup
 	$(BIN)/python tools/nbtool.py set-repo $(REPO) $(if $(REF),--ref $(REF))
 
 clean:
-	rm -rf $(VENV) build .pytest_cache
+	rm -rf $(VENV) .venv-ipyw7 build .pytest_cache

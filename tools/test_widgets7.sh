@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Run tests/test_widgets.py under ipywidgets 7.7.1, the version Google Colab ships (the main .venv has 8.x).
+#
+#   bash tools/test_widgets7.sh            # from the repository root or anywhere
+#   PYTHON=python3.12 bash tools/test_widgets7.sh
+#
+# The venv .venv-ipyw7 is (re)built only when it is missing or tests/requirements-ipywidgets7.txt changed
+# (a copy of the file installed last is kept as the stamp). Extra arguments go to pytest.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+VENV=.venv-ipyw7
+REQS=tests/requirements-ipywidgets7.txt
+STAMP="$VENV/.installed-requirements"
+
+if [ ! -x "$VENV/bin/python" ] || ! cmp -s "$REQS" "$STAMP"; then
+    echo "test_widgets7: building $VENV from $REQS"
+    rm -rf "$VENV"
+    "$PYTHON" -m venv "$VENV"
+    echo '*' > "$VENV/.gitignore"  # keep the venv out of git without touching the repository's .gitignore
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$REQS"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e .
+    cp "$REQS" "$STAMP"
+fi
+
+"$VENV/bin/python" -c "import ipywidgets; print('test_widgets7: ipywidgets', ipywidgets.__version__)"
+export MPLBACKEND=Agg
+export LLM_LAB_IPYWIDGETS_MAJOR=7  # test_ipywidgets_major fails if another major is installed
+exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/test_widgets.py "$@"
