@@ -43,6 +43,7 @@ nbval: setup
 # Regenerate the notebooks from notebooks/src and store fresh outputs (NB=01,03 for a subset).
 execute: setup
 	$(BIN)/python tools/nbtool.py execute $(if $(NB),--only $(NB))
+	$(BIN)/python tools/nbtool.py readme
 
 # Student copies without solutions, in build/student/{zh,en}/ (FORCE=1 overwrites edited copies).
 student: setup
