@@ -41,6 +41,7 @@ import torch.nn.functional as F
 from matplotlib.figure import Figure
 
 from .attention import SelfAttention
+from .example import TOKENS, book_inputs
 from .masks import causal_mask, causal_softmax, mask_and_renormalize
 from .plotting import heatmap
 
@@ -54,15 +55,7 @@ __all__ = [
     "mask_explorer",
 ]
 
-EXAMPLE_TOKENS = ["Your", "journey", "starts", "with", "one", "step"]
-_EXAMPLE_INPUTS = [
-    [0.43, 0.15, 0.89],  # Your
-    [0.55, 0.87, 0.66],  # journey
-    [0.57, 0.85, 0.64],  # starts
-    [0.22, 0.58, 0.33],  # with
-    [0.77, 0.25, 0.10],  # one
-    [0.05, 0.80, 0.55],  # step
-]
+EXAMPLE_TOKENS = TOKENS
 _MAX_LISTED = 12  # readout lines list at most this many per-row values
 
 
@@ -73,7 +66,7 @@ def example_attn_scores() -> torch.Tensor:
     ``queries @ keys.T / sqrt(d_out)``. The seed is set inside ``fork_rng``, so the caller's random
     state is unchanged. ``torch.softmax(scores, dim=-1)[0]`` starts 0.1921, 0.1646, ...
     """
-    inputs = torch.tensor(_EXAMPLE_INPUTS)  # (6, 3)
+    inputs = book_inputs()  # (6, 3)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(789)
         sa_v2 = SelfAttention(d_in=3, d_out=2)

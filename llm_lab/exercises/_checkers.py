@@ -346,10 +346,15 @@ def body_causal_attention(cls) -> list[str]:
             passed_full = passed_full or shape[1] == context_length
             cases.append(shape_str(shape))
         if dropout > 0:
-            x = torch.randn(2, 5, d_in, generator=g)
-            _check_train_dropout(module, x, f"{build_case}, x.shape={shape_str(x.shape)}, train()", dropout)
-            cases.append("train()")
+            cases.append(_train_dropout_case(module, d_in, g, build_case, dropout))
     return cases
+
+
+def _train_dropout_case(module, d_in, g, build_case, dropout) -> str:
+    """In train() mode the learner's dropout must zero weights and scale the rest by 1/(1-p)."""
+    x = torch.randn(2, 5, d_in, generator=g)
+    _check_train_dropout(module, x, f"{build_case}, x.shape={shape_str(x.shape)}, train()", dropout)
+    return "train()"
 
 
 def _split(t, nh, how):
@@ -443,9 +448,7 @@ def body_multihead(cls) -> list[str]:
             passed_full = passed_full or shape[1] == context_length
             cases.append(shape_str(shape))
         if dropout > 0:
-            x = torch.randn(2, 5, d_in, generator=g)
-            _check_train_dropout(module, x, f"{build_case}, x.shape={shape_str(x.shape)}, train()", dropout)
-            cases.append("train()")
+            cases.append(_train_dropout_case(module, d_in, g, build_case, dropout))
     return cases
 
 
