@@ -22,7 +22,8 @@ setup: $(STAMP)
 
 lab: setup
 	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) \
-		$(if $(filter 1 yes true,$(BROWSER)),,--no-browser)
+		$(if $(filter 1 yes true,$(BROWSER)),,--no-browser) \
+		$(if $(filter 0,$(shell id -u)),--allow-root)
 
 test: setup lint unit widgets7 nbval
 
