@@ -68,6 +68,16 @@ def test_chinese_stub_and_whole_cell_solution():
     assert out.cells[2].source.splitlines() == ["# 在这里写你的代码（YOUR CODE HERE）", "raise NotImplementedError()"]
 
 
+def test_badge_to_the_instructor_notebook_is_replaced_by_a_note():
+    nb = synthetic_notebook()
+    badge = "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab/x.ipynb)"
+    nb.cells[0].source = f"# 01 · Demo\n\n{badge}"
+    for lang in ("en", "zh"):
+        header = nbformat.reads(student.make_student_copy(nb, lang), as_version=4).cells[0].source
+        assert "colab-badge.svg" not in header and header.startswith("# 01 · Demo")
+        assert header.endswith(student.STUDENT_NOTE[lang])
+
+
 @pytest.mark.parametrize("breakage", ["no_end_marker", "markers_without_metadata", "tag_without_metadata",
                                       "markers_in_prose"])
 def test_broken_solution_cells_are_errors(breakage):

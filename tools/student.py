@@ -29,6 +29,7 @@ import nbformat
 from nbconvert.exporters import NotebookExporter
 from nbconvert.preprocessors import Preprocessor
 from nbgrader.preprocessors import ClearSolutions
+from traitlets import Unicode
 from traitlets.config import Config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,6 +68,25 @@ class ClearExerciseOutputs(Preprocessor):
         return cell, resources
 
 
+STUDENT_NOTE = {
+    "en": "*Student copy: the exercise solutions are removed. Write yours where a cell raises "
+          "`NotImplementedError`, then run the checker cell below it.*",
+    "zh": "*学生版：练习答案已移除。请在抛出 `NotImplementedError` 的单元中写下你的答案，然后运行其下方的检查单元。*",
+}
+
+
+class StudentHeader(Preprocessor):
+    """Swap the header's Open-in-Colab badge (it opens the instructor notebook, solutions included) for a note."""
+
+    lang = Unicode("en", help="the notebook's language: en or zh")
+
+    def preprocess_cell(self, cell, resources, index):
+        if index == 0 and cell.cell_type == "markdown" and "colab-badge.svg" in cell.source:
+            lines = [line for line in cell.source.splitlines() if "colab-badge.svg" not in line]
+            cell.source = "\n".join(lines).rstrip() + "\n\n" + STUDENT_NOTE.get(self.lang, STUDENT_NOTE["en"])
+        return cell, resources
+
+
 BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"  # nbgrader's default delimiters, kept for nbgrader compatibility
 
 
@@ -101,6 +121,7 @@ def exporter(lang: str) -> NotebookExporter:
     exp.register_preprocessor(CheckSolutionMarkers, enabled=True)
     exp.register_preprocessor(ClearSolutions, enabled=True)
     exp.register_preprocessor(ClearExerciseOutputs, enabled=True)
+    exp.register_preprocessor(StudentHeader(lang=lang), enabled=True)
     return exp
 
 
