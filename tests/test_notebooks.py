@@ -83,6 +83,25 @@ def test_notebook_hygiene(path):
     assert counts == list(range(1, len(counts) + 1)), f"{path.name}: execution counts not contiguous: {counts}"
 
 
+HEADINGS = {"en": ("## Learning objectives", "## Summary"), "zh": ("## 学习目标", "## 小结")}
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_objectives_first_summary_last_then_exercises(path):
+    nb = load(path)
+    objectives, summary = HEADINGS[path.parent.name]
+    prose = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+    assert prose[1].startswith(objectives), "the first cell after the title states the learning objectives"
+    at = [i for i, text in enumerate(prose) if text.startswith(summary)]
+    assert len(at) == 1, f"one {summary!r} cell expected"
+    exercises = [i for i, text in enumerate(prose) if text.startswith(("## Exercises", "## 练习"))]
+    if path.name[:2] <= "06":
+        assert exercises and exercises[0] > at[0], "notebooks 01-06 end with exercises, after the summary"
+        assert len(prose) - 1 - at[0] > 1
+    else:
+        assert at[0] == len(prose) - 1, "the summary is the last prose cell"
+
+
 @pytest.mark.parametrize("name", [p.name for p in NOTEBOOKS["en"]])
 def test_languages_share_code_and_outputs(name):
     en, zh = (load(ROOT / "notebooks" / lang / name) for lang in LANGS)
