@@ -32,8 +32,26 @@ def tensor(name: str, value) -> torch.Tensor:
     return value
 
 
-def batch_input(x, d_in: int, context_length: int | None = None) -> tuple[int, int]:
-    """Check a (batch, num_tokens, d_in) input; return (b, num_tokens)."""
+def matches_weights(x: torch.Tensor, weight: torch.Tensor) -> None:
+    """The input must be floating point, with the layer's dtype and on the layer's device."""
+    if not x.is_floating_point():
+        raise TypeError(
+            f"input must be a floating-point tensor of embeddings, got dtype {x.dtype}; token ids must go "
+            "through an nn.Embedding first"
+        )
+    if x.dtype != weight.dtype:
+        raise TypeError(
+            f"input dtype {x.dtype} does not match the layer's {weight.dtype}; use x.to({weight.dtype}) "
+            f"or layer.to({x.dtype})"
+        )
+    if x.device != weight.device:
+        raise ValueError(
+            f"input is on {x.device} but the layer is on {weight.device}; move one of them with .to(device)"
+        )
+
+
+def batch_input(x, d_in: int, context_length: int | None = None, weight: torch.Tensor | None = None):
+    """Check a (batch, num_tokens, d_in) input (and, given the layer's weight, its dtype/device); return (b, T)."""
     tensor("x", x)
     if x.dim() != 3:
         raise ValueError(
@@ -46,6 +64,10 @@ def batch_input(x, d_in: int, context_length: int | None = None) -> tuple[int, i
             f"input last dimension is {width} but this layer was built with d_in={d_in} "
             f"(input shape {tuple(x.shape)})"
         )
+    if num_tokens == 0:
+        raise ValueError(f"input has no tokens (shape {tuple(x.shape)}): attention needs num_tokens >= 1")
+    if weight is not None:
+        matches_weights(x, weight)
     if context_length is not None and num_tokens > context_length:
         raise ValueError(
             f"num_tokens={num_tokens} exceeds context_length={context_length}: the causal mask only covers "

@@ -31,6 +31,7 @@ class SelfAttention(nn.Module):
                 f"expected input of shape (num_tokens, d_in={self.d_in}) or (batch, num_tokens, d_in={self.d_in}), "
                 f"got {tuple(x.shape)}"
             )
+        _checks.matches_weights(x, self.W_query.weight)
         queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)  # (..., T, d_out)
         attn_scores = queries @ keys.transpose(-2, -1)  # (..., T, T)
         attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
@@ -59,7 +60,7 @@ class CausalAttention(nn.Module):
         self.register_buffer("mask", causal_mask(context_length))
 
     def forward(self, x: torch.Tensor, return_attn_weights: bool = False):
-        _, num_tokens = _checks.batch_input(x, self.d_in, self.context_length)
+        _, num_tokens = _checks.batch_input(x, self.d_in, self.context_length, self.W_query.weight)
         queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)  # (B, T, d_out)
         attn_scores = queries @ keys.transpose(1, 2)  # (B, T, T)
         attn_scores = attn_scores.masked_fill(self.mask[:num_tokens, :num_tokens], float("-inf"))

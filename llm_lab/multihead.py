@@ -73,7 +73,7 @@ class MultiHeadAttention(nn.Module):
         return t.view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
 
     def _project(self, x: torch.Tensor):
-        b, num_tokens = _checks.batch_input(x, self.d_in, self.context_length)
+        b, num_tokens = _checks.batch_input(x, self.d_in, self.context_length, self.W_query.weight)
         q = self._split_heads(self.W_query(x), b, num_tokens)
         k = self._split_heads(self.W_key(x), b, num_tokens)
         v = self._split_heads(self.W_value(x), b, num_tokens)

@@ -112,3 +112,21 @@ def test_dropout_scales_kept_weights_by_one_over_one_minus_p(inputs):
     assert not torch.allclose(dropped.sum(-1), torch.ones(8, 6))  # rows no longer sum to 1 in training
     ca.eval()
     assert torch.equal(ca(batch, return_attn_weights=True)[1], clean)  # eval(): dropout does nothing
+
+
+@pytest.mark.parametrize("cls", [CausalAttention, MultiHeadAttention, FusedMultiHeadAttention])
+def test_dtype_and_token_id_mistakes_are_named(cls):
+    layer = cls(4, 4, 5, 0.0, 2) if cls is not CausalAttention else cls(4, 4, 5, 0.0)
+    with pytest.raises(TypeError, match=r"input dtype torch.float64 does not match the layer's torch.float32"):
+        layer(torch.zeros(1, 3, 4, dtype=torch.float64))
+    with pytest.raises(TypeError, match=r"got dtype torch.int64; token ids must go through an nn.Embedding"):
+        layer(torch.zeros(1, 3, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"input has no tokens \(shape \(1, 0, 4\)\)"):
+        layer(torch.zeros(1, 0, 4))
+    out = layer.to(torch.float64)(torch.zeros(1, 3, 4, dtype=torch.float64))  # converting the layer works
+    assert out.dtype == torch.float64
+
+
+def test_self_attention_dtype_mismatch():
+    with pytest.raises(TypeError, match="does not match the layer's"):
+        SelfAttention(3, 2)(torch.zeros(6, 3, dtype=torch.float64))
