@@ -18,12 +18,17 @@ def positive_int(name: str, value) -> int:
 def dropout_rate(value) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"dropout must be a float in [0, 1), got {value!r} ({type(value).__name__})")
-    if not 0.0 <= float(value) < 1.0:
-        raise ValueError(
-            f"dropout must be in [0, 1), got {value}: it is the probability of zeroing a weight, "
-            "and p=1 would zero every weight"
-        )
+    if not 0.0 <= float(value) < 1.0:  # also rejects nan
+        why = "p=1 would zero every weight" if float(value) >= 1.0 else "a probability cannot be negative or nan"
+        raise ValueError(f"dropout must be in [0, 1), got {value}: it is the probability of zeroing a weight; {why}")
     return float(value)
+
+
+def flag(name: str, value) -> bool:
+    """A real bool: strings like "False" are truthy and would silently flip the meaning."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
+    return value
 
 
 def tensor(name: str, value) -> torch.Tensor:
@@ -77,8 +82,12 @@ def batch_input(x, d_in: int, context_length: int | None = None, weight: torch.T
 
 
 def square_scores(name: str, scores) -> int:
-    """Check a (..., T, T) score/weight tensor; return T."""
+    """Check a floating-point (..., T, T) score/weight tensor with T >= 1; return T."""
     tensor(name, scores)
     if scores.dim() < 2 or scores.shape[-1] != scores.shape[-2]:
         raise ValueError(f"{name} must have shape (..., num_tokens, num_tokens), got {tuple(scores.shape)}")
+    if scores.shape[-1] == 0:
+        raise ValueError(f"{name} has no tokens (shape {tuple(scores.shape)}): num_tokens must be >= 1")
+    if not scores.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got dtype {scores.dtype}")
     return scores.shape[-1]

@@ -20,12 +20,13 @@ class SelfAttention(nn.Module):
         super().__init__()
         self.d_in = _checks.positive_int("d_in", d_in)
         self.d_out = _checks.positive_int("d_out", d_out)
-        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_query = nn.Linear(d_in, d_out, bias=_checks.flag("qkv_bias", qkv_bias))
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
 
     def forward(self, x: torch.Tensor, return_attn_weights: bool = False):
         _checks.tensor("x", x)
+        _checks.flag("return_attn_weights", return_attn_weights)
         if x.dim() not in (2, 3) or x.shape[-1] != self.d_in:
             raise ValueError(
                 f"expected input of shape (num_tokens, d_in={self.d_in}) or (batch, num_tokens, d_in={self.d_in}), "
@@ -53,7 +54,7 @@ class CausalAttention(nn.Module):
         self.d_in = _checks.positive_int("d_in", d_in)
         self.d_out = _checks.positive_int("d_out", d_out)
         self.context_length = _checks.positive_int("context_length", context_length)
-        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_query = nn.Linear(d_in, d_out, bias=_checks.flag("qkv_bias", qkv_bias))
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.dropout = nn.Dropout(_checks.dropout_rate(dropout))
@@ -61,6 +62,7 @@ class CausalAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, return_attn_weights: bool = False):
         _, num_tokens = _checks.batch_input(x, self.d_in, self.context_length, self.W_query.weight)
+        _checks.flag("return_attn_weights", return_attn_weights)
         queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)  # (B, T, d_out)
         attn_scores = queries @ keys.transpose(1, 2)  # (B, T, T)
         attn_scores = attn_scores.masked_fill(self.mask[:num_tokens, :num_tokens], float("-inf"))

@@ -32,6 +32,7 @@ class MultiHeadAttentionWrapper(nn.Module):
         )
 
     def forward(self, x: torch.Tensor, return_attn_weights: bool = False):
+        _checks.flag("return_attn_weights", return_attn_weights)
         outputs = [head(x, return_attn_weights=True) for head in self.heads]
         context_vec = torch.cat([out for out, _ in outputs], dim=-1)  # (B, T, nh * d_out)
         if return_attn_weights:
@@ -61,7 +62,7 @@ class MultiHeadAttention(nn.Module):
                 f"({d_out} % {num_heads} = {d_out % num_heads}); each head gets d_out // num_heads features"
             )
         self.head_dim = d_out // num_heads
-        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_query = nn.Linear(d_in, d_out, bias=_checks.flag("qkv_bias", qkv_bias))
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.out_proj = nn.Linear(d_out, d_out)
@@ -85,6 +86,7 @@ class MultiHeadAttention(nn.Module):
         return self.out_proj(context_vec)
 
     def forward(self, x: torch.Tensor, return_attn_weights: bool = False):
+        _checks.flag("return_attn_weights", return_attn_weights)
         q, k, v, b, num_tokens = self._project(x)
         attn_scores = q @ k.transpose(2, 3)  # (B, nh, T, T)
         attn_scores = attn_scores.masked_fill(self.mask[:num_tokens, :num_tokens], float("-inf"))
@@ -100,11 +102,12 @@ class FusedMultiHeadAttention(MultiHeadAttention):
     Same constructor, parameters, buffer and ``state_dict`` keys, so weights move between the two
     unchanged (``fused.load_state_dict(mha.state_dict())`` and back). The fused kernel never materializes
     the ``(T, T)`` weights; ``return_attn_weights=True`` therefore falls back to the explicit path.
-    Its dropout draws a different random mask than :class:`MultiHeadAttention` for the same seed.
+    In training its dropout runs inside the fused kernel, which need not draw the same random mask as
+    :class:`MultiHeadAttention` for the same seed (CUDA kernels do not); eval-mode outputs are equal.
     """
 
     def forward(self, x: torch.Tensor, return_attn_weights: bool = False):
-        if return_attn_weights:
+        if _checks.flag("return_attn_weights", return_attn_weights):
             return super().forward(x, return_attn_weights=True)
         q, k, v, b, num_tokens = self._project(x)
         p = self.dropout.p if self.training else 0.0

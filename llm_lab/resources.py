@@ -50,10 +50,16 @@ def verified_path(filename: str, sha256: str) -> Path:
     )
 
 
-@cache
 def load_text(name: str = "the-verdict") -> str:
     """The text of a shipped corpus, checksum verified. Known names: ``"the-verdict"``."""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, one of {sorted(TEXTS)}; got {name!r} ({type(name).__name__})")
     if name not in TEXTS:
         raise ValueError(f"unknown text {name!r}; available: {sorted(TEXTS)}")
+    return _read_text(name)
+
+
+@cache
+def _read_text(name: str) -> str:
     filename, sha256 = TEXTS[name]
     return verified_path(filename, sha256).read_text(encoding="utf-8")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import random
 import sys
 
@@ -24,8 +25,11 @@ def seed_everything(seed: int) -> None:
     CPU and CUDA draw from different generators: to get the same numbers on every machine, draw
     random tensors (and run dropout) on the CPU, then move the result to the device.
     """
-    if isinstance(seed, bool) or not isinstance(seed, int):
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise TypeError(f"seed must be an int, got {seed!r} ({type(seed).__name__})")
+    if not 0 <= seed < 2**63:
+        raise ValueError(f"seed must be in [0, 2**63), got {seed}")
+    seed = int(seed)
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)

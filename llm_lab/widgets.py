@@ -382,6 +382,9 @@ class HeadsExplorer(_Explorer):
             raise ValueError(f"attn_weights has an empty dimension: shape {shape}")
         if torch.isnan(weights).any():
             raise ValueError(f"attn_weights has NaN entries (shape {shape})")
+        if not torch.isfinite(weights).all():
+            raise ValueError(f"attn_weights has NaN or infinite entries (shape {shape}); pass the weights after the "
+                             "softmax, not the -inf masked scores")
         self.attn_weights = weights  # (B, nh, T, T)
         self.tokens_per_row = self._tokens(tokens, batch_size, num_queries, shape)
         for name, value, size in (("batch", batch, batch_size), ("head", head, num_heads)):
@@ -397,8 +400,7 @@ class HeadsExplorer(_Explorer):
             value=int(head), min=0, max=num_heads - 1, step=1, description="head",
             disabled=num_heads == 1, continuous_update=False, style=_slider_style(),
         )
-        finite = weights[torch.isfinite(weights)]
-        self.vmax = max(float(finite.max()), 1e-12) if finite.numel() else 1.0  # one colour scale for all slices
+        self.vmax = max(float(weights.max()), 1e-12)  # one colour scale for all slices
         self._build([self.batch_slider, self.head_slider])
 
     @staticmethod

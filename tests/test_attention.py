@@ -130,3 +130,19 @@ def test_dtype_and_token_id_mistakes_are_named(cls):
 def test_self_attention_dtype_mismatch():
     with pytest.raises(TypeError, match="does not match the layer's"):
         SelfAttention(3, 2)(torch.zeros(6, 3, dtype=torch.float64))
+
+
+def test_flags_must_be_bools():
+    with pytest.raises(TypeError, match=r"qkv_bias must be True or False, got 'False' \(str\)"):
+        CausalAttention(3, 2, 6, 0.0, qkv_bias="False")
+    with pytest.raises(TypeError, match="qkv_bias must be True or False"):
+        MultiHeadAttention(4, 4, 6, 0.0, num_heads=2, qkv_bias=None)
+    layer = MultiHeadAttention(4, 4, 6, 0.0, num_heads=2)
+    with pytest.raises(TypeError, match=r"return_attn_weights must be True or False, got 'no'"):
+        layer(torch.zeros(1, 3, 4), return_attn_weights="no")
+
+
+@pytest.mark.parametrize("p,why", [(-0.1, "cannot be negative or nan"), (float("nan"), "cannot be negative or nan")])
+def test_dropout_message_fits_the_value(p, why):
+    with pytest.raises(ValueError, match=why):
+        CausalAttention(3, 2, 6, p)

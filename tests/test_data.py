@@ -119,12 +119,12 @@ def test_checksum_failure_names_file_and_hash(monkeypatch, tmp_path):
     shutil.copy(resources.verified_path(*resources.TEXTS["the-verdict"]), bad)
     bad.write_text(bad.read_text() + "tampered")
     monkeypatch.setenv("LLM_LAB_DATA", str(tmp_path))
-    load_text.cache_clear()
+    resources._read_text.cache_clear()
     try:
         with pytest.raises(ValueError, match=rf"{bad} failed its checksum: expected sha256 b41e41a6"):
             load_text("the-verdict")
     finally:
-        load_text.cache_clear()
+        resources._read_text.cache_clear()
 
 
 def test_tokenizer_checksum_failure(monkeypatch, tmp_path):
@@ -147,3 +147,42 @@ def test_runtime_helpers():
     with pytest.raises(TypeError, match="seed must be an int"):
         llm_lab.seed_everything(1.5)
     assert llm_lab.in_colab() is False
+
+
+def test_slices_give_batches_of_windows():
+    ds = GPTDatasetV1("abcdefghij", CharTokenizer(), max_length=4, stride=1)
+    x, y = ds[0:3]
+    assert x.shape == y.shape == (3, 4)
+    assert torch.equal(x, ds.input_ids[:3]) and torch.equal(y, ds.target_ids[:3])
+    x, y = ds[[0, 5]]
+    assert x[1].tolist() == [ord(c) for c in "fghi"]
+
+
+class PlainTokenizer:
+    def encode(self, text):  # no allowed_special keyword
+        return [ord(c) for c in text]
+
+
+def test_tokenizer_problems_are_named():
+    assert len(GPTDatasetV1("abcdef", PlainTokenizer(), 4, 1)) == 2
+    with pytest.raises(TypeError, match="tokenizer must have an encode"):
+        GPTDatasetV1("abcdef", None, 4, 1)
+    strings = type("S", (), {"encode": lambda self, t, allowed_special=(): list(t)})()
+    with pytest.raises(TypeError, match="tokenizer.encode must return a list of int token ids"):
+        GPTDatasetV1("abcdef", strings, 4, 1)
+    negative = type("N", (), {"encode": lambda self, t, allowed_special=(): [-1] * len(t)})()
+    with pytest.raises(ValueError, match=r"negative token id \(-1\)"):
+        GPTDatasetV1("abcdef", negative, 4, 1)
+    empty = type("E", (), {"encode": lambda self, t, allowed_special=(): []})()
+    with pytest.raises(ValueError, match="it has 0 tokens"):
+        GPTDatasetV1("abcdef", empty, 4, 1)
+
+
+def test_load_text_and_seed_argument_types():
+    with pytest.raises(TypeError, match=r"name must be a str, one of \['the-verdict'\]; got \['a'\]"):
+        load_text(["a"])
+    with pytest.raises(ValueError, match=r"seed must be in \[0, 2\*\*63\), got 1180591620717411303424"):
+        llm_lab.seed_everything(2**70)
+    import numpy as np
+
+    llm_lab.seed_everything(np.int64(3))  # NumPy ints are ints

@@ -86,8 +86,43 @@ def test_fully_masked_row_gradient_is_finite():
 def test_padding_mask_errors():
     with pytest.raises(TypeError, match="bool tensor"):
         causal_softmax(torch.zeros(3, 3), key_padding_mask=torch.zeros(3))
-    with pytest.raises(ValueError, match="last dimension is 4 but there are 3 keys"):
+    with pytest.raises(ValueError, match=r"needs a last dimension of 3 keys \(key_padding_mask shape \(4,\)"):
         causal_softmax(torch.zeros(3, 3), key_padding_mask=torch.zeros(4, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"for \(B, nh, T, T\) scores pass mask\[:, None, :\]"):
+        causal_softmax(torch.zeros(2, 2, 3, 3), key_padding_mask=torch.zeros(2, 3, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"leading dimensions must broadcast to \(2,\)"):
+        causal_softmax(torch.zeros(2, 3, 3), key_padding_mask=torch.zeros(5, 3, dtype=torch.bool))
+    with pytest.raises(ValueError, match="needs a last dimension of 3 keys"):
+        causal_softmax(torch.zeros(3, 3), key_padding_mask=torch.tensor(True))
+
+
+def test_padding_mask_per_head_layout():
+    torch.manual_seed(3)
+    scores = torch.randn(2, 2, 3, 3)  # (B, nh, T, T) with B == nh: a (B, T) mask would be ambiguous
+    pad = torch.tensor([[False, False, False], [False, False, True]])
+    w = causal_softmax(scores, key_padding_mask=pad[:, None, :])
+    assert w.shape == scores.shape
+    assert torch.all(w[1, :, :, 2] == 0) and torch.all(w[0, :, 2, 2] > 0)
+
+
+def test_non_float_and_empty_scores():
+    with pytest.raises(TypeError, match="attn_scores must be a floating-point tensor, got dtype torch.int64"):
+        causal_softmax(torch.zeros(3, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"attn_scores has no tokens \(shape \(0, 0\)\)"):
+        causal_softmax(torch.ones(0, 0))
+
+
+def test_manual_route_underflow_is_reported_not_nan():
+    weights = torch.softmax(torch.tensor([[-1000.0, 0.0], [0.0, 0.0]]), dim=-1)  # row 0: visible weight is 0
+    with pytest.raises(ValueError, match=r"rows \[\[0\]\].*no visible weight left.*causal_softmax"):
+        mask_and_renormalize(weights)
+    # the -inf route gets it right: the only visible key takes all the weight
+    assert torch.equal(causal_softmax(torch.tensor([[-1000.0, 0.0], [0.0, 0.0]]))[0], torch.tensor([1.0, 0.0]))
+
+
+def test_bad_device_name():
+    with pytest.raises(ValueError, match="device must be a torch.device or a name like 'cpu'"):
+        causal_mask(3, device="nope")
 
 
 @pytest.mark.parametrize("fn", [mask_and_renormalize, causal_softmax])

@@ -211,3 +211,8 @@ def test_student_copy_runs_and_checkers_say_not_yet(path, request):
                 problems.append(f"checker cell {i} did not report 'not implemented yet' (🚧): {text[:300]!r}")
     assert not problems, "\n".join(problems)
     assert checkers, "a notebook with exercises should have checker cells"
+
+
+def test_only_filter_matching_nothing_says_so(tmp_path, capsys):
+    assert student.main(["--out", str(tmp_path), "--only", "1"]) == 1
+    assert "--only 1 matches no notebook: use two-digit numbers" in capsys.readouterr().err

@@ -319,3 +319,12 @@ def test_explorers_display_as_their_container_widget(mha_weights, monkeypatch, c
         explorer._ipython_display_()
         assert shown[-1] is explorer.ui
     assert capsys.readouterr().out == ""
+
+
+def test_heads_explorer_rejects_masked_scores():
+    from llm_lab.widgets import heads_explorer
+
+    scores = torch.zeros(1, 1, 2, 2)
+    scores[0, 0, 0, 1] = float("-inf")
+    with pytest.raises(ValueError, match="NaN or infinite entries.*not the -inf masked scores"):
+        heads_explorer(scores)

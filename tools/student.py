@@ -158,8 +158,9 @@ def generate(src: Path = DEFAULT_SRC, out: Path = DEFAULT_OUT, force: bool = Fal
     notebooks = find_notebooks(src, only)
     if not notebooks:
         where = ", ".join(str(src / lang / PATTERN) for lang in LANGS)
-        raise FileNotFoundError(f"no notebooks found ({where}{', only ' + only if only else ''}); "
-                                "build them first with `make execute`")
+        if only and find_notebooks(src, None):
+            raise FileNotFoundError(f"--only {only} matches no notebook: use two-digit numbers such as 01,03")
+        raise FileNotFoundError(f"no notebooks found ({where}); build them first with `make execute`")
     report: dict[str, list] = {"written": [], "unchanged": [], "skipped": [], "errors": []}
     for path in notebooks:
         lang = path.parent.name
