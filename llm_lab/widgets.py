@@ -413,8 +413,14 @@ class HeadsExplorer(_Explorer):
                 f"tokens must be a list of {num_tokens} strings or a list of {batch_size} such lists "
                 f"(attn_weights shape {shape}), got {type(tokens).__name__}"
             )
-        if any(isinstance(t, str) for t in tokens):  # a flat list: every entry must be a str
+        if all(isinstance(t, str) for t in tokens):  # one flat list shared by every batch row
             return [_token_list("tokens", tokens, num_tokens, shape)] * batch_size
+        if not all(isinstance(t, (list, tuple)) for t in tokens):  # mixed, or numbers such as token ids
+            bad = next(t for t in tokens if not isinstance(t, (list, tuple)))
+            raise TypeError(
+                f"tokens must hold strings (one list of {num_tokens}) or lists of strings (one per batch row); "
+                f"found {bad!r} ({type(bad).__name__}): decode token ids to strings first"
+            )
         if len(tokens) != batch_size:
             raise ValueError(
                 f"tokens has {len(tokens)} entries but attn_weights has B={batch_size} batch rows (shape {shape}); "

@@ -328,3 +328,13 @@ def test_heads_explorer_rejects_masked_scores():
     scores[0, 0, 0, 1] = float("-inf")
     with pytest.raises(ValueError, match="NaN or infinite entries.*not the -inf masked scores"):
         heads_explorer(scores)
+
+
+def test_heads_explorer_token_mistakes_point_at_the_real_problem():
+    from llm_lab.widgets import heads_explorer
+
+    weights = causal_softmax(torch.zeros(2, 3, 4, 4))
+    with pytest.raises(TypeError, match=r"found 1 \(int\): decode token ids to strings first"):
+        heads_explorer(weights, tokens=[1, 2, 3, 4])
+    with pytest.raises(TypeError, match=r"found 'bbbb' \(str\)"):
+        heads_explorer(weights, tokens=[["a"] * 4, "bbbb"])
