@@ -413,14 +413,20 @@ class HeadsExplorer(_Explorer):
                 f"tokens must be a list of {num_tokens} strings or a list of {batch_size} such lists "
                 f"(attn_weights shape {shape}), got {type(tokens).__name__}"
             )
-        if all(isinstance(t, str) for t in tokens):  # one flat list shared by every batch row
-            return [_token_list("tokens", tokens, num_tokens, shape)] * batch_size
-        if not all(isinstance(t, (list, tuple)) for t in tokens):  # mixed, or numbers such as token ids
-            bad = next(t for t in tokens if not isinstance(t, (list, tuple)))
+        nested = [isinstance(t, (list, tuple)) for t in tokens]
+        if any(nested) and not all(nested):  # lists mixed with single entries
+            bad = tokens[nested.index(False)]
             raise TypeError(
-                f"tokens must hold strings (one list of {num_tokens}) or lists of strings (one per batch row); "
-                f"found {bad!r} ({type(bad).__name__}): decode token ids to strings first"
+                f"tokens mixes lists with single entries: found {bad!r} ({type(bad).__name__}); pass one list of "
+                f"{num_tokens} strings, or {batch_size} such lists (one per batch row)"
             )
+        if not any(nested):  # one flat list shared by every batch row
+            if tokens and not any(isinstance(t, str) for t in tokens):
+                raise TypeError(
+                    f"tokens must be strings, found {tokens[0]!r} ({type(tokens[0]).__name__}): decode token ids "
+                    "to strings first (e.g. [tokenizer.decode([i]) for i in ids])"
+                )
+            return [_token_list("tokens", tokens, num_tokens, shape)] * batch_size
         if len(tokens) != batch_size:
             raise ValueError(
                 f"tokens has {len(tokens)} entries but attn_weights has B={batch_size} batch rows (shape {shape}); "

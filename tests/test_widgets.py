@@ -336,5 +336,5 @@ def test_heads_explorer_token_mistakes_point_at_the_real_problem():
     weights = causal_softmax(torch.zeros(2, 3, 4, 4))
     with pytest.raises(TypeError, match=r"found 1 \(int\): decode token ids to strings first"):
         heads_explorer(weights, tokens=[1, 2, 3, 4])
-    with pytest.raises(TypeError, match=r"found 'bbbb' \(str\)"):
+    with pytest.raises(TypeError, match=r"mixes lists with single entries: found 'bbbb' \(str\)"):
         heads_explorer(weights, tokens=[["a"] * 4, "bbbb"])
