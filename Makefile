@@ -9,7 +9,7 @@ BROWSER ?= 0
 NB     ?=
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
-.PHONY: setup lab test lint unit widgets7 nbval execute student bench colab-links clean
+.PHONY: setup lab test lint unit widgets7 nbval test-torch execute student bench colab-links clean
 
 # The venv is rebuilt only when the requirements or the package metadata change.
 $(STAMP): requirements.txt pyproject.toml
@@ -41,6 +41,19 @@ widgets7:
 nbval: setup
 	$(BIN)/python -m pytest -q $(NBVAL) notebooks/en notebooks/zh
 
+# The unit tests and nbval under another torch, e.g. Colab's: make test-torch TORCH=2.11.0
+# (own venv .venv-torch<version>; PyPI's Linux wheels of other versions pull CUDA libraries, a few GB).
+TVENV := .venv-torch$(TORCH)
+test-torch:
+	@test -n "$(TORCH)" || (echo "usage: make test-torch TORCH=2.11.0"; exit 2)
+	@test -x $(TVENV)/bin/python || $(PYTHON) -m venv $(TVENV)
+	sed 's/^torch==.*/torch==$(TORCH)/' requirements.txt > $(TVENV)/requirements.txt
+	$(TVENV)/bin/python -m pip install -q --disable-pip-version-check -r $(TVENV)/requirements.txt
+	$(TVENV)/bin/python -m pip install -q --disable-pip-version-check --no-deps -e .
+	$(TVENV)/bin/python -c "import torch; print('torch', torch.__version__)"
+	$(TVENV)/bin/python -m pytest -q -p no:cacheprovider tests --deselect tests/test_lab.py
+	$(TVENV)/bin/python -m pytest -q $(NBVAL) notebooks/en notebooks/zh
+
 # Regenerate the notebooks from notebooks/src and store fresh outputs (NB=01,03 for a subset).
 execute: setup
 	$(BIN)/python tools/nbtool.py execute $(if $(NB),--only $(NB))
@@ -59,4 +72,4 @@ colab-links: setup
 	$(BIN)/python tools/nbtool.py set-repo $(REPO) $(if $(REF),--ref $(REF))
 
 clean:
-	rm -rf $(VENV) .venv-ipyw7 build .pytest_cache
+	rm -rf $(VENV) .venv-ipyw7 .venv-torch* build .pytest_cache
