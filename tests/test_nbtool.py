@@ -78,3 +78,57 @@ def test_set_repo_rewrites_badges_setup_cells_and_readme(tmp_path, monkeypatch):
 
 def test_readmes_list_the_series_with_current_links(capsys):
     assert nbtool.main(["readme", "--check"]) == 0, capsys.readouterr().out
+
+
+ZH_CELL = (
+    "x = 1  # (T, d_out)\n"
+    "y = x + 1  # why English  # zh: 为什么\n"
+    "# first English line\n"
+    "# second English line\n"
+    "# zh: 第一行\n"
+    "# zh: 第二行\n"
+    's = "# zh: not a comment"  # in a string, a marker is code\n'
+    "z = y  # a trailing comment\n"
+    "# zh: 行尾注释的中文\n"
+)
+
+
+def test_comment_twins_replace_comments_in_zh_and_vanish_in_en():
+    en, zh = (nbtool.localize_comments(ZH_CELL, lang) for lang in ("en", "zh"))
+    assert en.splitlines() == ["x = 1  # (T, d_out)", "y = x + 1  # why English", "# first English line",
+                               "# second English line", 's = "# zh: not a comment"  # in a string, a marker is code',
+                               "z = y  # a trailing comment"]
+    assert zh.splitlines() == ["x = 1  # (T, d_out)", "y = x + 1  # 为什么", "# 第一行", "# 第二行",
+                               's = "# zh: not a comment"  # in a string, a marker is code', "z = y  # 行尾注释的中文"]
+    assert nbtool.strip_comments(en) == nbtool.strip_comments(zh)
+    assert nbtool.strip_comments(zh).splitlines()[:2] == ["x = 1", "y = x + 1"]
+
+
+@pytest.mark.parametrize("code,error", [
+    ("x = 1\n# zh: 孤儿\n", "need as many English comments"),
+    ("# one\n# zh: 一\n# zh: 二\n", "need as many English comments"),
+    ("x = 1  # zh: 代码后面\n", "after code must end an English comment"),
+    ("x = 1  # a\ny = 2  # b\n# zh: 甲\n# zh: 乙\n", "whole-line comments only"),
+    ("x = (1,\n", "cannot read the comments"),
+])
+def test_comment_twin_errors_say_what_is_wrong(code, error):
+    with pytest.raises(ValueError, match=error):
+        nbtool.localize_comments(code, "zh", at="demo.nbsrc:3")
+
+
+def test_builder_translates_comments_and_lists_the_missing_twins(tmp_path):
+    src = write(tmp_path, "%% title\nA\n%% title zh\nB\n%% code\nx = 1  # keep it small  # zh: 保持小\n"
+                          "y = 2  # the second value\n")
+    zh, en = (nbtool.build_one(src, lang, "o/r", "main").cells[2].source for lang in ("zh", "en"))
+    assert zh == "x = 1  # 保持小\ny = 2  # the second value"
+    assert en == "x = 1  # keep it small\ny = 2  # the second value"
+    assert nbtool.untranslated(src) == ["01_demo.nbsrc:5+2: y = 2  # the second value"]
+
+
+@pytest.mark.parametrize("comment,prose", [
+    ("# (B, nh, T, hs)", False), ("# (T, d_out)", False), ("# NBVAL_IGNORE_OUTPUT", False),
+    ("# Your     (x^1)", False), ("# 中文注释", False), ("### BEGIN SOLUTION", False),
+    ("# (T, T): row = query", True), ("# zero the future", True),
+])
+def test_needs_twin_tells_prose_from_code(comment, prose):
+    assert nbtool.needs_twin(comment) is prose

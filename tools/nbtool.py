@@ -17,9 +17,19 @@ Source format: blocks start with a marker line.
                                     (gets nbgrader metadata; student copies replace it)
                           checker   calls an exercise checker: its output is in the notebook's language
 
+Code comments: the code is shared, a comment may have a Chinese twin that replaces it in the zh notebook
+(and is dropped from the en one). Inline, the twin ends the comment; on its own line, a run of k
+``# zh:`` lines replaces the k comments right above it:
+
+    attn_scores = queries @ keys.T  # (T, T): row = query  # zh: (T, T)：行是查询
+    # Why this line exists, in English.
+    # zh: 用中文说明这一行为什么存在。
+
+``python tools/nbtool.py comments [--only NN]`` lists the English prose comments still without a twin.
+
 An optional ``NN_slug.exercises.nbsrc`` (same format, no title) is appended: the exercises section.
 
-Usage: python tools/nbtool.py build|execute|check|set-repo [...]
+Usage: python tools/nbtool.py build|execute|check|readme|comments|set-repo [...]
 """
 
 from __future__ import annotations
@@ -93,7 +103,7 @@ def parse(path: Path, need_title: bool = True) -> dict:
         elif b["kind"] == "code":
             if b["zh"]:
                 raise ValueError(f"{b['at']}: code is shared by both languages; use {{{{LANG}}}} for the language")
-            cells.append({"type": "code", "source": text, "tags": b["tags"]})
+            cells.append({"type": "code", "source": text, "tags": b["tags"], "at": b["at"]})
         elif not b["zh"]:
             nxt = blocks[i + 1] if i + 1 < len(blocks) else None
             if not nxt or nxt["kind"] != "md" or not nxt["zh"]:
@@ -104,6 +114,136 @@ def parse(path: Path, need_title: bool = True) -> dict:
     if need_title and set(title) != set(LANGS):
         raise ValueError(f"{path}: needs '%% title' and '%% title zh'")
     return {"title": title, "cells": cells}
+
+
+# --- Chinese twins of code comments ------------------------------------------------------------------------------
+# The code of a cell is shared, its comments are not: a comment may carry its Chinese twin, which replaces it in the
+# zh notebook and is dropped from the en one. Two forms (see the module docstring):
+#     x = f(y)  # English comment  # zh: 中文注释          (inline: the twin ends the same comment)
+#     # English comment line 1
+#     # English comment line 2
+#     # zh: 中文第 1 行                                    (a run of k twin lines replaces the k comments above it)
+#     # zh: 中文第 2 行
+ZH_TWIN_LINE = re.compile(r"^# ?zh: ?(.*)$")
+ZH_TWIN_INLINE = re.compile(r"^(#.*?)\s+# ?zh: ?(.*)$")
+# Comments that are markers or code-like, never prose to translate.
+NOT_PROSE = re.compile(r"^#\s*(NBVAL_\w+|noqa\b|type: ?ignore|### (BEGIN|END) SOLUTION|%%|fmt: )")
+CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
+
+
+def _comment_tokens(code: str) -> dict[int, tuple[int, str]]:
+    """{row (1-based): (column, comment text)} for every comment token of ``code``."""
+    import io
+    import tokenize
+
+    found = {}
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+            if tok.type == tokenize.COMMENT:
+                found[tok.start[0]] = (tok.start[1], tok.string)
+    except (tokenize.TokenError, SyntaxError, IndentationError) as err:
+        raise ValueError(f"cannot read the comments of this code: {err}") from err
+    return found
+
+
+def comment_twins(code: str, at: str = "code") -> tuple[list[str], dict[int, tuple[int, str, str | None]]]:
+    """Parse the comment twins of a code cell.
+
+    Returns (lines, comments): ``lines`` the cell's lines, ``comments`` {row: (column, English, Chinese or None)}
+    for every comment that stays in the notebook; twin-only lines are ``None`` in ``lines`` (they are dropped).
+    """
+    lines: list[str | None] = code.split("\n")
+    tokens = _comment_tokens(code)
+    comments: dict[int, tuple[int, str, str | None]] = {}
+    run: list[int] = []  # rows of the current run of "# zh:" lines
+
+    def close_run() -> None:
+        targets = [r for r in range(run[0] - len(run), run[0]) if r >= 1]
+        if len(targets) != len(run) or any(r not in comments or comments[r][2] is not None for r in targets):
+            raise ValueError(f"{at}: line {run[0]}: {len(run)} '# zh:' line(s) need as many English comments "
+                             "right above them (each without a twin yet)")
+        if len(run) > 1 and any(lines[r - 1][: comments[r][0]].strip() for r in targets):
+            raise ValueError(f"{at}: line {run[0]}: several '# zh:' lines translate whole-line comments only")
+        for r, twin in zip(targets, run, strict=True):
+            comments[r] = (comments[r][0], comments[r][1], ZH_TWIN_LINE.match(tokens[twin][1])[1])
+            lines[twin - 1] = None
+        run.clear()
+
+    for row in sorted(tokens):
+        col, text = tokens[row]
+        if run and row != run[-1] + 1:
+            close_run()
+        if ZH_TWIN_LINE.match(text):
+            if lines[row - 1][:col].strip():
+                raise ValueError(f"{at}: line {row}: a '# zh:' twin after code must end an English comment")
+            run.append(row)
+            continue
+        m = ZH_TWIN_INLINE.match(text)
+        comments[row] = (col, m[1], m[2]) if m else (col, text, None)
+    if run:
+        close_run()
+    return lines, comments
+
+
+def localize_comments(code: str, lang: str, at: str = "code") -> str:
+    """The cell's code with its comments in ``lang``: the English ones, or their Chinese twins where given."""
+    lines, comments = comment_twins(code, at)
+    out = []
+    for row, line in enumerate(lines, 1):
+        if line is None:
+            continue
+        if row in comments:
+            col, en, zh = comments[row]
+            line = line[:col] + (f"# {zh}" if lang == "zh" and zh is not None else en)
+        out.append(line)
+    return "\n".join(out)
+
+
+def strip_comments(code: str) -> str:
+    """The code without its comments (and without the spaces before them): what en and zh must share."""
+    lines = code.split("\n")
+    for row, (col, _) in _comment_tokens(code).items():
+        lines[row - 1] = lines[row - 1][:col].rstrip()
+    return "\n".join(lines)
+
+
+def needs_twin(comment: str) -> bool:
+    """True for an English prose comment without a Chinese twin (shape comments, markers and names are not prose)."""
+    if NOT_PROSE.match(comment) or CJK.search(comment):
+        return False
+    words = [w for w in re.split(r"[\s,;:()\[\]{}=<>+*/|'\"`-]+", comment.lstrip("#")) if w]
+    # identifiers, numbers and shape letters are code, not English
+    prose = [w for w in words if re.fullmatch(r"[A-Za-z][a-z]{2,}[.!?]?", w) and w.lower() not in CODE_WORDS]
+    return len(prose) >= 1
+
+
+CODE_WORDS = {"torch", "numpy", "true", "false", "none", "inf", "nan", "cpu", "cuda", "mps", "float", "int", "bool",
+              "your", "journey", "starts", "with", "one", "step", "the"}
+
+
+def untranslated(src: Path) -> list[str]:
+    """'file:line: comment' for every English prose comment in ``src``'s code cells that has no Chinese twin."""
+    found = []
+    for cell in parse(src, need_title=not src.name.endswith(".exercises.nbsrc"))["cells"]:
+        if cell["type"] != "code":
+            continue
+        lines, comments = comment_twins(cell["source"], cell.get("at", src.name))
+        for row, (_, en, zh) in sorted(comments.items()):
+            if zh is None and needs_twin(en):
+                found.append(f"{cell.get('at', src.name)}+{row}: {lines[row - 1].strip()}")
+    return found
+
+
+def cmd_comments(args) -> int:
+    """List the code comments that still lack a Chinese twin (exit 1 if there are any)."""
+    missing = []
+    for src in sources(args.only):
+        for path in (src, src.with_name(src.name.removesuffix(".nbsrc") + ".exercises.nbsrc")):
+            if path.exists():
+                missing += untranslated(path)
+    for line in missing:
+        print(line)
+    return 1 if missing else 0
 
 
 def notebook_name(src: Path) -> str:
@@ -128,7 +268,8 @@ def build_one(src: Path, lang: str, repo: str, ref: str) -> nbformat.NotebookNod
         if c["type"] == "md":
             cells.append(nbformat.v4.new_markdown_cell(c[lang]))
         else:
-            cell = nbformat.v4.new_code_cell(c["source"].replace("{{LANG}}", f'"{lang}"'))
+            code = localize_comments(c["source"], lang, c.get("at", src.name))
+            cell = nbformat.v4.new_code_cell(code.replace("{{LANG}}", f'"{lang}"'))
             if c["tags"]:
                 cell.metadata["tags"] = c["tags"]
             cells.append(cell)
@@ -291,6 +432,9 @@ def main(argv=None) -> int:
     r = sub.add_parser("readme", help="rewrite the series tables in the READMEs")
     r.add_argument("--check", action="store_true", help="only report whether they are up to date")
     r.set_defaults(func=cmd_readme)
+    t = sub.add_parser("comments", help="list code comments that lack a Chinese twin ('# zh: ...')")
+    t.add_argument("--only")
+    t.set_defaults(func=cmd_comments)
     s = sub.add_parser("set-repo", help="point badges and Colab setup cells at owner/name (and a ref)")
     s.add_argument("repo")
     s.add_argument("--ref")
