@@ -1,0 +1,104 @@
+"""The Chinese notebooks use one term per concept: the table in docs/glossary.md, checked against every source."""
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import nbtool  # noqa: E402
+
+GLOSSARY = ROOT / "docs" / "glossary.md"
+SOURCES = sorted(nbtool.SRC.glob("[0-9][0-9]_*.nbsrc"))
+
+
+def split_row(line: str) -> list[str]:
+    """The cells of a Markdown table row; ``\\|`` is a literal bar inside a cell."""
+    cells = re.split(r"(?<!\\)\|", line.strip().strip("|"))
+    return [c.strip().replace("\\|", "|") for c in cells]
+
+
+def glossary() -> list[dict]:
+    rows = []
+    lines = [line for line in GLOSSARY.read_text(encoding="utf-8").splitlines() if line.startswith("|")]
+    header = split_row(lines[0])
+    assert header[:4] == ["English", "中文", "Reserved", "Never write"], header
+    for line in lines[2:]:
+        english, chinese, reserved, never, *_ = split_row(line)
+        rows.append({
+            "english": [form.strip().lower() for form in english.split(" / ")],
+            "chinese": chinese,
+            "reserved": reserved == "yes",
+            "never": [item for item in re.findall(r"`([^`]+)`", never)],
+        })
+    return rows
+
+
+def pattern(item: str) -> re.Pattern:
+    return re.compile(item[3:]) if item.startswith("re:") else re.compile(re.escape(item))
+
+
+def chinese_texts(src: Path) -> list[tuple[str, str, str]]:
+    """(where, Chinese text, its English twin) for every markdown cell, the title and every comment twin."""
+    spec = nbtool.parse(src, need_title=not src.name.endswith(".exercises.nbsrc"))
+    texts = [(f"{src.name} title", spec["title"]["zh"], spec["title"]["en"])] if spec["title"] else []
+    md = [c for c in spec["cells"] if c["type"] == "md"]
+    texts += [(f"{src.name} markdown cell {i}", c["zh"], c["en"]) for i, c in enumerate(md)]
+    for cell in spec["cells"]:
+        if cell["type"] == "code":
+            _, comments = nbtool.comment_twins(cell["source"], cell["at"])
+            texts += [(f"{cell['at']}+{row}", zh, en) for row, (_, en, zh) in sorted(comments.items()) if zh]
+    return texts
+
+
+ROWS = glossary()
+TEXTS = [t for src in SOURCES for t in chinese_texts(src)]
+
+
+def test_glossary_is_well_formed():
+    assert len(ROWS) >= 20
+    chinese = [r["chinese"] for r in ROWS]
+    assert len(chinese) == len(set(chinese)), "one row per Chinese term"
+    for row in ROWS:
+        for item in row["never"]:
+            assert not pattern(item).search(row["chinese"]), f"{row['chinese']} forbids itself ({item})"
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r["english"][0])
+def test_forbidden_variants_are_absent(row):
+    hits = [f"{where}: {m.group(0)!r} in {zh[max(0, m.start() - 15): m.end() + 15]!r}"
+            for where, zh, _ in TEXTS for item in row["never"] for m in pattern(item).finditer(zh)]
+    assert not hits, f"write {row['chinese']!r} ({row['english'][0]}), see docs/glossary.md:\n" + "\n".join(hits)
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if r["reserved"]], ids=lambda r: r["english"][0])
+def test_reserved_terms_translate_their_concept_only(row):
+    stray = [f"{where}: {zh[:60]!r}" for where, zh, en in TEXTS
+             if row["chinese"] in zh and not any(form in en.lower() for form in row["english"])]
+    assert not stray, (f"{row['chinese']!r} is reserved for {row['english'][0]!r}, but these English twins "
+                       "never say so:\n" + "\n".join(stray))
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r["english"][0])
+def test_every_glossary_term_is_used(row):
+    if row["chinese"] == "第 NN 课":
+        assert any(re.search(r"第 \d\d 课", zh) for _, zh, _ in TEXTS)
+    else:
+        assert any(row["chinese"] in zh for _, zh, _ in TEXTS), f"{row['chinese']!r} is never used: drop the row?"
+
+
+def test_notebook_references_read_di_nn_ke():
+    """Every mention of another notebook by number is '第 NN 课' (two digits, spaces around)."""
+    loose = [f"{where}: {m.group(0)!r}" for where, zh, _ in TEXTS
+             for m in re.finditer(r"第\s*\d+\s*课", zh) if not re.fullmatch(r"第 \d\d 课", m.group(0))]
+    assert not loose, "\n".join(loose)
+
+
+def test_dropout_mask_never_borrows_the_causal_masks_word():
+    """Dropout's random keep/drop pattern is 丢弃掩码; 遮蔽 stays with the causal and padding masks."""
+    causal = re.compile(r"(因果|填充)遮蔽|遮蔽矩阵")
+    stray = [f"{where}: {zh[max(0, m.start() - 15): m.end() + 15]!r}" for where, zh, en in TEXTS
+             if "dropout" in en.lower() for m in re.finditer("遮蔽", causal.sub("", zh))]
+    assert not stray, "write 丢弃掩码 for dropout's mask (docs/glossary.md):\n" + "\n".join(stray)
