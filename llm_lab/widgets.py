@@ -131,27 +131,57 @@ def _above_diagonal_max(weights: torch.Tensor) -> float:
 # common machinery
 
 
-class _Explorer:
-    """Shared parts: an ``Image`` widget for the heatmap, an ``Output`` widget for the readout, redraws."""
+class _ExplorerBox(widgets.VBox):
+    """The explorer's container: a plain ``VBox`` whose text stand-in is a short hint.
 
-    figsize = (4.2, 3.6)
+    ipywidgets 7 and 8 both take a widget's ``text/plain`` from ``repr(widget)``; that text is what a
+    notebook shows before it runs (or when it is not trusted) and what nbval compares, so it is fixed
+    instead of the default ``VBox(children=(...`` listing, which holds model details.
+    """
+
+    hint = "interactive explorer: run this cell to get its controls"
+
+    def __repr__(self) -> str:
+        return self.hint
+
+
+class _Explorer:
+    """Shared parts: an ``Image`` widget for the heatmap, an ``Output`` widget for the readout, redraws.
+
+    Layout: the heatmap with the controls to its right (they wrap below it on a narrow page), the readout
+    underneath, so the whole explorer fits a 1366x768 screen. The heatmap PNG is rendered at
+    ``PIXEL_RATIO`` times the displayed size and shown at exactly its CSS size (``display_size``): never
+    stretched, crisp on HiDPI screens.
+    """
+
+    figsize = (4.2, 3.6)  # inches at DISPLAY_DPI css pixels per inch
+    DISPLAY_DPI = 100
+    PIXEL_RATIO = 2
+    name = "explorer"  # what the text stand-in calls it (English / Chinese)
+    name_zh = "探索器"
 
     def __init__(self):
         self.weights: torch.Tensor | None = None  # the (T, T) matrix shown now
         self.image_data: np.ndarray | None = None  # the array drawn on the last render
         self.figure: Figure | None = None  # the figure of the last render (not registered with pyplot)
         self.png: bytes = b""  # the PNG shown in ``self.image``
+        self.png_size: tuple[int, int] = (0, 0)  # its (width, height) in pixels
+        self.display_size: tuple[int, int] = (0, 0)  # (width, height) in CSS pixels on the page
         self.readout: str = ""  # the readout text shown in ``self.readout_output``
         self.render_count = 0
-        self.image = widgets.Image(format="png")
-        self.readout_output = widgets.Output()
+        self.image = widgets.Image(format="png", layout=widgets.Layout(flex="0 0 auto"))
+        self.readout_output = widgets.Output(layout=widgets.Layout(margin="0 0 0 4px"))
         self.ui: widgets.VBox | None = None
 
     def _build(self, controls: list) -> None:
         for control in controls:
             control.observe(self._on_change, names="value")
-        self.controls = widgets.VBox(controls)
-        self.ui = widgets.VBox([self.controls, self.image, self.readout_output])
+        self.controls = widgets.VBox(controls, layout=widgets.Layout(margin="8px 0 0 8px", flex="0 1 auto"))
+        top = widgets.HBox([self.image, self.controls], layout=widgets.Layout(flex_flow="row wrap",
+                                                                              align_items="flex-start"))
+        self.ui = _ExplorerBox([top, self.readout_output])
+        self.ui.add_class("llm-lab-explorer")  # lets the browser test find every explorer on the page
+        self.ui.hint = f"{self.name}: run this cell for the live controls ({self.name_zh}：运行本单元即可交互)"
         self.update()
 
     def _on_change(self, change) -> None:
@@ -160,22 +190,39 @@ class _Explorer:
     def update(self) -> None:  # pragma: no cover - every subclass defines it
         raise NotImplementedError
 
+    def _figsize(self, num_tokens: int) -> tuple[float, float]:
+        if num_tokens <= 8:
+            return self.figsize
+        # from 9 tokens on, cells of 0.3 in (30 css px) up to 12 tokens, so the printed values never touch
+        side = 0.3 * min(num_tokens, 12)
+        return (1.4 + side, 1.0 + side)
+
     def _show(self, weights: torch.Tensor, labels, title: str, vmax: float, readout: str) -> None:
         self.weights = weights
         self.image_data = weights.detach().float().cpu().numpy().copy()
-        fig = Figure(figsize=self.figsize)
+        num_tokens = self.image_data.shape[0]
+        fig = Figure(figsize=self._figsize(num_tokens), dpi=self.DISPLAY_DPI)
         ax = fig.subplots()
-        heatmap(self.image_data, labels=labels, title=title, ax=ax, vmax=vmax)
+        heatmap(self.image_data, labels=labels, title=title, ax=ax, vmax=vmax, annotate=False)
+        _annotate(ax, self.image_data, vmax)
         buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", bbox_inches="tight")
+        fig.savefig(buffer, format="png", bbox_inches="tight", dpi=self.DISPLAY_DPI * self.PIXEL_RATIO)
         self.figure = fig
         self.png = buffer.getvalue()
+        self.png_size = _png_size(self.png)
+        width, height = (-(-side // self.PIXEL_RATIO) for side in self.png_size)  # ceil: never upscaled
+        self.display_size = (width, height)
+        # a fixed CSS size: without it the image stretches to the output's width (2-3x, blurry)
+        self.image.layout.width, self.image.layout.height = f"{width}px", f"{height}px"
         self.image.value = self.png
         self.readout = readout
         # replace, then append: the readout always shows only the latest state
         self.readout_output.outputs = ()
         self.readout_output.append_stdout(readout + "\n")
         self.render_count += 1
+
+    def __repr__(self) -> str:
+        return repr(self.ui)
 
     def _ipython_display_(self):
         # IPython calls this for display(explorer) and for an explorer left as a cell's last expression;
@@ -185,8 +232,41 @@ class _Explorer:
         display(self.ui)
 
 
+def _png_size(png: bytes) -> tuple[int, int]:
+    # the IHDR chunk comes first: width and height are big-endian uint32 at bytes 16..24
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
+def _cell_text(value: float, compact: bool) -> str:
+    text = f"{value:.2f}"
+    if compact:  # 12 columns: ".37" instead of "0.37", "0" for an exact zero, so neighbours never touch
+        if value == 0:
+            return "0"
+        if text.startswith("0."):
+            return text[1:]
+    return text
+
+
+def _annotate(ax, array: np.ndarray, vmax: float) -> None:
+    """Write each value in its cell (up to 12x12), in a colour readable on the cell's shade."""
+    rows, cols = array.shape
+    if rows * cols > 144:
+        return
+    compact = cols > 8
+    fontsize = 6.5 if compact else 7
+    for (i, j), value in np.ndenumerate(array):
+        dark = value > 0.6 * vmax
+        ax.text(j, i, _cell_text(float(value), compact), ha="center", va="center", fontsize=fontsize,
+                color="white" if dark else "black")
+
+
 def _slider_style() -> dict:
     return {"description_width": "initial"}
+
+
+def _toggle_style() -> dict:
+    # "auto" sizes each button to its label; the default fixed width cuts "mask + renormalize"
+    return {"button_width": "auto", "description_width": "initial"}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -203,6 +283,7 @@ class MaskExplorer(_Explorer):
     """
 
     METHODS = {"manual": "mask + renormalize", "-inf": "-inf + softmax", "none": "no mask"}
+    name, name_zh = "mask explorer", "遮蔽探索器"
 
     def __init__(self, attn_scores=None, tokens=None, num_tokens=None, method="manual"):
         super().__init__()
@@ -227,6 +308,7 @@ class MaskExplorer(_Explorer):
         )
         self.method_toggle = widgets.ToggleButtons(
             options=[(label, key) for key, label in self.METHODS.items()], value=method, description="method",
+            style=_toggle_style(),
         )
         self.manual_weights = self.neg_inf_weights = None
         self.max_difference = 0.0
@@ -277,6 +359,8 @@ class DropoutExplorer(_Explorer):
     weights), ``image_data``, ``figure``, ``png``, ``readout``.
     """
 
+    name, name_zh = "dropout explorer", "dropout 探索器"
+
     def __init__(self, attn_weights=None, tokens=None, p=0.5, seed=123, mode="train"):
         super().__init__()
         if attn_weights is None:
@@ -299,7 +383,9 @@ class DropoutExplorer(_Explorer):
             value=int(seed), min=0, max=999, step=1, description="seed", continuous_update=False,
             style=_slider_style(),
         )
-        self.mode_toggle = widgets.ToggleButtons(options=["train", "eval"], value=mode, description="mode")
+        self.mode_toggle = widgets.ToggleButtons(
+            options=["train", "eval"], value=mode, description="mode", style=_toggle_style(),
+        )
         self.scale = 1.0
         self.zeroed = None
         self.zeroed_fraction = 0.0
@@ -360,6 +446,8 @@ class HeadsExplorer(_Explorer):
     ``png``, ``readout`` (shape, row sums, largest weight above the diagonal, each query's strongest key).
     ``tokens_per_row`` holds the label list used for each batch row (or None).
     """
+
+    name, name_zh = "heads explorer", "注意力头探索器"
 
     def __init__(self, attn_weights, tokens=None, batch=0, head=0):
         super().__init__()
