@@ -62,7 +62,7 @@ def test_notebook_hygiene(path):
     assert header["cell_type"] == "markdown"
     assert nbtool.badge_markdown(repo, ref, lang, path.name) in "".join(header["source"])
     setup = "".join(nb["cells"][1]["source"])
-    assert setup == nbtool.setup_code(repo, ref)
+    assert setup == nbtool.setup_code(repo, ref, lang)
     counts = []
     for i, cell in enumerate(code_cells(nb)):
         src = "".join(cell["source"])
