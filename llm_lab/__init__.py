@@ -10,6 +10,15 @@ from .tokenizer import gpt2_tokenizer
 
 __version__ = "0.1.0"
 
+
+def show_versions() -> None:
+    """Print one block for a bug report: Python, torch and its devices, package versions, Colab, data checksums."""
+    # Imported on call: importing llm_lab.env up front would make `python -m llm_lab.env` warn it was imported twice.
+    from .env import show_versions as _show_versions
+
+    _show_versions()
+
+
 __all__ = [
     "CausalAttention",
     "FusedMultiHeadAttention",
@@ -26,4 +35,5 @@ __all__ = [
     "load_text",
     "mask_and_renormalize",
     "seed_everything",
+    "show_versions",
 ]
