@@ -16,6 +16,13 @@ from llm_lab import env, resources
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def installed(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
 def rows() -> dict[str, str]:
     return dict(env.collect())
 
@@ -27,7 +34,7 @@ def test_report_holds_every_fact_a_maintainer_asks_for():
     assert facts["platform"] == platform.platform()
     assert facts["colab"] == ("yes" if "google.colab" in sys.modules else "no")
     for label, dist in env.PACKAGES:
-        assert facts[label] == metadata.version(dist)
+        assert facts[label] == installed(dist)
     torch_line = facts["torch"]
     assert torch_line.startswith(torch.__version__ + ";")
     assert ("CUDA yes" in torch_line) == torch.cuda.is_available()
