@@ -25,7 +25,7 @@ def test_parse_pairs_languages_and_substitutes_lang(tmp_path):
     nb = nbtool.build_one(src, "zh", "me/repo", "v1")
     assert nb.cells[0].source.startswith("# 演示")
     assert "github/me/repo/blob/v1/notebooks/zh/01_demo.ipynb" in nb.cells[0].source
-    assert nb.cells[1].source == nbtool.setup_code("me/repo", "v1")
+    assert nb.cells[1].source == nbtool.setup_code("me/repo", "v1", "zh")
     assert nb.cells[2].source == "你好"
     assert nb.cells[3].source == 'set_language("zh")' and nb.cells[3].metadata["tags"] == ["checker"]
 

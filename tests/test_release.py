@@ -68,7 +68,8 @@ def test_release_sets_version_and_repoints_everything(tmp_path, monkeypatch, cap
     src.write_text("%% title\nA\n%% title zh\nB\n%% code\nprint(1)\n")
     for lang in nbtool.LANGS:
         nbtool.write(nbtool.build_one(src, lang, repo, ref), tmp_path / "notebooks" / lang / "01_demo.ipynb")
-    (tmp_path / "README.md").write_text(f"pip install 'x @ git+https://github.com/{repo}@{ref}'\n")
+    (tmp_path / "README.md").write_text(f"pip install 'x @ git+https://github.com/{repo}@{ref}'\n"
+                                        f"[gpu](https://colab.research.google.com/github/{repo}/blob/{ref}/tools/x.ipynb)\n")
     monkeypatch.setattr(nbtool, "SRC", tmp_path)
 
     assert release.main(["0.2.0"]) == 0
