@@ -1,121 +1,137 @@
-"""Instant checkers for the llm-lab exercises.
+"""Checkers for the llm-lab exercises: instant hints for learners, and a grading API for instructors.
 
-Each ``check_*`` runs your function or class on fresh random inputs against the llm_lab reference and prints
-ONE line: ``✅`` passed, ``🚧`` not implemented yet, ``❌`` with a hint naming the likely mistake. It never
-raises and returns None. ``evaluate(name, obj)`` returns the :class:`CheckResult` without printing.
+**Learners** call ``check_<exercise>(obj)`` in a notebook. It runs ``obj`` on fixed-seed inputs against the
+llm_lab reference and prints what the code printed (if anything), then ONE line: ``✅`` passed, ``🚧`` not
+implemented yet, ``❌`` with a hint naming the likely mistake, ``⏰`` too slow, ``⚠️`` llm_lab's own reference
+handed in. Hints come in two steps: the first ``❌`` for a mistake names the concept; the exact fix is added
+only when the same mistake comes back in the same exercise (state kept per kernel session;
+``reset_hints()`` forgets it). ``check_*`` never raises and returns None.
 
     from llm_lab.exercises import set_language, check_causal_mask
     set_language("zh")          # or "en"
     check_causal_mask(my_causal_mask)
+
+**Graders** (nbgrader test cells, ``tools/grade.py``) use:
+
+- ``grade(exercise, obj, *, lang="en", timeout=TIMEOUT) -> CheckResult``: deterministic (fixed seeds inside
+  ``torch.random.fork_rng``; the notebook's random stream is untouched), never uses or changes the two-step
+  hint state, stops the learner's code after ``timeout`` seconds (for the whole check; ``None``: no limit).
+  ``CheckResult`` fields: ``exercise``, ``status`` (one of ``STATUSES``: ``"pass"``, ``"todo"``, ``"fail"``,
+  ``"error"``, ``"timeout"``, ``"reference"``), ``hint`` (the mistake id, e.g. ``"diagonal_masked"``;
+  ``"passed"``, ``"not_implemented"``, ``"exception"``, ``"system_exit"``, ``"timeout"``, ``"reference"``,
+  ``"checker_error"`` for the outcomes), ``message`` (one line naming the concept, in ``lang``), ``fix`` (the
+  exact fix, ``""`` if none), ``output`` (what the learner's code printed, trimmed), ``points``, ``score``
+  (``points`` if passed), ``passed``, ``line`` (icon + message). ``"reference"``: the object is, subclasses,
+  wraps or calls llm_lab's own reference (``llm_lab.MultiHeadAttention`` handed in, a function that returns
+  ``llm_lab.causal_mask(n)``); the message says so; it scores 0.
+- ``points(exercise) -> int``; ``EXERCISES`` (names, in notebook order); ``REGISTRY`` (name -> ``Exercise``
+  record: ``notebook``, ``points``, ``takes`` (``"function"``/``"class"``), ``signature``, ``hints``, ...);
+  ``exercises_of(notebook)`` (names for ``"05"``); ``HINTS`` (every mistake id with a message).
+- ``fresh()``: a new copy of this package AND of the llm_lab reference code it compares with, loaded from the
+  package files under a private module name, never through ``sys.modules["llm_lab..."]``. A learner's cell that
+  redefines ``check_*``, patches ``llm_lab.exercises.grade``/``evaluate`` or ``llm_lab.causal_mask`` cannot reach
+  it. Use it in graded test cells: ``ex = fresh(); result = ex.grade("multihead", MultiHeadAttentionFixed)``.
+- ``audit(namespace) -> list[str]``: what the learner's cells tampered with: ``check_*`` names in the notebook's
+  namespace (pass ``globals()``) that are not ours, attributes of the imported ``llm_lab.exercises`` modules
+  and of llm_lab's reference functions/classes that differ from the files, torch functions the checkers rely
+  on that were replaced. Empty list: nothing found. Call it on the fresh copy: ``fresh().audit(globals())``.
+
+Limits (documented, not hidden): all of this runs in the learner's own Python process, so a determined learner
+can still patch torch or the import system itself before the test cell runs; ``audit`` catches the common
+cases. The time limit cannot interrupt one long C call (a single huge torch op runs to its end first).
+A real Ctrl-C (or Jupyter's stop button, or nbclient's cell timeout) during a check is re-raised, so the user
+can always stop a cell; a ``KeyboardInterrupt`` or ``SystemExit`` raised by the learner's code itself is
+caught and reported. ``evaluate(exercise, obj)`` is ``grade`` in the current ``set_language`` language.
 """
 
 from __future__ import annotations
 
-from . import _checkers
-from ._core import CheckResult, get_language, run, set_language
+from . import _fresh
+from ._core import STATUSES, CheckResult, Exercise, check_language, get_language, set_language, word
+from ._fresh import audit, fresh
 from ._messages import MESSAGES
+from ._registry import REGISTRY, check_result, record
 
-# exercise name -> (checker body, what the learner passes)
-_BODIES = {
-    "causal_mask": _checkers.body_causal_mask,
-    "renormalize": _checkers.body_renormalize,
-    "attention_weights": _checkers.body_attention_weights,
-    "causal_softmax": _checkers.body_causal_softmax,
-    "dropout": _checkers.body_dropout,
-    "causal_attention": _checkers.body_causal_attention,
-    "split_heads": _checkers.body_split_heads,
-    "merge_heads": _checkers.body_merge_heads,
-    "multihead": _checkers.body_multihead,
-    "windows": _checkers.body_windows,
-    "input_embeddings": _checkers.body_input_embeddings,
-}
+TIMEOUT = 10.0  # seconds per check; every correct solution needs well under one
 
-EXERCISES = tuple(_BODIES)
-HINTS = tuple(MESSAGES)
+EXERCISES = tuple(REGISTRY)
+HINTS = tuple(sorted(set(MESSAGES) | {h for ex in REGISTRY.values() for h in ex.messages}))
+
+_seen: set[tuple[str, str]] = set()  # (exercise, hint) pairs already shown once: the two-step hint state
 
 
-def evaluate(exercise: str, obj) -> CheckResult:
-    """Check ``obj`` for ``exercise`` (one of ``EXERCISES``) and return the result; prints nothing."""
-    if exercise not in _BODIES:
-        raise ValueError(f"unknown exercise {exercise!r}; known: {', '.join(EXERCISES)}")
-    return run(exercise, obj, _BODIES[exercise])
+def points(exercise: str) -> int:
+    """What a pass of ``exercise`` is worth."""
+    return record(exercise).points
 
 
-def _show(exercise: str, obj) -> None:
-    print(evaluate(exercise, obj).line)
+def exercises_of(notebook: str) -> tuple[str, ...]:
+    """The exercise names of notebook ``"NN"``, in order."""
+    return tuple(name for name, ex in REGISTRY.items() if ex.notebook == notebook)
 
 
-def check_causal_mask(fn) -> None:
-    """``fn(num_tokens) -> bool (T, T)``, True strictly above the diagonal (the hidden future)."""
-    _show("causal_mask", fn)
+def grade(exercise: str, obj, *, lang: str = "en", timeout: float | None = TIMEOUT) -> CheckResult:
+    """Check ``obj`` for ``exercise`` for grading: deterministic, prints nothing, no hint state, time-limited."""
+    record(exercise)
+    return check_result(exercise, obj, lang=check_language(lang), timeout=timeout)
 
 
-def check_renormalize(fn) -> None:
-    """``fn(attn_weights (..., T, T)) -> (..., T, T)``: zero the future, divide each row by its sum."""
-    _show("renormalize", fn)
+def evaluate(exercise: str, obj, *, timeout: float | None = TIMEOUT) -> CheckResult:
+    """``grade`` in the language chosen with ``set_language``."""
+    return grade(exercise, obj, lang=get_language(), timeout=timeout)
 
 
-def check_attention_weights(fn) -> None:
-    """``fn(queries (..., T, d_k), keys (..., T, d_k)) -> (..., T, T)``: scaled, -inf masked, softmaxed."""
-    _show("attention_weights", fn)
+def reset_hints() -> None:
+    """Forget which mistakes were already hinted: the next ❌ of each names the concept only again."""
+    _seen.clear()
 
 
-def check_causal_softmax(fn) -> None:
-    """``fn(attn_scores (B, T, T), key_padding_mask bool (B, T)) -> (B, T, T)``; fully masked rows are zeros."""
-    _show("causal_softmax", fn)
+def check(exercise: str, obj) -> None:
+    """Print what ``obj``'s code printed and the result line for ``exercise``; never raises."""
+    result = evaluate(exercise, obj)
+    lang = get_language()
+    if result.output:
+        print(word("printed", lang))
+        print(result.output)
+    line = result.line
+    if result.status in ("fail", "error") and result.fix:
+        key = (exercise, result.hint)
+        line += f" {word('fix', lang)} {result.fix}" if key in _seen else f" {word('fix_next', lang)}"
+        _seen.add(key)
+    print(line)
 
 
-def check_dropout(fn) -> None:
-    """``fn(x, p, training=True) -> tensor``: inverted dropout by hand; identity when not training."""
-    _show("dropout", fn)
+def _make_check(name: str):
+    def check_exercise(obj) -> None:
+        check(name, obj)
+
+    check_exercise.__name__ = check_exercise.__qualname__ = f"check_{name}"
+    check_exercise.__doc__ = REGISTRY[name].signature
+    check_exercise.__module__ = __name__
+    return check_exercise
 
 
-def check_causal_attention(cls) -> None:
-    """``cls(d_in, d_out, context_length, dropout)`` with ``W_query/W_key/W_value``; ``forward(x (B, T, d_in))``."""
-    _show("causal_attention", cls)
-
-
-def check_split_heads(fn) -> None:
-    """``fn(x (B, T, d_out), num_heads) -> (B, num_heads, T, head_dim)``."""
-    _show("split_heads", fn)
-
-
-def check_merge_heads(fn) -> None:
-    """``fn(context_vec (B, num_heads, T, head_dim)) -> (B, T, num_heads * head_dim)``."""
-    _show("merge_heads", fn)
-
-
-def check_multihead(cls) -> None:
-    """``cls(d_in, d_out, context_length, dropout, num_heads)`` with ``W_query/W_key/W_value/out_proj``."""
-    _show("multihead", cls)
-
-
-def check_windows(fn) -> None:
-    """``fn(token_ids list[int], max_length, stride) -> (input_ids, target_ids)``, each ``(n_windows, max_length)``."""
-    _show("windows", fn)
-
-
-def check_input_embeddings(fn) -> None:
-    """``fn(token_ids (B, T), tok_emb, pos_emb) -> (B, T, d)``: token plus positional embeddings."""
-    _show("input_embeddings", fn)
-
+_CHECKS = {f"check_{name}": _make_check(name) for name in EXERCISES}
+globals().update(_CHECKS)
+_fresh.remember(__name__)
 
 __all__ = [
     "EXERCISES",
     "HINTS",
+    "REGISTRY",
+    "STATUSES",
+    "TIMEOUT",
     "CheckResult",
-    "check_attention_weights",
-    "check_causal_attention",
-    "check_causal_mask",
-    "check_causal_softmax",
-    "check_dropout",
-    "check_input_embeddings",
-    "check_merge_heads",
-    "check_multihead",
-    "check_renormalize",
-    "check_split_heads",
-    "check_windows",
+    "Exercise",
+    "audit",
+    "check",
     "evaluate",
+    "exercises_of",
+    "fresh",
     "get_language",
+    "grade",
+    "points",
+    "reset_hints",
     "set_language",
+    *sorted(_CHECKS),
 ]

@@ -1,25 +1,24 @@
-"""The harness every checker shares: language, one-line results, calling learner code safely, comparing."""
+"""What every checker shares: the result record, the Fail signal a checker body raises, messages, comparing."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import math
-import warnings
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 
 import torch
 
-from ._messages import LANGUAGES, MESSAGES
+from ._messages import FIXES, LANGUAGES, MESSAGES, WORDS
+
+# status -> icon of the printed line
+ICONS = {"pass": "✅", "todo": "🚧", "fail": "❌", "error": "❌", "timeout": "⏰", "reference": "⚠️"}
+STATUSES = tuple(ICONS)
 
 _state = {"lang": "en"}
 
-ICONS = {"passed": "✅", "not_implemented": "🚧", "failed": "❌"}
-
 
 def set_language(lang: str) -> None:
-    """Choose the language of the checkers' messages: ``"en"`` or ``"zh"``."""
+    """Choose the language of the ``check_*`` messages: ``"en"`` or ``"zh"``."""
     if lang not in LANGUAGES:
         raise ValueError(f"language must be one of {LANGUAGES}, got {lang!r}")
     _state["lang"] = lang
@@ -29,34 +28,93 @@ def get_language() -> str:
     return _state["lang"]
 
 
-def message(hint: str, **params) -> str:
-    """The message for ``hint`` in the current language, formatted with ``params``."""
-    return MESSAGES[hint][_state["lang"]].format(**params)
+def check_language(lang: str) -> str:
+    if lang not in LANGUAGES:
+        raise ValueError(f"lang must be one of {LANGUAGES}, got {lang!r}")
+    return lang
+
+
+def message(hint: str, lang: str, extra: dict | None = None, **params) -> str:
+    """The concept line for ``hint`` in ``lang`` (``extra``: an exercise's own messages), formatted."""
+    table = (extra or {}).get(hint) or MESSAGES[hint]
+    return table[lang].format(**params)
+
+
+def fix_text(hint: str, lang: str, extra_fixes: dict | None = None) -> str:
+    table = (extra_fixes or {}).get(hint) or FIXES.get(hint)
+    return table[lang] if table else ""
+
+
+def word(key: str, lang: str, **params) -> str:
+    return WORDS[key][lang].format(**params)
 
 
 @dataclass(frozen=True)
 class CheckResult:
-    """What a checker found. ``status``: ``"passed"``, ``"not_implemented"`` or ``"failed"``; ``hint``: the key
-    of the message (``"passed"``, ``"not_implemented"``, ``"diagonal_masked"``, ...); ``message``: one line in
-    the current language, without the status icon."""
+    """What a checker found.
+
+    ``status``: one of ``"pass"``, ``"todo"`` (still ``raise NotImplementedError()``), ``"fail"`` (runs, wrong
+    result), ``"error"`` (the code raised, called ``sys.exit``, or the check could not run), ``"timeout"``,
+    ``"reference"`` (the object is, wraps or subclasses llm_lab's own reference). ``hint``: the mistake id (the
+    message key: ``"passed"``, ``"diagonal_masked"``, ``"exception"``, ...). ``message``: one line naming the
+    concept, in the requested language, without icon. ``fix``: the exact fix for that mistake (``""`` if none).
+    ``output``: what the learner's code printed while checked (trimmed). ``points``: the exercise's points;
+    ``score``: ``points`` if passed, else 0.
+    """
 
     exercise: str
     status: str
     hint: str
     message: str
+    fix: str = ""
+    output: str = ""
+    points: int = 0
 
     @property
     def passed(self) -> bool:
-        return self.status == "passed"
+        return self.status == "pass"
+
+    @property
+    def score(self) -> int:
+        return self.points if self.passed else 0
 
     @property
     def line(self) -> str:
-        """The line a ``check_*`` function prints: icon, space, message."""
+        """Icon, space, message: the line ``check_*`` prints (it may add the fix)."""
         return f"{ICONS[self.status]} {self.message}"
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise, the single source of everything about it.
+
+    ``name``: the id (``check_<name>`` is derived from it). ``notebook``: ``"01"`` ... ``"07"``. ``body(obj) ->
+    list of case labels``: runs the learner's ``obj`` on fixed-seed inputs and raises ``Fail(hint)`` at the first
+    problem. ``points``: what a pass is worth when graded. ``takes``: ``"function"`` or ``"class"``.
+    ``signature``: what the learner passes (the ``check_<name>`` docstring). ``hints``: the mistake ids the
+    body can name (besides the generic ones). ``references``: llm_lab objects (dotted names under ``llm_lab``)
+    that ARE the answer: handing one in, subclassing it or calling it gives status ``"reference"``.
+    ``forbidden``: ``(module, attribute, hint)``: a callable the learner's code must not call, failing with
+    ``hint``. ``messages``/``fixes``: this exercise's own hint texts, ``{hint: {"en": ..., "zh": ...}}``.
+    """
+
+    name: str
+    notebook: str
+    body: Callable
+    points: int
+    takes: str
+    signature: str
+    hints: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
+    forbidden: tuple[tuple[str, str, str], ...] = ()
+    messages: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    fixes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 class Fail(Exception):
     """Raised inside a checker body: the learner's code is wrong; ``hint`` names the mistake."""
+
+    status = "fail"
 
     def __init__(self, hint: str, **params):
         super().__init__(hint)
@@ -65,16 +123,28 @@ class Fail(Exception):
 
 
 class LearnerError(Fail):
-    """The learner's code raised ``exc``."""
+    """The learner's code raised ``exc`` (``SystemExit`` and a ``KeyboardInterrupt`` it raised itself included)."""
+
+    status = "error"
 
     def __init__(self, exc: BaseException, case: str):
-        super().__init__("exception", exc_type=type(exc).__name__, exc_msg=one_line(str(exc)), case=case)
+        if isinstance(exc, SystemExit):
+            super().__init__("system_exit", case=case)
+        else:
+            super().__init__("exception", exc_type=type(exc).__name__, exc_msg=one_line(str(exc)), case=case)
         self.exc = exc
         self.case = case
 
 
-class _NotImplemented(Exception):
-    pass
+class TimedOut(Fail):
+    status = "timeout"
+
+    def __init__(self, seconds: float, case: str):
+        super().__init__("timeout", seconds=f"{seconds:g}", case=case)
+
+
+class NotImplementedYet(Exception):
+    """The learner's code still raises ``NotImplementedError``."""
 
 
 def one_line(text: str, limit: int = 160) -> str:
@@ -82,48 +152,9 @@ def one_line(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def call(fn: Callable, *args, case: str, seed: int | None = None, **kwargs):
-    """Call learner code: silence its prints and warnings, seed torch if asked, turn its errors into Fail."""
-    try:
-        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            if seed is not None:
-                torch.manual_seed(seed)
-            return fn(*args, **kwargs)
-    except NotImplementedError as exc:
-        raise _NotImplemented() from exc
-    except Exception as exc:
-        raise LearnerError(exc, case) from exc
-
-
 def title_of(obj, default: str) -> str:
     name = getattr(obj, "__name__", None)
     return name if isinstance(name, str) and name.isidentifier() else default
-
-
-def run(exercise: str, obj, body: Callable) -> CheckResult:
-    """Run a checker ``body(obj) -> list of case descriptions``; never raises."""
-    title = title_of(obj, exercise)
-    try:
-        with torch.random.fork_rng(devices=[]), torch.no_grad():  # the notebook's random stream stays untouched
-            cases = body(obj)
-        return CheckResult(exercise, "passed", "passed", message("passed", title=title, n=len(cases),
-                                                                 cases=", ".join(cases)))
-    except _NotImplemented:
-        return CheckResult(exercise, "not_implemented", "not_implemented", message("not_implemented", title=title))
-    except Fail as f:
-        try:
-            text = message(f.hint, title=title, **f.params)
-        except Exception as exc:  # a template/parameter mismatch must not escape either
-            return _checker_error(exercise, title, exc)
-        return CheckResult(exercise, "failed", f.hint, text)
-    except Exception as exc:
-        return _checker_error(exercise, title, exc)
-
-
-def _checker_error(exercise: str, title: str, exc: Exception) -> CheckResult:
-    text = message("checker_error", title=title, exc_type=type(exc).__name__, exc_msg=one_line(str(exc)))
-    return CheckResult(exercise, "failed", "checker_error", text)
 
 
 # ---- comparing ---------------------------------------------------------------------------------------------
@@ -148,6 +179,8 @@ def as_tensor(out, case: str) -> torch.Tensor:
         raise Fail("returned_none", case=case)
     if not isinstance(out, torch.Tensor):
         raise Fail("not_tensor", got=type(out).__name__, case=case)
+    if out.is_meta:
+        raise Fail("meta_tensor", case=case)
     return out.detach().cpu()
 
 
@@ -165,10 +198,10 @@ def diagnose(out: torch.Tensor, variants: Iterable[tuple[str, Callable[[], torch
             raise Fail(hint, **params)
 
 
-def compare(out, want: torch.Tensor, case: str, variants=(), **params) -> None:
-    """Fail unless ``out`` equals ``want``: first a diagnosed mistake, else shape, dtype or values."""
+def compare(out, want: torch.Tensor, case: str, variants=(), atol: float = 1e-5, **params) -> None:
+    """Fail unless ``out`` equals ``want``: first a diagnosed mistake, else shape, dtype, NaN or values."""
     out = as_tensor(out, case)
-    if same(out, want):
+    if same(out, want, atol=atol):
         return
     diagnose(out, variants, want, case=case, **params)
     if out.shape != want.shape:
@@ -176,7 +209,10 @@ def compare(out, want: torch.Tensor, case: str, variants=(), **params) -> None:
     if want.dtype == torch.bool and out.dtype != torch.bool:
         raise Fail("wrong_dtype", expected=str(want.dtype), got=str(out.dtype), case=case)
     a, b = out.double(), want.double()
-    bad = ~torch.isclose(a, b, atol=1e-5, rtol=1e-4, equal_nan=True)
+    nan = a.isnan() & ~b.isnan()
+    if nan.any():
+        raise Fail("nan_output", n_nan=int(nan.sum()), n_all=a.numel(), case=case)
+    bad = ~torch.isclose(a, b, atol=atol, rtol=1e-4, equal_nan=True)
     index = tuple(int(i) for i in bad.nonzero()[0]) if bad.any() else ()
     raise Fail("wrong_values", index=index if len(index) != 1 else index[0], want=_num(b[index]),
                got=_num(a[index]), n_bad=int(bad.sum()), n_all=bad.numel(), case=case)

@@ -1,0 +1,92 @@
+"""Notebook 01: the causal mask and the manual renormalization."""
+
+from __future__ import annotations
+
+import torch
+
+from ..masks import causal_mask, mask_and_renormalize
+from ._core import Exercise, Fail, LearnerError, as_tensor, compare, diagnose, same, shape_str
+from ._harness import call
+from ._shared import gen, tril, triu
+
+
+def body_causal_mask(fn) -> list[str]:
+    cases = []
+    for t in (5, 1, 9, 2):
+        case = f"num_tokens={t}"
+        out = as_tensor(call(fn, t, case=case), case)
+        want = causal_mask(t)
+        as_bool = out if out.dtype == torch.bool else out != 0
+        if out.dtype != torch.bool and same(as_bool, want):
+            raise Fail("mask_not_bool", got=str(out.dtype), case=case)
+        variants = [
+            ("diagonal_masked", lambda t=t: triu(t, 0)),
+            ("mask_inverted", lambda t=t: tril(t, 0)),
+            ("mask_transposed", lambda t=t: tril(t, -1)),
+            ("future_open", lambda t=t: torch.zeros(t, t, dtype=torch.bool)),
+        ]
+        diagnose(as_bool, variants, want, case=case)
+        compare(out, want, case)
+        cases.append(f"T={t}")
+    return cases
+
+
+def _renormalized(w: torch.Tensor, keep: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    masked = w * keep
+    return masked / masked.sum(dim=dim, keepdim=True)
+
+
+def _renorm_variants(w: torch.Tensor) -> list:
+    t = w.shape[-1]
+    keep = ~causal_mask(t)
+    return [
+        ("column_sums", lambda: _renormalized(w, keep, dim=-2)),
+        ("not_renormalized", lambda: w * keep),
+        ("sum_over_all", lambda: (w * keep) / (w * keep).sum()),
+        ("future_open", lambda: w),
+        ("diagonal_masked", lambda: _renormalized(w, tril(t, -1))),
+        ("mask_inverted", lambda: _renormalized(w, triu(t, 1))),
+        ("mask_transposed", lambda: _renormalized(w, triu(t, 0))),
+    ]
+
+
+def body_renormalize(fn) -> list[str]:
+    g = gen(101)
+    cases = []
+    for shape in ((5, 5), (1, 1), (8, 8), (2, 6, 6), (2, 3, 4, 4)):
+        case = f"attn_weights.shape={shape_str(shape)}"
+        w = torch.softmax(torch.randn(*shape, generator=g), dim=-1)
+        want = mask_and_renormalize(w)
+        batched = len(shape) > 2
+        try:
+            out = call(fn, w.clone(), case=case)
+        except LearnerError:
+            if batched:  # every single-matrix case passed: the batch dimensions are the problem
+                raise Fail("batch_dims", case=case) from None
+            raise
+        variants = _renorm_variants(w)
+        if batched:
+            keep = ~causal_mask(shape[-1])
+            variants = [("batch_dims", lambda d=d, w=w, keep=keep: _renormalized(w, keep, dim=d))
+                        for d in range(len(shape) - 1)]
+            variants += _renorm_variants(w)
+        compare(out, want, case, variants)
+        cases.append(shape_str(shape))
+    return cases
+
+
+RECORDS = [
+    Exercise(
+        name="causal_mask", notebook="01", body=body_causal_mask, points=1, takes="function",
+        signature="``fn(num_tokens) -> bool (T, T)``, True strictly above the diagonal (the hidden future).",
+        hints=("diagonal_masked", "mask_inverted", "mask_transposed", "future_open", "mask_not_bool"),
+        references=("masks.causal_mask",),
+    ),
+    Exercise(
+        name="renormalize", notebook="01", body=body_renormalize, points=2, takes="function",
+        signature="``fn(attn_weights (..., T, T)) -> (..., T, T)``: zero the future, divide each row by its sum.",
+        hints=("column_sums", "not_renormalized", "sum_over_all", "future_open", "diagonal_masked", "mask_inverted",
+               "mask_transposed", "batch_dims"),
+        references=("masks.mask_and_renormalize",),
+    ),
+]

@@ -1,0 +1,238 @@
+# ruff: noqa: E501  (the bilingual messages read better unbroken)
+"""Notebook 05: splitting and merging heads, multi-head attention, and (transfer) a key padding mask."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..masks import causal_mask, causal_softmax
+from ._core import Exercise, Fail, LearnerError, as_tensor, compare, diagnose, shape_str
+from ._ex04_causal import DROPOUT_HINTS
+from ._harness import call
+from ._modules import build, check_eval_dropout, class_name, forward_case, linear, probe_train_dropout, project, qkv
+from ._shared import WEIGHT_HINTS, attention, gen, softmax_masked, weights_variants
+
+
+def split(t, nh, how="ok"):
+    b, n, d = t.shape
+    hd = d // nh
+    if how == "no_transpose":
+        return t.reshape(b, nh, n, hd)
+    if how == "interleaved":
+        return t.reshape(b, n, hd, nh).permute(0, 3, 1, 2)
+    return t.view(b, n, nh, hd).transpose(1, 2)
+
+
+def merge(c, how="ok"):
+    b, nh, n, hd = c.shape
+    if how == "no_transpose":
+        return c.reshape(b, n, nh * hd)
+    if how == "interleaved":
+        return c.permute(0, 2, 3, 1).reshape(b, n, nh * hd)
+    return c.transpose(1, 2).reshape(b, n, nh * hd)
+
+
+def body_split_heads(fn) -> list[str]:
+    g = gen(707)
+    cases = []
+    for shape, nh in (((2, 5, 6), 3), ((1, 1, 4), 2), ((3, 7, 8), 4), ((2, 3, 4), 1)):
+        x = torch.randn(*shape, generator=g)
+        case = f"x.shape={shape_str(shape)}, num_heads={nh}"
+        out = call(fn, x.clone(), nh, case=case)
+        b, n, d = shape
+        variants = [
+            ("view_without_transpose", lambda x=x, nh=nh: split(x, nh, "no_transpose")),
+            ("view_without_transpose", lambda x=x, nh=nh, b=b, n=n, d=d: x.view(b, n, nh, d // nh)),
+            ("heads_interleaved", lambda x=x, nh=nh: split(x, nh, "interleaved")),
+        ]
+        compare(out, split(x, nh), case, variants)
+        cases.append(f"{shape_str(shape)} num_heads={nh}")
+    return cases
+
+
+def body_merge_heads(fn) -> list[str]:
+    g = gen(808)
+    cases = []
+    for shape in ((2, 3, 5, 2), (1, 2, 1, 2), (3, 4, 7, 2), (2, 1, 3, 4)):
+        c = torch.randn(*shape, generator=g)
+        case = f"context_vec.shape={shape_str(shape)}"
+        try:
+            out = call(fn, c.clone(), case=case)
+        except LearnerError as err:
+            if isinstance(err.exc, RuntimeError) and "view" in str(err.exc) and "contiguous" in str(err.exc):
+                raise Fail("not_contiguous", case=case) from None
+            raise
+        variants = [
+            ("merge_without_transpose", lambda c=c: merge(c, "no_transpose")),
+            ("transpose_not_merged", lambda c=c: c.transpose(1, 2)),
+            ("heads_interleaved", lambda c=c: merge(c, "interleaved")),
+        ]
+        compare(out, merge(c), case, variants)
+        cases.append(shape_str(shape))
+    return cases
+
+
+def _mha(x, layers, out_proj, nh, split_how="ok", merge_how="ok", weights=None):
+    q, k, v = (split(t, nh, split_how) for t in qkv(x, layers))
+    if weights is None:
+        c = attention(q, k, v)
+    else:
+        c = weights(q, k) @ v
+    c = merge(c, merge_how)  # (B, T, d_out)
+    return project(out_proj, c) if out_proj is not None else c
+
+
+def _mha_variants(x, layers, out_proj, nh) -> list:
+    d_out = layers["W_query"].out_features
+    variants = [("out_proj_missing", lambda: _mha(x, layers, None, nh))]
+    layouts = (("view_without_transpose", "no_transpose", "no_transpose"),
+               ("view_without_transpose", "no_transpose", "ok"),
+               ("merge_without_transpose", "ok", "no_transpose"),
+               ("heads_interleaved", "interleaved", "interleaved"))
+    # the head-layout mistakes, then the same with the projection forgotten as well (named by the layout)
+    for proj in (out_proj, None):
+        variants += [(hint, lambda s=s, m=m, proj=proj: _mha(x, layers, proj, nh, s, m)) for hint, s, m in layouts]
+    if out_proj is None:
+        return variants
+    for hint in WEIGHT_HINTS:
+        def weights(q, k, hint=hint):
+            return dict(weights_variants(q, k, head_scale=d_out))[hint]()
+
+        variants.append((hint, lambda weights=weights: _mha(x, layers, out_proj, nh, weights=weights)))
+    return variants
+
+
+def body_multihead(cls) -> list[str]:
+    g = gen(606)
+    cases = []
+    configs = (
+        ((3, 6, 5, 0.0, 2), ((2, 5, 3), (2, 3, 3), (1, 1, 3))),
+        ((4, 8, 8, 0.5, 4), ((3, 6, 4), (1, 8, 4))),
+        ((4, 4, 4, 0.0, 1), ((2, 4, 4),)),
+    )
+    for n, (args, shapes) in enumerate(configs):
+        d_in, d_out, context_length, dropout, nh = args
+        build_case = f"{class_name(cls)}{args}"
+        module = build(cls, args, build_case, seed=200 + n)
+        layers = {name: linear(module, name, d_in, d_out) for name in ("W_query", "W_key", "W_value")}
+        out_proj = getattr(module, "out_proj", None)
+        if not (isinstance(out_proj, nn.Linear) and tuple(out_proj.weight.shape) == (d_out, d_out)):
+            out_proj = None
+        module.eval()
+        passed_full = False
+        for shape in shapes:
+            x = torch.randn(*shape, generator=g)
+            case = f"{build_case}, x.shape={shape_str(shape)}"
+            variants = _mha_variants(x, layers, out_proj, nh)
+            if out_proj is None:  # no usable out_proj: only "not applied at all" can be recognised
+                out = as_tensor(call(module, x.clone(), case=case), case)
+                diagnose(out, variants, torch.tensor([float("nan")]), case=case)  # skip no variant
+                raise Fail("missing_attribute", name="`out_proj`", expected=f"nn.Linear({d_out}, {d_out})")
+            if dropout > 0:
+                check_eval_dropout(module, x, case)
+            forward_case(module, x, case, _mha(x, layers, out_proj, nh), variants, passed_full=passed_full,
+                         context_length=context_length)
+            passed_full = passed_full or shape[1] == context_length
+            cases.append(shape_str(shape))
+    cases.append(probe_train_dropout(cls, heads=2, with_out_proj=True, extra_args=(2,)))
+    return cases
+
+
+# ---- transfer: multi-head attention with a key padding mask ---------------------------------------------------
+
+# (B, nh, T, hs, padding): left and right padding, a fully padded sequence, and B == nh, where a (B, 1, T) mask
+# broadcasts silently against (B, nh, T, T) by lining the batch up with the heads.
+PADDED_CASES = (
+    (2, 3, 5, 4, [[False] * 5, [True, True, False, False, False]]),
+    (1, 2, 4, 2, [[False, False, True, True]]),
+    (3, 2, 6, 3, [[False] * 6, [True] * 6, [False, False, False, True, True, True]]),
+    (2, 2, 4, 4, [[False, False, False, True], [True, False, False, False]]),
+)
+
+
+def _padded_ref(q, k, v, hidden):
+    w = softmax_masked(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5, hidden)
+    return w.masked_fill(hidden.all(dim=-1, keepdim=True), 0.0) @ v
+
+
+def _padded_variants(q, k, v, kpm) -> list:
+    t = q.shape[-2]
+    causal = causal_mask(t)
+    keys_hidden = causal | kpm[:, None, None, :]
+    scores = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5
+    return [
+        ("nan_rows", lambda: softmax_masked(scores, keys_hidden) @ v),
+        ("padding_ignored", lambda: attention(q, k, v)),
+        ("padding_heads_axis", lambda: _padded_ref(q, k, v, causal | kpm[:, None, :])),
+        ("padding_wrong_axis", lambda: _padded_ref(q, k, v, causal | kpm[:, None, :, None])),
+        ("padded_queries_zeroed", lambda: _padded_ref(q, k, v, keys_hidden).masked_fill(kpm[:, None, :, None], 0.0)),
+        ("future_open", lambda: _padded_ref(q, k, v, kpm[:, None, None, :].expand(-1, -1, t, -1))),
+        ("scale_missing", lambda: _padded_ref(q * k.shape[-1] ** 0.5, k, v, keys_hidden)),
+        ("fully_masked_not_zero", lambda: torch.softmax(scores.masked_fill(keys_hidden, -1e9), dim=-1) @ v),
+    ]
+
+
+def body_padded_attention(fn) -> list[str]:
+    g = gen(1111)
+    cases = []
+    for b, nh, t, hs, pad in PADDED_CASES:
+        kpm = torch.tensor(pad)
+        q, k, v = (torch.randn(b, nh, t, hs, generator=g) for _ in range(3))
+        case = f"queries.shape={shape_str(q.shape)}, key_padding_mask={pad}"
+        try:
+            out = call(fn, q.clone(), k.clone(), v.clone(), kpm.clone(), case=case)
+        except LearnerError as err:
+            if isinstance(err.exc, RuntimeError) and "must match the size" in str(err.exc) and b != nh:
+                raise Fail("padding_heads_axis", case=case) from None
+            raise
+        want = causal_softmax(q @ k.transpose(-2, -1) / hs**0.5, kpm[:, None, :]) @ v
+        compare(out, want, case, _padded_variants(q, k, v, kpm))
+        cases.append(f"B={b} nh={nh} T={t}")
+    return cases
+
+
+_PADDED_MESSAGES = {
+    "padding_heads_axis": {
+        "en": "{title}: the padding mask lines up with the heads instead of the batch (input: {case}): a (B, T) mask needs two new axes to broadcast over (B, nh, T, T) scores.",
+        "zh": "{title}：填充遮蔽对齐到了“头”的维度而不是批次维度（输入：{case}）：(B, T) 的遮蔽需要增加两个新轴，才能在 (B, nh, T, T) 的分数上正确广播。",
+    },
+}
+_PADDED_FIXES = {
+    "padding_heads_axis": {
+        "en": "`hidden = causal | key_padding_mask[:, None, None, :]` (shape (B, 1, 1, T)).",
+        "zh": "`hidden = causal | key_padding_mask[:, None, None, :]`（形状为 (B, 1, 1, T)）。",
+    },
+}
+
+RECORDS = [
+    Exercise(
+        name="split_heads", notebook="05", body=body_split_heads, points=1, takes="function",
+        signature="``fn(x (B, T, d_out), num_heads) -> (B, num_heads, T, head_dim)``.",
+        hints=("view_without_transpose", "heads_interleaved"),
+    ),
+    Exercise(
+        name="merge_heads", notebook="05", body=body_merge_heads, points=1, takes="function",
+        signature="``fn(context_vec (B, num_heads, T, head_dim)) -> (B, T, num_heads * head_dim)``.",
+        hints=("merge_without_transpose", "transpose_not_merged", "heads_interleaved", "not_contiguous"),
+    ),
+    Exercise(
+        name="multihead", notebook="05", body=body_multihead, points=3, takes="class",
+        signature="``cls(d_in, d_out, context_length, dropout, num_heads)`` with ``W_query/W_key/W_value/out_proj``; "
+        "``forward(x (B, T, d_in)) -> (B, T, d_out)``.",
+        hints=("out_proj_missing", "view_without_transpose", "merge_without_transpose", "heads_interleaved",
+               "mask_wrong_size", "missing_attribute", "not_module", "instance_not_class", "dropout_after_out_proj")
+        + WEIGHT_HINTS + DROPOUT_HINTS,
+        references=("multihead.MultiHeadAttention", "multihead.FusedMultiHeadAttention",
+                    "multihead.MultiHeadAttentionWrapper", "attention.CausalAttention"),
+    ),
+    Exercise(
+        name="padded_attention", notebook="05", body=body_padded_attention, points=3, takes="function",
+        signature="``fn(queries, keys, values (B, nh, T, hs), key_padding_mask bool (B, T)) -> (B, nh, T, hs)``: "
+        "causal attention per head that also hides padded keys; a query with no visible key gets zeros.",
+        hints=("nan_rows", "padding_ignored", "padding_heads_axis", "padding_wrong_axis", "padded_queries_zeroed",
+               "future_open", "scale_missing", "fully_masked_not_zero"),
+        references=("masks.causal_softmax", "multihead.MultiHeadAttention", "multihead.FusedMultiHeadAttention"),
+        messages=_PADDED_MESSAGES, fixes=_PADDED_FIXES,
+    ),
+]

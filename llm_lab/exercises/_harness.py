@@ -1,0 +1,233 @@
+"""Running learner code so that nothing it does escapes a check.
+
+``run`` wraps one check; ``call`` wraps every call into learner code inside it. Together they:
+
+- stop code that runs past the time limit. On the main thread of a POSIX system (Jupyter, nbgrader, pytest)
+  ``signal.setitimer`` raises ``Deadline`` into the running Python code and re-fires every 50 ms, so a bare
+  ``except:`` in learner code cannot swallow it for good. Elsewhere (Windows, other threads) a
+  ``sys.settrace`` hook checks the clock on every executed line; a bare ``except:`` that swallows the first
+  raise ends that hook (Python unsets a trace function that raises), so such code can still run on.
+  Neither can interrupt one long C call: a single huge torch op (or a C extension's loop) runs to its end,
+  then the limit strikes. ``Deadline`` derives from ``BaseException`` so ``except Exception`` lets it through.
+- catch ``SystemExit`` and a ``KeyboardInterrupt`` that the learner's code raises itself. A real Ctrl-C
+  (SIGINT, also what Jupyter's stop button and nbclient's cell timeout send) during a check is the user
+  stopping the cell: it is re-raised, as everywhere else in Python. We tell the two apart with a SIGINT
+  handler installed for the duration of the check (main thread only; elsewhere every KeyboardInterrupt
+  propagates).
+- collect what the learner's code prints (shown with the result, never swallowed), silence its warnings.
+- spot llm_lab's own reference code running inside the learner's code (``sys.setprofile``), and calls to
+  functions an exercise rules out (e.g. ``F.scaled_dot_product_attention`` in the tiled-attention exercise).
+- run on the CPU in float32 with gradients off, whatever the notebook set as torch defaults, and leave the
+  notebook's random stream untouched (``fork_rng``; bodies seed their own draws, so results are repeatable).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import signal
+import sys
+import threading
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import torch
+
+from ._core import LearnerError, NotImplementedYet, TimedOut
+
+MAX_OUTPUT_LINES = 20
+MAX_OUTPUT_CHARS = 4000
+
+
+class Deadline(BaseException):
+    """Raised into learner code when its time is up."""
+
+
+@dataclass
+class Watch:
+    """Code the learner's calls must not run: ``{id(code or builtin): (name, hint)}``, objects kept alive."""
+
+    ids: dict = field(default_factory=dict)
+    keep: list = field(default_factory=list)
+
+    def add(self, obj, name: str, hint: str) -> None:
+        self.keep.append(obj)
+        self.ids.setdefault(id(obj), (name, hint))  # the first name wins: a base class before its subclass
+
+
+@dataclass
+class _Run:
+    seconds: float | None
+    end: float | None
+    watch: Watch
+    out: io.StringIO = field(default_factory=io.StringIO)
+    hit: tuple | None = None  # (name, hint) of the first watched code the learner's code ran
+    interrupted: bool = False
+
+
+_runs: list[_Run] = []
+
+
+def current_hit() -> tuple | None:
+    return _runs[-1].hit if _runs else None
+
+
+@contextlib.contextmanager
+def checking(seconds: float | None, watch: Watch):
+    """The context of one check: time budget, SIGINT watch, CPU/float32 defaults, no grad, forked RNG."""
+    r = _Run(seconds, None if seconds is None else time.monotonic() + seconds, watch)
+    _runs.append(r)
+    try:
+        with _sigint_watch(r), _cpu_float32(), torch.random.fork_rng(devices=[]), torch.no_grad():
+            yield r
+    finally:
+        _runs.pop()
+
+
+def call(fn, *args, case: str, seed: int | None = None, **kwargs):
+    """Call learner code: collect its prints, silence its warnings, seed torch if asked, enforce the time
+    limit, and turn whatever it raises into a Fail naming it."""
+    r = _runs[-1] if _runs else _Run(None, None, Watch())
+    try:
+        with contextlib.redirect_stdout(r.out), warnings.catch_warnings(), _watching(r), _time_limit(r, case):
+            warnings.simplefilter("ignore")
+            if seed is not None:
+                torch.manual_seed(seed)
+            return fn(*args, **kwargs)
+    except NotImplementedError:
+        raise NotImplementedYet() from None
+    except Deadline:
+        raise TimedOut(r.seconds, case) from None
+    except KeyboardInterrupt as exc:
+        if r.interrupted:
+            raise
+        raise LearnerError(exc, case) from None
+    except BaseException as exc:  # SystemExit included: nothing the learner's code does may end the check
+        raise LearnerError(exc, case) from None
+
+
+def printed(r: _Run) -> str:
+    """What the learner's code printed, trimmed to MAX_OUTPUT_LINES lines; ``""`` if nothing."""
+    text = r.out.getvalue()[: MAX_OUTPUT_CHARS * 2]
+    lines = text.rstrip("\n").splitlines()
+    more = max(0, len(lines) - MAX_OUTPUT_LINES)
+    text = "\n".join(lines[:MAX_OUTPUT_LINES])[:MAX_OUTPUT_CHARS]
+    return text + (f"\n... (+{more})" if more else "")
+
+
+# ---- the pieces ----------------------------------------------------------------------------------------------
+
+
+def _on_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+@contextlib.contextmanager
+def _time_limit(r: _Run, case: str):
+    if r.end is None:
+        yield
+        return
+    left = r.end - time.monotonic()
+    if left <= 0:
+        raise TimedOut(r.seconds, case)
+    if hasattr(signal, "setitimer") and _on_main_thread():
+        with _alarm(left):
+            yield
+    else:
+        with _trace_deadline(r.end):
+            yield
+
+
+@contextlib.contextmanager
+def _alarm(seconds: float):
+    def on_alarm(signum, frame):
+        raise Deadline()
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0, 0)
+        signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def _trace_deadline(end: float):
+    def tracer(frame, event, arg):
+        if time.monotonic() > end:
+            raise Deadline()
+        return tracer
+
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        yield
+    finally:
+        sys.settrace(previous)
+
+
+@contextlib.contextmanager
+def _watching(r: _Run):
+    ids = r.watch.ids
+    if not ids:
+        yield
+        return
+
+    def profile(frame, event, arg):
+        if r.hit is None:
+            if event == "call":
+                r.hit = ids.get(id(frame.f_code))
+            elif event == "c_call":
+                r.hit = ids.get(id(arg))
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        yield
+    finally:
+        sys.setprofile(previous)
+
+
+@contextlib.contextmanager
+def _sigint_watch(r: _Run):
+    if not _on_main_thread():
+        r.interrupted = True  # cannot tell a real Ctrl-C from a raised one here: let every one through
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+
+    def on_sigint(signum, frame):
+        r.interrupted = True
+        if callable(previous):
+            previous(signum, frame)
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGINT, on_sigint)
+    except ValueError:  # not allowed here (e.g. an embedded interpreter)
+        r.interrupted = True
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def _cpu_float32():
+    dtype = torch.get_default_dtype()
+    device = torch.get_default_device()
+    if dtype != torch.float32:
+        torch.set_default_dtype(torch.float32)
+    if device.type != "cpu":
+        torch.set_default_device("cpu")
+    try:
+        yield
+    finally:
+        if dtype != torch.float32:
+            torch.set_default_dtype(dtype)
+        if device.type != "cpu":
+            torch.set_default_device(device)

@@ -1,0 +1,207 @@
+"""Checking attention modules (notebooks 04 and 05): building the learner's class, a functional reference that
+uses the learner's own layers (any bias layout), the forward cases, and dropout in eval and train mode.
+
+Train-mode dropout is checked by a probe whose outcome can be read off the output. The checker sets the
+learner's layers to: W_query = W_key = 0 (all scores 0: uniform causal weights 1/(t+1)), W_value = identity
+per head, out_proj = identity with bias 0.25 (when it has a bias). Two inputs in one batch:
+- x_j = ones: every feature of a context vector is the sum of that head's kept weights, so dropout on the
+  weights gives rows constant within a head; dropout on the context vectors gives 0 or 1/(1-p) per
+  feature; after out_proj it also zeroes the bias; on x (or the values) it gives mixtures.
+- x_j = e_j (one-hot): feature i of head h at query t is that head's weight on key i, so the output shows
+  every dropped weight: the rate, the 1/(1-p) scale and the independence across (B, nh, T, T) are read off.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ._core import Fail, LearnerError, as_tensor, compare, same
+from ._ex03_dropout import kept_scale_hint
+from ._harness import call
+from ._shared import attention, rate_tolerance, shared_dims
+
+
+def linear(module, name: str, d_in: int, d_out: int) -> nn.Linear:
+    layer = getattr(module, name, None)
+    if not isinstance(layer, nn.Linear) or tuple(layer.weight.shape) != (d_out, d_in):
+        raise Fail("missing_attribute", name=f"`{name}`", expected=f"nn.Linear({d_in}, {d_out})")
+    if layer.weight.is_meta:
+        raise Fail("meta_tensor", case=f"{name}.weight")
+    return layer
+
+
+def project(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    """The layer applied as a plain linear map (whatever its forward does), bias or not."""
+    w = layer.weight.detach().cpu()
+    b = None if layer.bias is None else layer.bias.detach().cpu()
+    return F.linear(x.to(w.dtype), w, b)
+
+
+def build(cls, args: tuple, case: str, seed: int):
+    module = call(cls, *args, case=case, seed=seed)
+    if not isinstance(module, nn.Module):
+        raise Fail("not_module", got=type(module).__name__, case=case)
+    return module
+
+
+def class_name(cls) -> str:
+    return cls.__name__ if isinstance(getattr(cls, "__name__", None), str) else "cls"
+
+
+def qkv(x: torch.Tensor, layers: dict) -> tuple:
+    return project(layers["W_query"], x), project(layers["W_key"], x), project(layers["W_value"], x)
+
+
+def forward_case(module, x, case, want, variants, *, passed_full: bool, context_length: int, seed: int = 0):
+    """Compare one forward pass; a failure only when num_tokens < context_length means a mis-sliced mask."""
+    short = x.shape[1] < context_length
+    try:
+        out = call(module, x.clone(), case=case, seed=seed)
+        if short and passed_full and not same(as_tensor(out, case), want):
+            raise Fail("mask_wrong_size", case=case, context_length=context_length)
+    except LearnerError:
+        if short and passed_full:
+            raise Fail("mask_wrong_size", case=case, context_length=context_length) from None
+        raise
+    compare(out, want, case, variants)
+
+
+def check_eval_dropout(module, x, case):
+    """In eval mode with dropout p > 0 the output must not depend on the random seed."""
+    outs = [as_tensor(call(module, x.clone(), case=case, seed=s), case) for s in (11, 12)]
+    if not same(outs[0], outs[1]):
+        raise Fail("dropout_in_eval", case=case)
+
+
+# ---- train-mode dropout -----------------------------------------------------------------------------------
+
+T = 8
+BETA = 0.25
+PROBE_PS = ((0.2, 31), (0.7, 32))
+
+
+def _set_probe_weights(module, heads: int, with_out_proj: bool) -> float:
+    d_out = heads * T
+    for name in ("W_query", "W_key"):
+        layer = linear(module, name, T, d_out)
+        layer.weight.zero_()
+        if layer.bias is not None:
+            layer.bias.zero_()
+    value = linear(module, "W_value", T, d_out)
+    value.weight.copy_(torch.eye(T).repeat(heads, 1))
+    if value.bias is not None:
+        value.bias.zero_()
+    if not with_out_proj:
+        return 0.0
+    out_proj = linear(module, "out_proj", d_out, d_out)
+    out_proj.weight.copy_(torch.eye(d_out))
+    if out_proj.bias is None:
+        return 0.0
+    out_proj.bias.fill_(BETA)
+    return BETA
+
+
+def _probe_input(batch: int) -> torch.Tensor:
+    ones = torch.ones(batch, T, T)
+    one_hot = torch.eye(T).expand(batch, T, T)
+    return torch.cat([ones, one_hot])  # (2 * batch, T, d_in = T)
+
+
+def _expected_eval(batch: int, heads: int, beta: float) -> torch.Tensor:
+    t = torch.arange(T).unsqueeze(-1)
+    weights = torch.tril(torch.ones(T, T)) / (t + 1)  # (T queries, T keys)
+    ones = torch.ones(batch, T, heads * T)
+    one_hot = weights.repeat(1, heads).expand(batch, T, heads * T)
+    return torch.cat([ones, one_hot]) + beta
+
+
+def _placement(r_ones: torch.Tensor, out_ones: torch.Tensor, heads: int, beta: float) -> str | None:
+    """Where dropout acts, read off the all-ones half (None: on the weights, or nowhere)."""
+    per_head = r_ones.reshape(*r_ones.shape[:2], heads, T)
+    if bool(((per_head.amax(-1) - per_head.amin(-1)).abs() < 1e-5).all()):
+        return None
+    if beta and bool((out_ones.abs() < 1e-6).any()):
+        return "dropout_after_out_proj"
+    nonzero = r_ones[r_ones.abs() > 1e-6]
+    if nonzero.numel() and bool(torch.allclose(nonzero, nonzero[0].expand_as(nonzero), rtol=1e-4)):
+        return "dropout_on_output"
+    return "dropout_on_input"
+
+
+def _fracs(stats) -> str:
+    return ", ".join(f"p={p}: {frac:.0%}" for p, frac, *_ in stats)
+
+
+def probe_train_dropout(cls, heads: int, with_out_proj: bool, extra_args: tuple = ()) -> str:
+    """Build the learner's class at several p and read rate, placement, scale and independence of dropout."""
+    batch = 64 // heads  # 64 * 36 = 2304 visible weights per p: rate tolerance 0.056 at a 1e-6 false alarm
+    x = _probe_input(batch)
+    stats = []
+    for p, seed in PROBE_PS:
+        args = (T, heads * T, T, p) + extra_args
+        case = f"{class_name(cls)}{args}, train()"
+        module = build(cls, args, case, seed)
+        beta = _set_probe_weights(module, heads, with_out_proj)
+        module.eval()
+        if not same(as_tensor(call(module, x.clone(), case=case), case), _expected_eval(batch, heads, beta)):
+            return _changes_only(module, x, case, p)  # it does not use its layers plainly: fall back
+        module.train()
+        out = as_tensor(call(module, x.clone(), case=case, seed=seed), case).double()
+        module.eval()
+        if out.isnan().any():
+            raise Fail("nan_output", n_nan=int(out.isnan().sum()), n_all=out.numel(), case=case)
+        r = out - beta
+        hint = _placement(r[:batch], out[:batch], heads, beta)
+        if hint:
+            raise Fail(hint, p=p)
+        t = torch.arange(T, dtype=torch.double).reshape(1, 1, T, 1)
+        scaled = r[batch:].reshape(batch, T, heads, T).permute(0, 2, 1, 3) * (t + 1)  # (B, nh, T, T)
+        visible = torch.tril(torch.ones(T, T, dtype=torch.bool)).expand_as(scaled)
+        dropped = scaled.abs() < 1e-6
+        frac = dropped[visible].double().mean().item()
+        stats.append((p, frac, scaled[visible & ~dropped], dropped, visible, case))
+    if all(frac == 0 for _, frac, *_ in stats):
+        raise Fail("dropout_missing", p=stats[0][0], case=stats[0][-1])
+    _judge_rates(stats, int(stats[0][4].sum()))
+    for p, _, ratio, dropped, visible, _ in stats:
+        found = kept_scale_hint(ratio, p)
+        if found:
+            raise Fail(found[0], p=p, **found[1])
+        shared = shared_dims(dropped, p, visible)
+        if shared:
+            names = ("B", "nh", "T (queries)", "T (keys)")
+            raise Fail("dropout_mask_shared", p=p, dims=", ".join(f"dim={d} {names[d]}" for d in shared))
+    return "train()"
+
+
+def _judge_rates(stats, n: int) -> None:
+    tol = rate_tolerance(n)
+    wrong = [(p, frac) for p, frac, *_ in stats if abs(frac - p) > tol]
+    if not wrong:
+        return
+    if all(abs(frac - 0.5) <= tol for _, frac, *_ in stats):
+        raise Fail("dropout_default_rate", fracs=_fracs(stats))
+    p, frac = wrong[0]
+    if all(abs(f - (1 - q)) <= tol for q, f, *_ in stats):
+        raise Fail("dropout_rate_inverted", p=p, frac=f"{frac:.0%}")
+    if abs(stats[0][1] - stats[1][1]) <= 2 * tol:
+        raise Fail("dropout_rate_fixed", fracs=_fracs(stats))
+    raise Fail("dropout_rate_wrong", p=p, frac=f"{frac:.0%}", expected=f"{p:.0%}")
+
+
+def _changes_only(module, x, case, p) -> str:
+    """The weaker test for modules the probe cannot read: in train mode the output must change."""
+    module.train()
+    outs = [as_tensor(call(module, x.clone(), case=case, seed=s), case) for s in (21, 22)]
+    module.eval()
+    eval_out = as_tensor(call(module, x.clone(), case=case), case)
+    if same(outs[0], eval_out) and same(outs[1], eval_out):
+        raise Fail("dropout_missing", p=p, case=case)
+    return "train()"
+
+
+def reference_context(x: torch.Tensor, layers: dict) -> torch.Tensor:
+    """One causal head with the learner's layers, no dropout."""
+    return attention(*qkv(x, layers))

@@ -1,0 +1,151 @@
+"""The exercise registry and the one function that checks an object against a record.
+
+Every module ``_exNN_<concept>.py`` in this package holds the exercises of notebook NN as ``RECORDS``, a list
+of :class:`Exercise`; the registry is their concatenation in file order, so adding an exercise touches one
+module. ``check_result`` never raises except for a real Ctrl-C (see ``_harness``).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import pkgutil
+import sys
+from pathlib import Path
+
+from torch import nn
+
+from . import _harness
+from ._core import CheckResult, Exercise, Fail, NotImplementedYet, fix_text, message, one_line, title_of
+
+_PACKAGE = __name__.rsplit(".", 1)[0]  # "llm_lab.exercises", or a fresh copy's private name
+_LLM_LAB = _PACKAGE.rsplit(".", 1)[0]
+
+
+def _load_records() -> dict[str, Exercise]:
+    records: dict[str, Exercise] = {}
+    names = sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if m.name.startswith("_ex"))
+    for module_name in names:
+        for record in importlib.import_module(f"{_PACKAGE}.{module_name}").RECORDS:
+            if record.name in records:
+                raise ValueError(f"exercise {record.name!r} is defined twice")
+            records[record.name] = record
+    return records
+
+
+REGISTRY: dict[str, Exercise] = _load_records()
+
+
+def record(name: str) -> Exercise:
+    try:
+        return REGISTRY[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown exercise {name!r}; known: {', '.join(REGISTRY)}") from None
+
+
+# ---- what the learner's code must not run ---------------------------------------------------------------------
+
+
+def _resolve_own(dotted: str):
+    module_name, _, attr = dotted.rpartition(".")
+    return getattr(importlib.import_module(f"{_LLM_LAB}.{module_name}"), attr)
+
+
+def _codes(obj):
+    """Code objects that running ``obj`` executes first: a function's, or every method a class defines."""
+    if inspect.isclass(obj):
+        for klass in obj.__mro__:
+            if klass.__module__.split(".")[0] not in ("torch", "builtins"):
+                yield from (f.__code__ for f in vars(klass).values() if inspect.isfunction(f))
+    elif inspect.isfunction(obj):
+        yield obj.__code__
+
+
+# Resolved now, while this copy's modules are importable (a fresh copy's leave sys.modules after loading).
+_OWN_REFERENCES = {d: _resolve_own(d) for ex in REGISTRY.values() for d in ex.references}
+
+
+def watch_for(name: str) -> _harness.Watch:
+    """llm_lab's references for exercise ``name`` (this copy's and those of the ``llm_lab`` the notebook
+    imported) and the callables it rules out, as the harness watches them."""
+    ex = REGISTRY[name]
+    watch = _harness.Watch()
+    for dotted in ex.references:
+        module_name, _, attr = dotted.rpartition(".")
+        imported = getattr(sys.modules.get(f"llm_lab.{module_name}"), attr, None)
+        for obj in {id(o): o for o in (_OWN_REFERENCES[dotted], imported) if o is not None}.values():
+            for code in _codes(obj):
+                watch.add(code, f"llm_lab.{attr}", "reference")
+    for module_name, attr, hint in ex.forbidden:
+        obj = getattr(sys.modules.get(module_name) or importlib.import_module(module_name), attr, None)
+        if obj is not None:
+            watch.add(obj, f"{module_name}.{attr}", hint)
+    return watch
+
+
+class _IsReference(Exception):
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
+
+
+def _precheck(ex: Exercise, obj, watch: _harness.Watch) -> None:
+    """Before running anything: an instance instead of a class, a non-callable, or llm_lab's own code."""
+    if ex.takes == "class" and isinstance(obj, nn.Module):
+        raise Fail("instance_not_class", got=type(obj).__name__)
+    if not callable(obj):
+        raise Fail("not_callable", got=type(obj).__name__)
+    target = obj
+    while isinstance(target, functools.partial):
+        target = target.func
+    target = getattr(target, "__func__", target)  # a bound method
+    for code in _codes(target):
+        hit = watch.ids.get(id(code))
+        if hit and hit[1] == "reference":
+            raise _IsReference(hit[0])
+
+
+def check_result(name: str, obj, *, lang: str, timeout: float | None) -> CheckResult:
+    """Check ``obj`` for exercise ``name``; deterministic, prints nothing, uses no hint state."""
+    ex = record(name)
+    title = title_of(obj, name)
+
+    def result(status: str, hint: str, output: str = "", **params) -> CheckResult:
+        try:
+            text = message(hint, lang, ex.messages, title=title, **params)
+        except Exception as exc:  # a template/parameter mismatch must not escape either
+            return result("error", "checker_error", output, exc_type=type(exc).__name__, exc_msg=one_line(str(exc)))
+        return CheckResult(name, status, hint, text, fix_text(hint, lang, ex.fixes), output, ex.points)
+
+    watch = watch_for(name)
+    run = None
+    try:
+        with _harness.checking(timeout, watch) as run:
+            _precheck(ex, obj, watch)
+            cases = ex.body(obj)
+        if run.hit is not None:
+            ref, hint = run.hit
+            if hint == "reference":
+                raise _IsReference(ref)
+            raise Fail(hint, ref=ref)
+        return result("pass", "passed", _harness.printed(run), n=len(cases), cases=", ".join(cases))
+    except _IsReference as exc:
+        return result("reference", "reference", _printed(run), ref=exc.name)
+    except NotImplementedYet:
+        return result("todo", "not_implemented", _printed(run))
+    except Fail as f:
+        return result(f.status, f.hint, _printed(run), **f.params)
+    except _harness.Deadline:  # the alarm struck between the learner's return and its own cleanup
+        return result("timeout", "timeout", _printed(run), seconds=f"{timeout:g}", case="-")
+    except KeyboardInterrupt:
+        if run is None or run.interrupted:
+            raise
+        return result("error", "exception", _printed(run), exc_type="KeyboardInterrupt", exc_msg="", case="-")
+    except BaseException as exc:  # a bug in a checker or an unusual object: never an uncaught error
+        return result("error", "checker_error", _printed(run), exc_type=type(exc).__name__,
+                      exc_msg=one_line(str(exc)))
+
+
+def _printed(run) -> str:
+    return _harness.printed(run) if run is not None else ""

@@ -1,0 +1,96 @@
+"""Helpers several notebooks' checkers use: seeded generators, masks, and the known wrong ways to compute
+causal attention weights (a wrong output is named by matching what a known mistake computes on the same input)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..masks import causal_mask, causal_softmax
+
+NEG_INF = float("-inf")
+
+
+def gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def triu(t: int, diagonal: int) -> torch.Tensor:
+    return torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=diagonal)
+
+
+def tril(t: int, diagonal: int) -> torch.Tensor:
+    return torch.tril(torch.ones(t, t, dtype=torch.bool), diagonal=diagonal)
+
+
+def softmax_masked(scores, hidden, dim=-1, fill=NEG_INF):
+    return torch.softmax(scores.masked_fill(hidden, fill), dim=dim)
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """The reference causal attention ``(..., T, hs)``, computed in float64 then cast back."""
+    w = causal_softmax(q.double() @ k.double().transpose(-2, -1) / k.shape[-1] ** 0.5)
+    return (w @ v.double()).to(q.dtype)
+
+
+def weights_variants(q: torch.Tensor, k: torch.Tensor, head_scale: float | None = None) -> list:
+    """Wrong ways to compute causal attention weights from queries and keys ``(..., T, d_k)``."""
+    d, t = k.shape[-1], k.shape[-2]
+    s = q @ k.transpose(-2, -1)
+    hide = causal_mask(t)
+    ok = s / d**0.5
+    variants = [
+        ("softmax_dim", lambda: softmax_masked(ok, hide, dim=-2)),
+        ("scale_missing", lambda: softmax_masked(s, hide)),
+        ("scale_twice", lambda: softmax_masked(s / d, hide)),
+        ("scale_inverted", lambda: softmax_masked(s * d**0.5, hide)),
+        ("scale_uses_T", lambda: softmax_masked(s / t**0.5, hide)),
+        ("diagonal_masked", lambda: softmax_masked(ok, triu(t, 0))),
+        ("future_open", lambda: torch.softmax(ok, dim=-1)),
+        ("mask_inverted", lambda: softmax_masked(ok, tril(t, 0))),
+        ("mask_transposed", lambda: softmax_masked(ok, tril(t, -1))),
+        ("masked_with_zero", lambda: softmax_masked(ok, hide, fill=0.0)),
+        ("not_renormalized", lambda: torch.softmax(ok, dim=-1).masked_fill(hide, 0.0)),
+    ]
+    if head_scale is not None:
+        variants.insert(0, ("scale_uses_d_out", lambda: softmax_masked(s / head_scale**0.5, hide)))
+    return variants
+
+
+WEIGHT_HINTS = ("scale_uses_d_out", "softmax_dim", "scale_missing", "scale_twice", "scale_inverted", "scale_uses_T",
+                "diagonal_masked", "future_open", "mask_inverted", "mask_transposed", "masked_with_zero",
+                "not_renormalized")
+
+
+def rate_tolerance(n: int, false_alarm: float = 1e-6) -> float:
+    """How far a dropped fraction over ``n`` independent draws may stray from p: Hoeffding's bound
+    P(|frac - p| >= t) <= 2 exp(-2 n t^2) set equal to ``false_alarm`` (for any p, any correct dropout)."""
+    return math.sqrt(math.log(2 / false_alarm) / (2 * n))
+
+
+def shared_dims(dropped: torch.Tensor, p: float, valid: torch.Tensor | None = None, dims=None) -> list[int]:
+    """The dimensions along which a dropout mask is reused instead of drawn independently.
+
+    Along each dimension, entries 0/1, 2/3, ... are paired (disjoint pairs, so the pairs are independent):
+    independent draws agree with probability q = p^2 + (1-p)^2, a reused mask always. A dimension counts as
+    shared when the agreement exceeds (1 + q) / 2. With n pairs a correct dropout crosses that line with
+    probability <= exp(-2 n ((1 - q) / 2)^2) (Hoeffding): for the smallest case checked (p=0.2, q=0.68,
+    n >= 500) that is < 1e-11. Dimensions with fewer than 500 valid pairs are not judged.
+    """
+    valid = torch.ones_like(dropped) if valid is None else valid.expand_as(dropped)
+    q = p * p + (1 - p) * (1 - p)
+    found = []
+    for d in range(dropped.dim()) if dims is None else dims:
+        n = dropped.shape[d] // 2 * 2
+        if n < 2:
+            continue
+        even, odd = (torch.arange(start, n, 2) for start in (0, 1))
+        a, b = dropped.index_select(d, even), dropped.index_select(d, odd)
+        ok = valid.index_select(d, even) & valid.index_select(d, odd)
+        if ok.sum() < 500:
+            continue
+        agreement = (a == b)[ok].double().mean().item()
+        if agreement > (1 + q) / 2:
+            found.append(d)
+    return found
