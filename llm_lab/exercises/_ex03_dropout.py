@@ -42,15 +42,15 @@ def _training_case(fn, shape, p, seed, g) -> str:
     if not dropped.any() and same(out, xd):
         raise Fail("dropout_not_applied", p=p)
     frac = dropped.double().mean().item()
+    shared = shared_dims(dropped, frac)  # first: a reused mask also makes the rate unreliable
+    if shared:
+        raise Fail("dropout_mask_shared", p=p, dims=", ".join(f"dim={d}" for d in shared))
     hint = rate_hint(frac, p, x.numel())
     if hint:
         raise Fail(hint, p=p, frac=f"{frac:.0%}", expected=f"{p:.0%}")
     found = kept_scale_hint(out[~dropped] / xd[~dropped], p)
     if found:
         raise Fail(found[0], p=p, **found[1])
-    shared = shared_dims(dropped, p)
-    if shared:
-        raise Fail("dropout_mask_shared", p=p, dims=", ".join(f"dim={d}" for d in shared))
     return f"p={p}"
 
 

@@ -164,15 +164,16 @@ def probe_train_dropout(cls, heads: int, with_out_proj: bool, extra_args: tuple 
         stats.append((p, frac, scaled[visible & ~dropped], dropped, visible, case))
     if all(frac == 0 for _, frac, *_ in stats):
         raise Fail("dropout_missing", p=stats[0][0], case=stats[0][-1])
-    _judge_rates(stats, int(stats[0][4].sum()))
-    for p, _, ratio, dropped, visible, _ in stats:
-        found = kept_scale_hint(ratio, p)
-        if found:
-            raise Fail(found[0], p=p, **found[1])
-        shared = shared_dims(dropped, p, visible)
+    for p, frac, _, dropped, visible, _ in stats:  # first: a reused mask also makes the rate unreliable
+        shared = shared_dims(dropped, frac, visible)
         if shared:
             names = ("B", "nh", "T (queries)", "T (keys)")
             raise Fail("dropout_mask_shared", p=p, dims=", ".join(f"dim={d} {names[d]}" for d in shared))
+    _judge_rates(stats, int(stats[0][4].sum()))
+    for p, _, ratio, *_ in stats:
+        found = kept_scale_hint(ratio, p)
+        if found:
+            raise Fail(found[0], p=p, **found[1])
     return "train()"
 
 

@@ -19,7 +19,8 @@ from torch import nn
 from . import _harness
 from ._core import CheckResult, Exercise, Fail, NotImplementedYet, fix_text, message, one_line, title_of
 
-_PACKAGE = __name__.rsplit(".", 1)[0]  # "llm_lab.exercises", or a fresh copy's private name
+_PACKAGE = __name__.rsplit(".", 1)[0]
+_ROOT_DIR = str(Path(__file__).resolve().parent.parent)  # "llm_lab.exercises", or a fresh copy's private name
 _LLM_LAB = _PACKAGE.rsplit(".", 1)[0]
 
 
@@ -76,7 +77,8 @@ def watch_for(name: str) -> _harness.Watch:
         imported = getattr(sys.modules.get(f"llm_lab.{module_name}"), attr, None)
         for obj in {id(o): o for o in (_OWN_REFERENCES[dotted], imported) if o is not None}.values():
             for code in _codes(obj):
-                watch.add(code, f"llm_lab.{attr}", "reference")
+                if code.co_filename.startswith(_ROOT_DIR):  # not a notebook's function patched into llm_lab
+                    watch.add(code, f"llm_lab.{attr}", "reference")
     for module_name, attr, hint in ex.forbidden:
         obj = getattr(sys.modules.get(module_name) or importlib.import_module(module_name), attr, None)
         if obj is not None:
