@@ -1,5 +1,11 @@
-"""`make lab` serves the notebooks: start it on a free port, list notebooks/en through the server's API."""
+"""`make lab` serves the notebooks to a learner without nbgrader's UI; `make lab-instructor` has it.
 
+Each test starts the real make target on a free port and asks the server through its API and its page
+config (what JupyterLab's front end loads). `make test-browser` checks the same in Chromium: the Nbgrader
+menu, the "Create Assignment" sidebar and the "Validate" button.
+"""
+
+import contextlib
 import json
 import os
 import re
@@ -7,10 +13,18 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+NBGRADER_LAB = "@jupyter/nbgrader"
+NBGRADER_SERVER = [
+    "nbgrader.server_extensions.formgrader",
+    "nbgrader.server_extensions.validate_assignment",
+    "nbgrader.server_extensions.assignment_list",
+    "nbgrader.server_extensions.course_list",
+]
 
 
 def free_port() -> int:
@@ -19,30 +33,86 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_make_lab_serves_the_notebooks(tmp_path):
-    port = free_port()
-    log = tmp_path / "lab.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen(["make", "lab", f"PORT={port}"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+def get(url: str):
+    """(status, body) of a GET; HTTP errors are answers too."""
     try:
-        listing = None
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and listing is None:
-            time.sleep(1)
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, ""
+
+
+@contextlib.contextmanager
+def running(target: str, tmp_path: Path):
+    """Start `make <target>` on a free port; yield (base url, token); stop its process group afterwards."""
+    port, token = free_port(), os.urandom(8).hex()
+    log = tmp_path / f"{target}.log"
+    env = dict(os.environ, JUPYTER_TOKEN=token, JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"))
+    env.pop("JUPYTER_CONFIG_PATH", None)
+    with log.open("w") as out:
+        proc = subprocess.Popen(["make", target, f"PORT={port}"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                env=env, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
             assert proc.poll() is None, log.read_text()[-2000:]
-            token = re.search(r"token=([0-9a-f]+)", log.read_text())
-            if not token:
-                continue
+            assert time.monotonic() < deadline, log.read_text()[-2000:]
             try:
-                url = f"http://127.0.0.1:{port}/api/contents/en?token={token[1]}"
-                with urllib.request.urlopen(url, timeout=5) as response:
-                    listing = json.load(response)
+                if get(f"{base}/api/status?token={token}")[0] == 200:
+                    break
             except OSError:
-                continue
-        assert listing is not None, log.read_text()[-2000:]
-        served = sorted(item["name"] for item in listing["content"] if item["name"].endswith(".ipynb"))
-        assert served == sorted(p.name for p in (ROOT / "notebooks" / "en").glob("*.ipynb"))
+                pass
+            time.sleep(1)
+        yield base, token
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
+        os.killpg(proc.pid, signal.SIGTERM)  # the group started above: make and its jupyter
         proc.wait(timeout=30)
+
+
+def page_config(base: str, token: str) -> dict:
+    status, html = get(f"{base}/lab?token={token}")
+    assert status == 200
+    match = re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', html, re.S)
+    assert match, html[:500]
+    return json.loads(match[1])
+
+
+def test_make_lab_serves_the_notebooks_without_nbgrader(tmp_path):
+    with running("lab", tmp_path) as (base, token):
+        status, body = get(f"{base}/api/contents/en?token={token}")
+        assert status == 200
+        served = sorted(item["name"] for item in json.loads(body)["content"] if item["name"].endswith(".ipynb"))
+        assert served == sorted(p.name for p in (ROOT / "notebooks" / "en").glob("*.ipynb"))
+        # the front end skips nbgrader's lab extension: no Nbgrader menu, Create Assignment sidebar, Validate
+        config = page_config(base, token)
+        assert NBGRADER_LAB in config["disabledExtensions"]
+        assert "@jupyter-widgets/jupyterlab-manager" not in config["disabledExtensions"]  # explorers still work
+        # and the server does not load its extensions
+        assert get(f"{base}/formgrader?token={token}")[0] == 404
+        assert get(f"{base}/assignments?token={token}")[0] == 404
+
+
+def test_make_lab_instructor_has_nbgrader(tmp_path):
+    import nbgrader  # noqa: F401  (make test installs requirements-instructor.txt first)
+
+    with running("lab-instructor", tmp_path) as (base, token):
+        config = page_config(base, token)
+        assert NBGRADER_LAB not in config["disabledExtensions"]
+        assert NBGRADER_LAB in {ext["name"] for ext in config["federated_extensions"]}
+        assert get(f"{base}/formgrader?token={token}")[0] == 200
+
+
+def test_learner_config_names_every_nbgrader_extension():
+    """The learner config switches off exactly what nbgrader enables, so a new nbgrader part shows up here."""
+    learner = ROOT / "jupyter-config" / "learner"
+    server = json.loads((learner / "jupyter_server_config.json").read_text())["ServerApp"]["jpserver_extensions"]
+    assert server == dict.fromkeys(NBGRADER_SERVER, False)
+    lab = json.loads((learner / "labconfig" / "page_config.json").read_text())
+    assert lab == {"disabledExtensions": {NBGRADER_LAB: True}}
+    # what nbgrader itself enables when installed (pip puts it in the venv's etc/jupyter)
+    import sys
+
+    enabled = Path(sys.prefix) / "etc" / "jupyter" / "jupyter_server_config.d" / "nbgrader.json"
+    if enabled.exists():
+        assert set(json.loads(enabled.read_text())["ServerApp"]["jpserver_extensions"]) == set(NBGRADER_SERVER)
