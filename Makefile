@@ -92,7 +92,18 @@ execute: setup
 
 # Student copies without solutions, in build/student/{zh,en}/ (FORCE=1 overwrites edited copies).
 student: instructor-setup
-	$(BIN)/python tools/student.py $(if $(filter 1,$(FORCE)),--force)
+	$(BIN)/python tools/student.py $(if $(filter 1,$(FORCE)),--force) $(if $(NB),--only $(NB))
+
+# Grade a folder of submitted notebooks (one per student): make grade SUBMISSIONS=dir [OUT=dir] [NB=04]
+# writes OUT/grades.csv, OUT/feedback/*.html and OUT/report.md (default OUT: build/grades). docs/instructors.md
+.PHONY: grade bench-grade
+grade: instructor-setup
+	@test -n "$(SUBMISSIONS)" || (echo "usage: make grade SUBMISSIONS=folder [OUT=folder] [NB=04]"; exit 2)
+	$(BIN)/python tools/grade.py "$(SUBMISSIONS)" $(if $(OUT),--out "$(OUT)") $(if $(NB),--notebook $(NB))
+
+# 30 submissions of one notebook graded in parallel; prints the time and its ratio to the 3-minute target.
+bench-grade: instructor-setup
+	$(BIN)/python benchmarks/bench_grade.py
 
 bench: setup
 	$(BIN)/python benchmarks/bench.py

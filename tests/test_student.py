@@ -1,8 +1,9 @@
-"""Student copies (tools/student.py): solutions removed, the right outputs cleared, learners' work kept."""
+"""Student copies (tools/student.py): nbgrader release versions that give nothing away; learners' work kept."""
 
-import importlib.util
 import json
 import os
+import re
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -10,9 +11,9 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("student", ROOT / "tools" / "student.py")
-student = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(student)
+sys.path.insert(0, str(ROOT / "tools"))
+import _course  # noqa: E402
+import student  # noqa: E402
 
 SOLUTION = "def add_one(x):\n    ### BEGIN SOLUTION\n    return x + 1\n    ### END SOLUTION"
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
@@ -21,51 +22,65 @@ PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA6
 def synthetic_notebook() -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
     nb.metadata = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}}
-    intro = nbformat.v4.new_markdown_cell("# Exercises\nWrite `add_one`.")
+    intro = nbformat.v4.new_markdown_cell("# Exercises\nWrite `add_one`. Why does it add one?")
     normal = nbformat.v4.new_code_cell("plot_something()", execution_count=3, outputs=[
         nbformat.v4.new_output("display_data", data={"image/png": PNG, "text/plain": "<Figure>"}),
-        nbformat.v4.new_output("stream", name="stdout", text="tensor([1., 2.])\n"),
+        nbformat.v4.new_output("stream", name="stdout", text="the predicted answer is 2\n"),
     ])
+    answer = nbformat.v4.new_markdown_cell("<details><summary>Why</summary>Because one is one.</details>")
+    answer.metadata["tags"] = ["answer"]
     solution = nbformat.v4.new_code_cell(SOLUTION, execution_count=4, outputs=[
         nbformat.v4.new_output("stream", name="stdout", text="the answer is 2\n")])
     solution.metadata["tags"] = ["solution"]
-    solution.metadata["nbgrader"] = {"grade": False, "grade_id": "ex01-003", "locked": False,
-                                     "schema_version": 3, "solution": True, "task": False}
     checker = nbformat.v4.new_code_cell("check_add_one(add_one)", execution_count=5, outputs=[
         nbformat.v4.new_output("stream", name="stdout", text="✅ add_one: passed\n")])
     checker.metadata["tags"] = ["checker"]
-    nb.cells = [intro, normal, solution, checker]
+    nb.cells = [intro, normal, answer, solution, checker]
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"en-01-{i:03d}"
+    _course.nbgrader_metadata(nb.cells, "01")  # the builder's rule
     return nb
 
 
-def test_solution_replaced_and_exercise_outputs_cleared():
+def test_copy_is_an_nbgrader_release_that_gives_nothing_away():
     nb = synthetic_notebook()
     before = nbformat.writes(nb)
     out = nbformat.reads(student.make_student_copy(nb, "en"), as_version=4)
     assert nbformat.writes(nb) == before, "the instructor notebook must not be modified"
     nbformat.validate(out)
-    intro, normal, solution, checker = out.cells
+    intro, normal, answer, solution, checker = out.cells
 
     assert solution.source == "def add_one(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()"
-    assert "return x + 1" not in json.dumps(out)
-    assert solution.outputs == [] and solution.execution_count is None
-    assert checker.outputs == [] and checker.execution_count is None
-    assert checker.source == "check_add_one(add_one)"
-    # Everything else stays: learners see the figures, nbgrader still finds its cells.
-    assert normal.outputs == synthetic_notebook().cells[1].outputs and normal.execution_count == 3
-    assert intro.source == synthetic_notebook().cells[0].source
-    assert solution.metadata["nbgrader"]["grade_id"] == "ex01-003"
-    assert solution.metadata["tags"] == ["solution"] and checker.metadata["tags"] == ["checker"]
+    assert answer.source == "YOUR ANSWER HERE"
+    assert checker.source == "check_add_one(add_one)", "hidden tests are stripped"
+    text = json.dumps(out)
+    for secret in ("return x + 1", "one is one", "answer is 2", "HIDDEN TESTS", "_verdict", "_status"):
+        assert secret not in text
+    assert all(c.outputs == [] and c.execution_count is None for c in out.cells if c.cell_type == "code")
+    # nbgrader's release metadata: points, locks and checksums, and the instructor notebook's cell ids
+    assert checker.metadata["nbgrader"]["points"] == _course.DEFAULT_POINTS and checker.metadata["nbgrader"]["locked"]
+    assert answer.metadata["nbgrader"]["points"] == _course.ANSWER_POINTS and answer.metadata["nbgrader"]["grade"]
+    assert all("checksum" in c.metadata["nbgrader"] for c in (answer, solution, checker))
+    assert solution.metadata["nbgrader"]["grade_id"] == "ex01-add_one"
+    assert checker.metadata["nbgrader"]["grade_id"] == "ex01-add_one-test"
     assert [c.id for c in out.cells] == [c.id for c in nb.cells]
+    assert intro.source == synthetic_notebook().cells[0].source
 
 
-def test_chinese_stub_and_whole_cell_solution():
+def test_hidden_tests_grade_with_a_fresh_checker():
+    source = synthetic_notebook().cells[4].source
+    visible, hidden = source.split(_course.BEGIN_HIDDEN)
+    assert visible.strip() == "check_add_one(add_one)"
+    assert "_fresh = " in hidden and "add_one" in hidden and 'assert _status == "pass"' in hidden
+    compile(source, "<checker cell>", "exec")
+
+
+def test_chinese_stubs_and_whole_cell_solution():
     nb = synthetic_notebook()
-    nb.cells[2].source = "x = 41 + 1"  # a solution cell without markers: nbgrader replaces the whole cell
+    nb.cells[3].source = "x = 41 + 1"  # a solution cell without markers: nbgrader replaces the whole cell
     out = nbformat.reads(student.make_student_copy(nb, "zh"), as_version=4)
-    assert out.cells[2].source.splitlines() == ["# 在这里写你的代码（YOUR CODE HERE）", "raise NotImplementedError()"]
+    assert out.cells[3].source.splitlines() == ["# 在这里写你的代码（YOUR CODE HERE）", "raise NotImplementedError()"]
+    assert out.cells[2].source == _course.TEXT_STUB["zh"]
 
 
 def test_badge_to_the_instructor_notebook_is_replaced_by_a_note():
@@ -82,7 +97,7 @@ def test_badge_to_the_instructor_notebook_is_replaced_by_a_note():
                                       "markers_in_prose"])
 def test_broken_solution_cells_are_errors(breakage):
     nb = synthetic_notebook()
-    cell = nb.cells[2]
+    cell = nb.cells[3]
     if breakage == "markers_in_prose":  # nbgrader would take this line for a marker: must be a clear error
         nb.cells[0].source += "\nWrite your code between `### BEGIN SOLUTION` and `### END SOLUTION`."
         with pytest.raises(ValueError, match=r"cell 0 \(markdown.*not a solution cell"):
@@ -123,6 +138,7 @@ def test_no_overwrite_without_force(tmp_path, capsys):
     assert copy in student.generate(src, out, echo=lambda *a: None)["unchanged"]
 
     learner = fresh.replace("raise NotImplementedError()", "return x + 1")
+    assert learner != fresh
     copy.write_text(learner, encoding="utf-8")
     capsys.readouterr()
     assert student.main(["--src", str(src), "--out", str(out)]) == 0  # skipping is not an error
@@ -142,20 +158,70 @@ def test_clear_errors(tmp_path, capsys):
     src = tmp_path / "notebooks"
     write_sources(src)
     broken = synthetic_notebook()
-    broken.cells[2].source = broken.cells[2].source.replace("### END SOLUTION", "")
+    broken.cells[3].source = broken.cells[3].source.replace("### END SOLUTION", "")
     nbformat.write(broken, str(src / "en" / "02_broken.ipynb"))
     assert student.main(["--src", str(src), "--out", str(tmp_path / "out")]) == 1
     captured = capsys.readouterr()
     assert "02_broken.ipynb" in captured.out and "01_demo.ipynb" in captured.out  # the good ones still written
 
 
-# Integration: the real notebooks' student copies run top to bottom and every checker says "not yet".
+# The real notebooks: every exercise has points, and the copies give nothing away.
 
 REAL = student.find_notebooks(student.DEFAULT_SRC, None)
+WITH_EXERCISES = [p for p in REAL if (_course.SRC / p.name.replace(".ipynb", ".exercises.nbsrc")).exists()]
 
 
 def key(path: Path) -> str:
     return f"{path.parent.name}/{path.name}"  # en/01_x.ipynb
+
+
+def solution_lines(source: str) -> list[str]:
+    """The code lines between the solution markers, comments and short lines left out."""
+    inside, lines = False, []
+    for line in source.splitlines():
+        if _course.BEGIN_SOLUTION in line or _course.END_SOLUTION in line:
+            inside = _course.BEGIN_SOLUTION in line
+            continue
+        code = line.split("#")[0].strip()
+        if inside and len(code) >= 12:
+            lines.append(code)
+    return lines
+
+
+@pytest.mark.parametrize("path", WITH_EXERCISES, ids=[key(p) for p in WITH_EXERCISES])
+def test_every_exercise_has_points_and_the_copy_gives_nothing_away(path):
+    nb = nbformat.read(str(path), as_version=4)
+    copy = nbformat.reads(student.make_student_copy(nb, path.parent.name, path.name), as_version=4)
+    exercises = _course.exercises(nb.cells)
+    assert exercises, "a notebook with an exercises source has autograded exercises"
+    for ex in exercises:
+        assert nb.cells[ex.checker].metadata["nbgrader"]["points"] > 0 and ex.solutions
+    answers = [c for c in nb.cells if _course.ANSWER in _course.tags(c)]
+    assert answers, "Predict/Explain answers live in manually graded answer cells"
+    assert all(c.metadata["nbgrader"]["points"] > 0 for c in answers)
+    # each solution and answer cell of the copy holds none of the instructor's lines of that cell
+    released = {c.id: c.source for c in copy.cells}
+    leaked = [line for c in nb.cells if _course.SOLUTION in _course.tags(c) for line in solution_lines(c.source)
+              if line in released[c.id]]
+    leaked += [c.source[:60] for c in answers if released[c.id] != _course.TEXT_STUB[path.parent.name]]
+    text = "\n".join(c.source for c in copy.cells)
+    assert not leaked, f"the student copy gives these away: {leaked}"
+    assert all(not c.get("outputs") for c in copy.cells), "every output is cleared"
+    assert _course.BEGIN_HIDDEN not in text
+
+
+LEVELS = {"easy": 0, "medium": 1, "harder": 2, "简单": 0, "中等": 1, "较难": 2}
+
+
+@pytest.mark.parametrize("src", sorted(_course.SRC.glob("*.exercises.nbsrc")), ids=lambda p: p.name[:2])
+def test_difficulty_labels_rise_within_a_notebook(src):
+    text = src.read_text(encoding="utf-8")
+    for pattern in (r"(?m)^### Exercise \d+ · .*\((\w+)\)\s*$", r"(?m)^### 练习 \d+ · .*（(\w+)）\s*$"):
+        levels = [LEVELS[m] for m in re.findall(pattern, text)]
+        assert levels and levels == sorted(levels), f"difficulty labels out of order: {re.findall(pattern, text)}"
+
+
+# Integration: the real notebooks' student copies run top to bottom and every checker says "not yet".
 
 
 def has_solutions(path: Path) -> bool:
@@ -214,5 +280,7 @@ def test_student_copy_runs_and_checkers_say_not_yet(path, request):
 
 
 def test_only_filter_matching_nothing_says_so(tmp_path, capsys):
-    assert student.main(["--out", str(tmp_path), "--only", "1"]) == 1
-    assert "--only 1 matches no notebook: use two-digit numbers" in capsys.readouterr().err
+    assert student.main(["--out", str(tmp_path), "--only", "99"]) == 1
+    assert "--only 99 matches no notebook: use notebook numbers such as 01,03" in capsys.readouterr().err
+    assert student.main(["--out", str(tmp_path), "--only", "1a"]) == 1
+    assert "expected comma-separated notebook numbers" in capsys.readouterr().err

@@ -16,6 +16,8 @@ Source format: blocks start with a marker line.
                           solution  an exercise solution between ### BEGIN SOLUTION / ### END SOLUTION
                                     (gets nbgrader metadata; student copies replace it)
                           checker   calls an exercise checker: its output is in the notebook's language
+                                    (nbgrader autograded test: points and hidden tests, see tools/_course.py)
+    %% md tags=answer   a Predict/Explain model answer (nbgrader manually graded; student copies clear it)
 
 Code comments: the code is shared, a comment may have a Chinese twin that replaces it in the zh notebook
 (and is dropped from the en one). Inline, the twin ends the comment; on its own line, a run of k
@@ -39,6 +41,7 @@ import re
 import sys
 from pathlib import Path
 
+import _course  # tools/ is on sys.path: nbtool runs as a script and the tests import it from there
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,7 +111,7 @@ def parse(path: Path, need_title: bool = True) -> dict:
             nxt = blocks[i + 1] if i + 1 < len(blocks) else None
             if not nxt or nxt["kind"] != "md" or not nxt["zh"]:
                 raise ValueError(f"{b['at']}: an English markdown cell must be followed by '%% md zh'")
-            cells.append({"type": "md", "en": text, "zh": "\n".join(nxt["lines"]).strip("\n")})
+            cells.append({"type": "md", "en": text, "zh": "\n".join(nxt["lines"]).strip("\n"), "tags": b["tags"]})
         elif i == 0 or blocks[i - 1]["kind"] != "md" or blocks[i - 1]["zh"]:
             raise ValueError(f"{b['at']}: '%% md zh' must follow an English '%% md' cell")
     if need_title and set(title) != set(LANGS):
@@ -267,6 +270,8 @@ def build_one(src: Path, lang: str, repo: str, ref: str) -> nbformat.NotebookNod
     for c in spec["cells"]:
         if c["type"] == "md":
             cells.append(nbformat.v4.new_markdown_cell(c[lang]))
+            if c.get("tags"):  # e.g. answer: a Predict/Explain model answer, graded by hand under nbgrader
+                cells[-1].metadata["tags"] = c["tags"]
         else:
             code = localize_comments(c["source"], lang, c.get("at", src.name))
             cell = nbformat.v4.new_code_cell(code.replace("{{LANG}}", f'"{lang}"'))
@@ -275,11 +280,7 @@ def build_one(src: Path, lang: str, repo: str, ref: str) -> nbformat.NotebookNod
             cells.append(cell)
     for i, cell in enumerate(cells):
         cell["id"] = f"{lang}-{name[:2]}-{i:03d}"  # stable ids keep diffs small
-        if "solution" in cell.metadata.get("tags", []):
-            cell.metadata["nbgrader"] = {
-                "grade": False, "grade_id": f"ex{name[:2]}-{i:03d}", "locked": False,
-                "schema_version": 3, "solution": True, "task": False,
-            }
+    _course.nbgrader_metadata(cells, name[:2])  # points, hidden tests, answer cells: from the tags
     nb.cells = cells
     return nb
 

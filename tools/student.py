@@ -1,21 +1,29 @@
-"""Write learners' copies of the notebooks, solutions removed.
+"""Write learners' copies of the notebooks: nbgrader release versions that give nothing away.
 
-For every ``notebooks/{zh,en}/NN_*.ipynb`` this writes ``build/student/{zh,en}/NN_*.ipynb`` where
+For every ``notebooks/{zh,en}/NN_*.ipynb`` this writes ``build/student/{zh,en}/NN_*.ipynb``, produced by
+exactly the preprocessors ``nbgrader generate_assignment`` runs (its own list, in its order, without the
+gradebook step), so a copy is an nbgrader release: ``nbgrader autograde`` grades submissions made from it.
+In a copy
 
-- each solution (the lines between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` of a cell carrying
-  nbgrader's ``solution`` metadata) is replaced by ``# YOUR CODE HERE`` / ``raise NotImplementedError()``,
-  by nbgrader's own ``ClearSolutions`` preprocessor run through nbconvert;
-- the outputs and execution counts of solution cells and of ``checker`` cells are cleared (they would
-  give the answer away, and the checker would still say "passed");
-- everything else is kept: other outputs (so learners see the figures), cell ids, tags and the nbgrader
-  cell metadata (``grade_id``, ``solution: true``) that nbgrader needs to grade a submission.
+- each solution (between ``### BEGIN SOLUTION`` and ``### END SOLUTION``) is a stub that raises
+  ``NotImplementedError``; each Predict/Explain model answer (``answer`` cells) reads "YOUR ANSWER HERE";
+  both in the copy's language;
+- the hidden tests of checker cells (``### BEGIN HIDDEN TESTS`` ...) are removed; nbgrader's autograde puts
+  them back from the instructor version;
+- every output is cleared (nbgrader's default: no Predict output gives an answer away), checker and answer
+  cells are locked or graded with nbgrader checksums;
+- the header's Open-in-Colab badge (it opens the instructor notebook) becomes a note.
+
+The badge swap happens first, on the instructor notebook: ``--nbgrader-source DIR`` writes those
+"nbgrader source" notebooks (with an ``nbgrader_config.py`` per language) for an nbgrader course, whose
+``nbgrader generate_assignment`` then releases exactly the copies written here (see docs/instructors.md).
 
 An existing student copy that differs from what would be written (a learner's work, or a copy made from
 an older notebook) is never overwritten unless ``--force``. The run reports each file as written,
 unchanged or skipped. Exit status: 0 unless something really failed (no notebooks, a broken notebook,
 unmatched solution markers); skipping an edited copy is not a failure.
 
-Usage: python tools/student.py [--force] [--out DIR] [--src DIR] [--only 01,03]
+Usage: python tools/student.py [--force] [--out DIR] [--src DIR] [--only 01,03] [--nbgrader-source DIR]
 """
 
 from __future__ import annotations
@@ -25,53 +33,35 @@ import json
 import sys
 from pathlib import Path
 
+import _course
 import nbformat
 from nbconvert.exporters import NotebookExporter
 from nbconvert.preprocessors import Preprocessor
-from nbgrader.preprocessors import ClearSolutions
+from nbgrader.converters import GenerateAssignment
+from nbgrader.preprocessors import SaveCells
 from traitlets import Unicode
 from traitlets.config import Config
 
-ROOT = Path(__file__).resolve().parent.parent
-LANGS = ("zh", "en")
-DEFAULT_SRC = ROOT / "notebooks"
+ROOT = _course.ROOT
+LANGS = _course.LANGS
+DEFAULT_SRC = _course.NOTEBOOKS
 DEFAULT_OUT = ROOT / "build" / "student"
-PATTERN = "[0-9][0-9]_*.ipynb"
-# Learners read the stub in their own language; nbgrader's default is the English one.
-CODE_STUB = {
-    "en": "# YOUR CODE HERE\nraise NotImplementedError()",
-    "zh": "# 在这里写你的代码（YOUR CODE HERE）\nraise NotImplementedError()",
-}
+PATTERN = _course.PATTERN
+CODE_STUB, TEXT_STUB = _course.CODE_STUB, _course.TEXT_STUB
 FORCE_HINT = "rerun with --force (make student FORCE=1) to overwrite it"
-
-
-def _tags(cell) -> list[str]:
-    return list(cell.get("metadata", {}).get("tags", []))
+_tags = _course.tags
 
 
 def is_solution_cell(cell) -> bool:
     return bool(cell.get("metadata", {}).get("nbgrader", {}).get("solution"))
 
 
-class ClearExerciseOutputs(Preprocessor):
-    """Clear outputs and execution counts of solution and checker cells; keep every other output."""
-
-    def preprocess_cell(self, cell, resources, index):
-        if "solution" in _tags(cell) and not is_solution_cell(cell):
-            # ClearSolutions only looks at nbgrader metadata: without it this solution would reach learners.
-            raise ValueError(f"cell {index} is tagged 'solution' but has no nbgrader solution metadata; "
-                             "rebuild the notebook with `make execute`")
-        if cell.cell_type == "code" and (is_solution_cell(cell) or "checker" in _tags(cell)):
-            cell.outputs = []
-            cell.execution_count = None
-            cell.metadata.pop("execution", None)
-        return cell, resources
-
-
 STUDENT_NOTE = {
     "en": "*Student copy: the exercise solutions are removed. Write yours where a cell raises "
-          "`NotImplementedError`, then run the checker cell below it.*",
-    "zh": "*学生版：练习答案已移除。请在抛出 `NotImplementedError` 的单元中写下你的答案，然后运行其下方的检查单元。*",
+          "`NotImplementedError` and run the checker cell below it; answer the questions where it says "
+          "YOUR ANSWER HERE.*",
+    "zh": "*学生版：练习答案已移除。请在抛出 `NotImplementedError` 的单元中写下你的代码，然后运行其下方的检查单元；"
+          "在写着“在这里写下你的答案”的单元里回答问题。*",
 }
 
 
@@ -87,16 +77,21 @@ class StudentHeader(Preprocessor):
         return cell, resources
 
 
-BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"  # nbgrader's default delimiters, kept for nbgrader compatibility
+BEGIN, END = _course.BEGIN_SOLUTION, _course.END_SOLUTION
 
 
 class CheckSolutionMarkers(Preprocessor):
     """Fail with a clear message where ClearSolutions would fail obscurely (or leak a solution).
 
     nbgrader takes EVERY line containing ``BEGIN SOLUTION`` or ``END SOLUTION`` for a marker, in any cell,
-    markdown included: the words may appear only as the marker lines of solution cells."""
+    markdown included: the words may appear only as the marker lines of solution cells. A cell tagged
+    ``solution`` or ``answer`` without nbgrader metadata would reach learners unchanged: also an error."""
 
     def preprocess_cell(self, cell, resources, index):
+        for tag in (_course.SOLUTION, _course.ANSWER):
+            if tag in _tags(cell) and not is_solution_cell(cell):
+                raise ValueError(f"cell {index} is tagged {tag!r} but has no nbgrader solution metadata; "
+                                 "rebuild the notebook with `make execute`")
         marks = [line for line in cell.source.splitlines() if BEGIN in line or END in line]
         if not marks:
             return cell, resources
@@ -110,29 +105,62 @@ class CheckSolutionMarkers(Preprocessor):
         return cell, resources
 
 
-def exporter(lang: str) -> NotebookExporter:
+def nbgrader_config(lang: str) -> Config:
+    """The nbgrader settings of a course in ``lang`` (also written as nbgrader_config.py by --nbgrader-source)."""
     c = Config()
     # enforce_metadata (nbgrader's default, kept): markers in a cell without nbgrader solution metadata
     # are an error, not silently stripped, because nbgrader could not grade that cell.
     c.ClearSolutions.enforce_metadata = True
-    c.ClearSolutions.begin_solution_delimeter, c.ClearSolutions.end_solution_delimeter = BEGIN, END
     c.ClearSolutions.code_stub = {"python": CODE_STUB.get(lang, CODE_STUB["en"])}
-    exp = NotebookExporter(config=c)
+    c.ClearSolutions.text_stub = TEXT_STUB.get(lang, TEXT_STUB["en"])
+    return c
+
+
+def config_file_text(lang: str) -> str:
+    c = nbgrader_config(lang).ClearSolutions
+    return (f"# nbgrader settings for the llm-lab notebooks in {lang!r} (written by tools/student.py)\n"
+            "c = get_config()  # noqa: F821\n"
+            f"c.ClearSolutions.code_stub = {dict(c.code_stub)!r}\n"
+            f"c.ClearSolutions.text_stub = {c.text_stub!r}\n")
+
+
+def source_exporter(lang: str) -> NotebookExporter:
+    """Instructor notebook -> nbgrader source: markers checked, the badge swapped for the student note."""
+    exp = NotebookExporter(config=Config())
     exp.register_preprocessor(CheckSolutionMarkers, enabled=True)
-    exp.register_preprocessor(ClearSolutions, enabled=True)
-    exp.register_preprocessor(ClearExerciseOutputs, enabled=True)
     exp.register_preprocessor(StudentHeader(lang=lang), enabled=True)
     return exp
 
 
-def make_student_copy(nb: nbformat.NotebookNode, lang: str = "en") -> str:
+def release_exporter(lang: str) -> NotebookExporter:
+    """nbgrader source -> release: generate_assignment's own preprocessors, minus the gradebook (SaveCells)."""
+    exp = NotebookExporter(config=nbgrader_config(lang))
+    for pp in GenerateAssignment.class_traits()["preprocessors"].default():
+        if pp is not SaveCells:
+            exp.register_preprocessor(pp, enabled=True)
+    return exp
+
+
+def _export(exporter: NotebookExporter, nb: nbformat.NotebookNode, name: str) -> str:
+    resources = {"unique_key": name.removesuffix(".ipynb"),
+                 "nbgrader": {"notebook": name.removesuffix(".ipynb"), "assignment": "", "db_url": ""}}
+    body, _ = exporter.from_notebook_node(nb, resources=resources)
+    return body if body.endswith("\n") else body + "\n"
+
+
+def make_source(nb: nbformat.NotebookNode, lang: str = "en", name: str = "notebook.ipynb") -> str:
+    """The nbgrader source version of an instructor notebook, as notebook JSON text."""
+    return _export(source_exporter(lang), nb, name)
+
+
+def make_student_copy(nb: nbformat.NotebookNode, lang: str = "en", name: str = "notebook.ipynb") -> str:
     """Return the student copy of an instructor notebook as notebook JSON text (input is not modified)."""
-    body, _ = exporter(lang).from_notebook_node(nb)
-    if not body.endswith("\n"):
-        body += "\n"
-    leftover = [c for c in nbformat.reads(body, as_version=4).cells if BEGIN in c.source]
-    if leftover:  # cannot happen with ClearSolutions, but a leaked solution must never reach a learner
-        raise RuntimeError("a solution marker survived ClearSolutions")
+    source = nbformat.reads(make_source(nb, lang, name), as_version=4)
+    body = _export(release_exporter(lang), source, name)
+    leaked = [i for i, c in enumerate(nbformat.reads(body, as_version=4).cells)
+              if BEGIN in c.source or _course.BEGIN_HIDDEN in c.source]
+    if leaked:  # cannot happen with nbgrader's preprocessors, but a solution must never reach a learner
+        raise RuntimeError(f"a solution or hidden test survived in cells {leaked}")
     return body
 
 
@@ -145,10 +173,7 @@ def same_notebook(path: Path, text: str) -> bool:
 
 
 def find_notebooks(src: Path, only: str | None) -> list[Path]:
-    found = [p for lang in LANGS for p in sorted((src / lang).glob(PATTERN))]
-    if only:
-        found = [p for p in found if p.name.startswith(tuple(x.strip() for x in only.split(",")))]
-    return found
+    return _course.find_notebooks(src, only)
 
 
 def generate(src: Path = DEFAULT_SRC, out: Path = DEFAULT_OUT, force: bool = False, only: str | None = None,
@@ -159,7 +184,7 @@ def generate(src: Path = DEFAULT_SRC, out: Path = DEFAULT_OUT, force: bool = Fal
     if not notebooks:
         where = ", ".join(str(src / lang / PATTERN) for lang in LANGS)
         if only and find_notebooks(src, None):
-            raise FileNotFoundError(f"--only {only} matches no notebook: use two-digit numbers such as 01,03")
+            raise FileNotFoundError(f"--only {only} matches no notebook: use notebook numbers such as 01,03")
         raise FileNotFoundError(f"no notebooks found ({where}); build them first with `make execute`")
     report: dict[str, list] = {"written": [], "unchanged": [], "skipped": [], "errors": []}
     for path in notebooks:
@@ -167,7 +192,7 @@ def generate(src: Path = DEFAULT_SRC, out: Path = DEFAULT_OUT, force: bool = Fal
         target = out / lang / path.name
         shown = _rel(target)
         try:
-            text = make_student_copy(nbformat.read(str(path), as_version=4), lang)
+            text = make_student_copy(nbformat.read(str(path), as_version=4), lang, path.name)
         except Exception as exc:  # report every broken notebook, then fail
             reason = f"{type(exc).__name__}: {exc}"
             report["errors"].append((path, reason))
@@ -190,6 +215,19 @@ def generate(src: Path = DEFAULT_SRC, out: Path = DEFAULT_OUT, force: bool = Fal
     return report
 
 
+def write_sources(src: Path, out: Path, only: str | None = None) -> list[Path]:
+    """Write the nbgrader source notebooks, ``out/{lang}/NN_*.ipynb``, and ``out/{lang}/nbgrader_config.py``."""
+    written = []
+    for path in find_notebooks(src, only):
+        lang = path.parent.name
+        target = out / lang / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(make_source(nbformat.read(str(path), as_version=4), lang, path.name), encoding="utf-8")
+        (out / lang / "nbgrader_config.py").write_text(config_file_text(lang), encoding="utf-8")
+        written.append(target)
+    return written
+
+
 def _rel(path: Path) -> str:
     try:
         return str(path.resolve().relative_to(Path.cwd()))
@@ -204,10 +242,15 @@ def main(argv=None) -> int:
     ap.add_argument("--src", type=Path, default=DEFAULT_SRC,
                     help="folder holding en/ and zh/ instructor notebooks (default: notebooks)")
     ap.add_argument("--only", help="comma-separated number prefixes, e.g. 01,03")
+    ap.add_argument("--nbgrader-source", type=Path, metavar="DIR",
+                    help="also write the nbgrader source notebooks (and nbgrader_config.py) to DIR/{en,zh}/")
     args = ap.parse_args(argv)
     try:
+        if args.nbgrader_source:
+            sources = write_sources(args.src, args.nbgrader_source, args.only)
+            print(f"nbgrader source notebooks in {_rel(args.nbgrader_source)}: {len(sources)} written")
         report = generate(args.src, args.out, args.force, args.only)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     counts = ", ".join(f"{len(v)} {k}" for k, v in report.items() if v or k != "errors")

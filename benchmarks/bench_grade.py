@@ -1,0 +1,76 @@
+"""How long `make grade` takes for a class: 30 submissions of one notebook, graded in parallel on all cores.
+
+Target (issue 9): <= 180 s on the 2-core reference machine. The class is made from the real instructor
+notebook: a third correct, a third untouched student copies, a third with one exercise wrong. Prints the
+time, the ratio to the target (< 1 is within it) and the load average, since a shared machine is slower.
+
+Usage: python benchmarks/bench_grade.py [--notebook 04] [--lang en] [--students 30] [--jobs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import _course  # noqa: E402
+import grade  # noqa: E402
+import student  # noqa: E402
+
+TARGET_S = 180.0
+
+
+def make_class(path: Path, folder: Path, n: int) -> None:
+    """``n`` submissions of the instructor notebook ``path`` in ``folder``."""
+    lang = path.parent.name
+    instructor = nbformat.read(str(path), as_version=4)
+    solutions = {c.id: c.source for c in instructor.cells if _course.SOLUTION in _course.tags(c)}
+    for i in range(n):
+        nb = nbformat.reads(student.make_student_copy(instructor, lang, path.name), as_version=4)
+        cells = [c for c in nb.cells if c.id in solutions]
+        if i % 3 != 1:  # correct, or correct but for the first exercise
+            for c in cells:
+                c.source = solutions[c.id]
+        if i % 3 == 2:
+            cells[0].source = solutions[cells[0].id].replace("### BEGIN SOLUTION", "return None  # wrong\n")
+        nbformat.write(nb, str(folder / f"student{i:02d}.ipynb"))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--notebook", default="04")
+    ap.add_argument("--lang", default="en", choices=_course.LANGS)
+    ap.add_argument("--students", type=int, default=30)
+    ap.add_argument("--jobs", type=int)
+    args = ap.parse_args(argv)
+    [path] = [p for p in _course.find_notebooks(only=args.notebook, langs=(args.lang,))]
+    with tempfile.TemporaryDirectory() as tmp:
+        subs = Path(tmp) / "submissions"
+        subs.mkdir()
+        make_class(path, subs, args.students)
+        load_before = os.getloadavg()[0]
+        start = time.perf_counter()
+        results = grade.grade(subs, Path(tmp) / "out", args.notebook, args.jobs, echo=lambda *a: None)
+        seconds = time.perf_counter() - start
+        load_after = os.getloadavg()[0]
+    problems = [r for r in results if r.problem]
+    print(f"make grade: {len(results)} submissions of {path.name} ({args.lang}) on {os.cpu_count()} cores, "
+          f"{args.jobs or os.cpu_count()} at once")
+    print(f"time {seconds:.1f} s, target {TARGET_S:.0f} s: ratio {seconds / TARGET_S:.2f} (< 1 meets it); "
+          f"{seconds / len(results):.2f} s per submission")
+    print(f"load average before {load_before:.1f}, after {load_after:.1f} (other work on a shared machine slows this)")
+    if problems:
+        print(f"{len(problems)} submission(s) could not be graded: {problems[0].problem}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""nbgrader, unchanged, on our notebooks: generate_assignment releases exactly what `make student` writes, and
+autograde / generate_feedback / export grade submissions made from it (a temporary course, the fixture's
+01_demo: two autograded exercises of 2 points and one written answer of 1 point)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import _course_fixture as fx
+import nbformat
+import pytest
+
+pytest.importorskip("nbgrader", reason="nbgrader is an instructor tool: make instructor-setup installs it")
+from nbgrader.api import Gradebook  # noqa: E402
+
+ASSIGNMENT = "ps1"
+WRONG_MASK = "def causal_mask(n):\n    return torch.ones(n, n, dtype=torch.bool).triu()\n"
+CHEAT = ("def mask_and_renormalize(attn_weights):\n    raise NotImplementedError()\n\n\n"
+         "def check_renormalize(fn):\n    print('✅ mask_and_renormalize: correct')\n")
+BOTH = ("causal_mask", "mask_and_renormalize")
+SUBMISSIONS = {  # student -> (solution overrides, the exercises that score)
+    "alice": ({}, BOTH),
+    "bob": ({"causal_mask": WRONG_MASK}, ("mask_and_renormalize",)),
+    "mallory": ({"mask_and_renormalize": CHEAT}, ("causal_mask",)),
+    "fay": ({"causal_mask": "from llm_lab import causal_mask\n"}, ("mask_and_renormalize",)),
+}
+
+
+# nbgrader runs `alembic` from PATH (its gradebook migrations): the venv's bin must come first.
+VENV_BIN = os.path.dirname(sys.executable)
+
+
+def nbgrader(course, *args):
+    env = {**os.environ, "MPLBACKEND": "Agg", "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", "")}
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, capture_output=True, text=True,
+                          env=env, timeout=600)
+    assert proc.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+def cells(nb):
+    return [(c.cell_type, c.source, dict(c.metadata), c.get("outputs")) for c in nb.cells]
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    root = tmp_path_factory.mktemp("nbgrader")
+    notebooks = fx.build_course(root / "instructor")
+    course = root / "course"
+    (course / "source" / ASSIGNMENT).mkdir(parents=True)
+    (course / "nbgrader_config.py").write_text(
+        "c = get_config()  # noqa: F821\n"
+        'c.CourseDirectory.course_id = "llm-lab-test"\n'
+        "c.Execute.timeout = 120\n" + fx.student.config_file_text("en").split("\n", 2)[2], encoding="utf-8")
+    fx.student.write_sources(notebooks, root / "sources", only="01")
+    (course / "source" / ASSIGNMENT / fx.NAME).write_bytes((root / "sources" / "en" / fx.NAME).read_bytes())
+    nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
+    for student, (overrides, _) in SUBMISSIONS.items():
+        target = course / "submitted" / student / ASSIGNMENT / fx.NAME
+        target.parent.mkdir(parents=True)
+        nbformat.write(fx.filled(notebooks, **overrides), str(target))
+    nbgrader(course, "autograde", ASSIGNMENT, "--create")
+    path = os.environ.get("PATH", "")
+    os.environ["PATH"] = VENV_BIN + os.pathsep + path  # the Gradebook API below calls alembic too
+    yield {"course": course, "notebooks": notebooks}
+    os.environ["PATH"] = path
+
+
+def test_make_student_writes_exactly_the_release(course):
+    release = nbformat.read(str(course["course"] / "release" / ASSIGNMENT / fx.NAME), as_version=4)
+    ours = fx.student_copy(course["notebooks"])
+    assert cells(ours) == cells(release)
+    assert ours.metadata == release.metadata
+
+
+@pytest.mark.parametrize("student", list(SUBMISSIONS))
+def test_autograde_scores(course, student):
+    points = fx.points(course["notebooks"])
+    scoring = SUBMISSIONS[student][1]
+    with Gradebook(f"sqlite:///{course['course'] / 'gradebook.db'}", "llm-lab-test") as gb:
+        sub = gb.find_submission(ASSIGNMENT, student)
+        assert sub.max_code_score == sum(points.values()) and sub.max_written_score == 1
+        assert sub.code_score == sum(points[k] for k in scoring)
+        for key in BOTH:
+            grade = gb.find_grade(f"ex01-{key}-test", "01_demo", ASSIGNMENT, student)
+            assert grade.score == (points[key] if key in scoring else 0), f"{student} {key}"
+
+
+def test_tampering_gets_a_clear_note_in_feedback_and_export(course):
+    root = course["course"]
+    nbgrader(root, "generate_feedback", ASSIGNMENT)
+    mallory = (root / "feedback" / "mallory" / ASSIGNMENT / "01_demo.html").read_text(encoding="utf-8")
+    assert "checkers redefined or patched" in mallory and "check_renormalize" in mallory
+    fay = (root / "feedback" / "fay" / ASSIGNMENT / "01_demo.html").read_text(encoding="utf-8")
+    assert "llm_lab&#39;s own implementation" in fay or "llm_lab's own implementation" in fay
+    nbgrader(root, "export")
+    rows = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open(encoding="utf-8"))}
+    points = fx.points(course["notebooks"])
+    want = {s: float(sum(points[k] for k in scoring)) for s, (_, scoring) in SUBMISSIONS.items()}
+    assert {s: float(rows[s]["raw_score"]) for s in SUBMISSIONS} == want
+    json.dumps(rows)  # plain data, ready for an LMS import

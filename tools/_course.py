@@ -1,0 +1,169 @@
+"""The course model shared by the builder, the student-copy tool, the grader and their tests.
+
+One place for: where notebooks live, which languages exist, the notebook name pattern, ``--only`` parsing,
+the cell tags an author writes, and the nbgrader rule that turns tags into nbgrader metadata.
+
+Cell tags (written in ``.nbsrc`` as ``%% code tags=...`` / ``%% md tags=...``):
+
+    solution  code: an exercise solution between ``### BEGIN SOLUTION`` / ``### END SOLUTION``
+              (nbgrader "autograded answer"; student copies get a stub)
+    checker   code: ``check_<exercise>(<obj>)``, one call; nbgrader "autograded tests" worth the exercise's
+              points, with hidden tests that grade ``<obj>`` with a fresh copy of the checkers
+    answer    markdown: the model answer of a Predict/Explain question (nbgrader "manually graded answer";
+              student copies get "YOUR ANSWER HERE")
+
+An exercise is therefore found from the tags alone: every ``checker`` cell is one autograded exercise, named
+after the object it checks (unique within a notebook), and owns the ``solution`` cells since the previous
+``checker``. Nothing lists exercises by hand: a new checker cell is graded the day it is written.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+SRC = NOTEBOOKS / "src"
+LANGS = ("en", "zh")
+PATTERN = "[0-9][0-9]_*.ipynb"
+
+SOLUTION, CHECKER, ANSWER = "solution", "checker", "answer"
+ANSWER_POINTS = 1  # a Predict or Explain answer, graded by hand
+DEFAULT_POINTS = 2  # an implement/fix exercise whose registry entry has no points (yet)
+
+# nbgrader's default markers, kept so that nbgrader itself can process the notebooks.
+BEGIN_SOLUTION, END_SOLUTION = "BEGIN SOLUTION", "END SOLUTION"
+BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+# What replaces a solution in a student copy, in the copy's language (nbgrader's defaults are the English ones).
+CODE_STUB = {
+    "en": "# YOUR CODE HERE\nraise NotImplementedError()",
+    "zh": "# 在这里写你的代码（YOUR CODE HERE）\nraise NotImplementedError()",
+}
+TEXT_STUB = {"en": "YOUR ANSWER HERE", "zh": "在这里写下你的答案（YOUR ANSWER HERE）"}
+
+CHECK_CALL = re.compile(r"^check_(\w+)\((\w+)\)$")
+
+
+def parse_only(only: str | None) -> tuple[str, ...] | None:
+    """``"01,3"`` -> ``("01", "03")``; None or empty -> None (all notebooks)."""
+    if not only:
+        return None
+    parts = [p.strip() for p in only.split(",") if p.strip()]
+    bad = [p for p in parts if not p.isdigit() or len(p) > 2]
+    if bad or not parts:
+        raise ValueError(f"--only {only}: expected comma-separated notebook numbers such as 01,03, got {bad or only!r}")
+    return tuple(p.zfill(2) for p in parts)
+
+
+def find_notebooks(src: Path = NOTEBOOKS, only: str | None = None, langs=LANGS) -> list[Path]:
+    """``src/{lang}/NN_*.ipynb`` for every language, optionally only the numbers in ``only``."""
+    prefixes = parse_only(only)
+    found = [p for lang in langs for p in sorted((Path(src) / lang).glob(PATTERN))]
+    return [p for p in found if prefixes is None or p.name[:2] in prefixes]
+
+
+def tags(cell) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def checker_call(source: str) -> tuple[str, str] | None:
+    """``"check_dropout(attention_dropout)"`` -> ``("dropout", "attention_dropout")``; the checker cell's call."""
+    visible = source.split(BEGIN_HIDDEN)[0].splitlines()
+    lines = [line for line in visible if line.strip() and not line.startswith("#")]
+    m = CHECK_CALL.match(lines[0].strip()) if len(lines) == 1 else None
+    return (m[1], m[2]) if m else None
+
+
+def points(exercise: str) -> int:
+    """Points of an autograded exercise: the checker registry's, else DEFAULT_POINTS."""
+    try:
+        import llm_lab.exercises as ex  # lazily: the tools also handle notebooks without importing torch
+    except ImportError:  # a half-edited checker package must not stop the builder
+        return DEFAULT_POINTS
+    registry = getattr(ex, "REGISTRY", None) or getattr(ex, "EXERCISES", None)
+    entry = registry.get(exercise) if isinstance(registry, dict) else None
+    return int(getattr(entry, "points", None) or DEFAULT_POINTS)
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One autograded exercise of a notebook: ``key`` (the checked object's name, unique in the notebook),
+    ``exercise`` (the checker's name), the index of its checker cell and of the solution cells it grades."""
+
+    key: str
+    exercise: str
+    checker: int
+    solutions: tuple[int, ...]
+
+
+def exercises(cells) -> list[Exercise]:
+    """The autograded exercises of a notebook's cells, in order (see the module docstring)."""
+    found, pending = [], []
+    for i, cell in enumerate(cells):
+        if SOLUTION in tags(cell):
+            pending.append(i)
+        elif CHECKER in tags(cell):
+            call = checker_call(cell.source if hasattr(cell, "source") else cell["source"])
+            if call is None:
+                continue  # e.g. the cell that sets the checkers' language
+            found.append(Exercise(call[1], call[0], i, tuple(pending)))
+            pending = []
+    keys = [e.key for e in found]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        raise ValueError(f"two checker cells check the same object {dup}: name each exercise's object differently")
+    return found
+
+
+def verdict_code(exercise: str, obj: str, lang: str | None = None) -> str:
+    """Kernel code that grades ``obj`` with a fresh copy of the checkers and sets ``_status``, ``_mistake``,
+    ``_note``: grade()'s status (pass, todo, fail, error, timeout, reference: llm_lab's own code handed in),
+    or ``tampered`` when ``llm_lab.exercises.audit`` finds redefined ``check_*`` or patched checkers.
+    ``lang``: the messages' language (default: the notebook's ``set_language``)."""
+    language = f'"{lang}"' if lang else "_live.get_language()"
+    return "\n".join([
+        "import llm_lab.exercises as _live",
+        "",
+        "_fresh = _live.fresh()",
+        "_patched = _fresh.audit(globals())",
+        f"_obj = {obj}",
+        "if _patched:",
+        '    _status, _mistake = "tampered", "tampered"',
+        '    _note = "0 points: checkers redefined or patched / 0 分：检查器被改动: " + ", ".join(_patched)',
+        "else:",
+        f'    _r = _fresh.grade("{exercise}", _obj, lang={language})',
+        "    _status, _mistake, _note = _r.status, _r.hint, _r.message",
+    ])
+
+
+def hidden_tests(exercise: str, obj: str) -> str:
+    """The hidden part of a checker cell (nbgrader restores it when autograding): fail unless ``obj`` passes
+    a fresh copy of the checker, so a redefined or patched checker, or llm_lab's reference, scores 0."""
+    return "\n".join([BEGIN_HIDDEN, verdict_code(exercise, obj), 'assert _status == "pass", _note', END_HIDDEN])
+
+
+def nbgrader_metadata(cells, nn: str) -> None:
+    """Give ``cells`` (one notebook, numbered ``nn``) their nbgrader metadata, from their tags; add the hidden
+    tests to checker cells. Solution cells grade nothing themselves; a checker cell is the exercise's test."""
+    by_cell = {e.checker: e for e in exercises(cells)}
+    owner = {s: e for e in by_cell.values() for s in e.solutions}
+    answers = 0
+    for i, cell in enumerate(cells):
+        cell_tags = tags(cell)
+        meta = {"grade": False, "locked": False, "schema_version": 3, "solution": False, "task": False}
+        if SOLUTION in cell_tags:
+            key = owner[i].key if i in owner else f"{i:03d}"
+            meta.update(solution=True, grade_id=f"ex{nn}-{key}")
+        elif i in by_cell:
+            ex = by_cell[i]
+            meta.update(grade=True, locked=True, grade_id=f"ex{nn}-{ex.key}-test", points=points(ex.exercise))
+            if BEGIN_HIDDEN not in cell.source:
+                cell.source = cell.source.rstrip("\n") + "\n" + hidden_tests(ex.exercise, ex.key)
+        elif ANSWER in cell_tags:
+            answers += 1
+            meta.update(grade=True, solution=True, grade_id=f"ex{nn}-answer-{answers}", points=ANSWER_POINTS)
+        else:
+            continue
+        cell.metadata["nbgrader"] = meta
