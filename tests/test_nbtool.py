@@ -128,7 +128,7 @@ def test_builder_translates_comments_and_lists_the_missing_twins(tmp_path):
 @pytest.mark.parametrize("comment,prose", [
     ("# (B, nh, T, hs)", False), ("# (T, d_out)", False), ("# NBVAL_IGNORE_OUTPUT", False),
     ("# Your     (x^1)", False), ("# 中文注释", False), ("### BEGIN SOLUTION", False),
-    ("# (T, T): row = query", True), ("# zero the future", True),
+    ("# (B, nh, rows, cols)", False), ("# (T, T): row = query", True), ("# zero the future", True),
 ])
 def test_needs_twin_tells_prose_from_code(comment, prose):
     assert nbtool.needs_twin(comment) is prose

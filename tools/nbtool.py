@@ -214,7 +214,8 @@ def needs_twin(comment: str) -> bool:
     """True for an English prose comment without a Chinese twin (shape comments, markers and names are not prose)."""
     if NOT_PROSE.match(comment) or CJK.search(comment):
         return False
-    words = [w for w in re.split(r"[\s,;:()\[\]{}=<>+*/|'\"`-]+", comment.lstrip("#")) if w]
+    text = re.sub(r"^\s*\([^()]*\)", "", comment.lstrip("#"))  # a leading shape such as (B, nh, rows, cols)
+    words = [w for w in re.split(r"[\s,;:()\[\]{}=<>+*/|'\"`-]+", text) if w]
     # identifiers, numbers and shape letters are code, not English
     prose = [w for w in words if re.fullmatch(r"[A-Za-z][a-z]{2,}[.!?]?", w) and w.lower() not in CODE_WORDS]
     return len(prose) >= 1
