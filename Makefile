@@ -113,5 +113,23 @@ colab-links: setup
 	@test -n "$(REPO)" || (echo "usage: make colab-links REPO=owner/name [REF=tag-or-branch]"; exit 2)
 	$(BIN)/python tools/nbtool.py set-repo $(REPO) $(if $(REF),--ref $(REF))
 
+.PHONY: site test-site
+
+# The series as a static site in build/site/: both languages, stored outputs (nothing runs), offline math
+# (Sphinx + MyST-NB, Python 3.11+, own venv .venv-site from requirements-site.txt; a rebuild redoes only what changed).
+SITE_VENV := .venv-site
+$(SITE_VENV)/.installed: requirements-site.txt
+	@test -x $(SITE_VENV)/bin/python || $(PYTHON) -m venv $(SITE_VENV)
+	$(SITE_VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-site.txt
+	@touch $@
+
+site: $(SITE_VENV)/.installed
+	$(SITE_VENV)/bin/python tools/build_site.py
+
+# The site in headless Chromium (Debian's chromium, as for test-browser): every page offline with no console
+# error, no broken link, math typeset, figures loaded, the language switch; screenshots in build/site-screens/.
+test-site: site
+	$(SITE_VENV)/bin/python tools/site_test.py
+
 clean:
 	rm -rf $(VENV) .venv-ipyw7 .venv-torch* build .pytest_cache
