@@ -104,3 +104,11 @@ def test_dropout_mask_never_borrows_the_causal_masks_word():
              if "dropout" in en.lower() and not other_mask.search(en.lower())
              for m in re.finditer("遮蔽", causal.sub("", zh))]
     assert not stray, "write 丢弃掩码 for dropout's mask (docs/glossary.md):\n" + "\n".join(stray)
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if r["never"]], ids=lambda r: r["english"][0])
+def test_library_messages_avoid_forbidden_variants(row):
+    """The checkers and explorers print Chinese into the zh notebooks: the same words apply to them."""
+    hits = [f"{path.relative_to(ROOT)}: {m.group(0)!r}" for path in sorted((ROOT / "llm_lab").rglob("*.py"))
+            for item in row["never"] for m in pattern(item).finditer(path.read_text(encoding="utf-8"))]
+    assert not hits, f"write {row['chinese']!r} ({row['english'][0]}):\n" + "\n".join(hits)
