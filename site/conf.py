@@ -34,6 +34,7 @@ html_js_files = ["zh_stemmer.js"] if _lang.code == "zh" else []
 html_copy_source = False
 html_show_sourcelink = False
 html_last_updated_fmt = None
+html_show_copyright = False
 
 # Math offline: MathJax 3.2.2 as packaged on PyPI by django-static-mathjax (the official mathjax-full
 # distribution, no Django needed; pinned in requirements-site.txt), copied once into build/site/_mathjax/

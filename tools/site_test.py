@@ -34,6 +34,7 @@ import course_site as cs  # noqa: E402
 
 SCREENS = cs.BUILD / "site-screens"
 VIEWPORT = {"width": 1366, "height": 768}
+NARROW = {"width": 760, "height": 900}
 CHROMIUM_FLAGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 LOAD_TIMEOUT_MS = 30_000
@@ -45,6 +46,9 @@ PAGE_FACTS_JS = """() => {
   prose.querySelectorAll('pre, code, .highlight, script, .cell_output').forEach(e => e.remove());
   const maths = [...document.querySelectorAll('.math')];
   const abs = a => a.href;
+  // Shown and inside the viewport (a closed sidebar drawer sits off-screen to the left).
+  const onScreen = e => { const r = e.getBoundingClientRect();
+                          return e.checkVisibility() && r.width > 0 && r.right > 0 && r.left < innerWidth; };
   return {
     links: [...document.querySelectorAll('a[href]')].map(abs),
     assets: [...document.querySelectorAll('img[src], link[href], script[src]')]
@@ -59,6 +63,7 @@ PAGE_FACTS_JS = """() => {
     proseText: prose.innerText,
     bodyText: document.body.innerText,
     langSwitch: [...document.querySelectorAll('a.lang-switch-link')].map(abs),
+    langSwitchVisible: [...document.querySelectorAll('a.lang-switch-link')].filter(onScreen).length,
     prev: [...document.querySelectorAll('a.prev-page')].map(abs),
     next: [...document.querySelectorAll('a.next-page')].map(abs),
     colab: [...document.querySelectorAll('a[href^="https://colab.research.google.com/"] img')]
@@ -89,9 +94,15 @@ class QuietHandler(SimpleHTTPRequestHandler):
         pass
 
 
+class QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # the browser left a page mid-download
+            super().handle_error(request, client_address)
+
+
 def serve(directory: Path) -> ThreadingHTTPServer:
     """build/site on a free loopback port, in a thread of this process (stopped by server.shutdown())."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(directory)))
+    server = QuietServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(directory)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
@@ -125,6 +136,7 @@ def check_page(report: Report, path: str, facts: dict, base: str) -> None:
     twin = f"/{cs.other(code).code}/{page}.html"
     switch = {site_path(u, base) for u in facts["langSwitch"]}  # at the top of the article and in the sidebar
     report.check(switch == {twin}, path, f"language switch leads to {sorted(map(str, switch))}, expected {twin!r}")
+    report.check(facts["langSwitchVisible"] == 1, path, f"{facts['langSwitchVisible']} language switches visible")
     stems = cs.pages(code)[1:]
     if page not in stems:
         return
@@ -153,7 +165,7 @@ def screenshot(page, name: str, selector: str | None = None) -> None:
     page.screenshot(path=str(SCREENS / f"{name}.png"))
 
 
-def take_screens(context, base: str) -> None:
+def take_screens(report: Report, context, base: str) -> None:
     """A few pages in both languages: the contents, a notebook top, math, a figure, an explorer note."""
     SCREENS.mkdir(parents=True, exist_ok=True)
     page = context.new_page()
@@ -174,6 +186,13 @@ def take_screens(context, base: str) -> None:
         screenshot(page, f"{lang.code}-{with_figure}-figure", ".cell_output img")
         page.goto(f"{base}{lang.code}/{with_explorer}.html")
         screenshot(page, f"{lang.code}-{with_explorer}-explorer", ".explorer-note")
+    page.set_viewport_size(NARROW)  # the sidebar folds away: the switch moves to the top of the article
+    page.goto(f"{base}zh/{with_math}.html")
+    wait_for_math(page)
+    screenshot(page, f"zh-{with_math}-narrow")
+    facts = page.evaluate(PAGE_FACTS_JS)
+    report.check(facts["langSwitchVisible"] == 1 and facts["langSwitch"][0].endswith(f"/en/{with_math}.html"),
+                 f"/zh/{with_math}.html at {NARROW['width']}px", f"{facts['langSwitchVisible']} switches visible")
     page.close()
 
 
@@ -195,7 +214,7 @@ def click_switch(report: Report, context, base: str) -> None:
     page = context.new_page()
     page.goto(f"{base}en/{stem}.html")
     for lang in (cs.other("en"), cs.lang("en")):
-        page.click("a.lang-switch-link")
+        page.click("a.lang-switch-link >> visible=true")
         page.wait_for_load_state("load")
         want = f"/{lang.code}/{stem}.html"
         report.check(urlparse(page.url).path == want, "switch click", f"landed on {page.url}, expected {want}")
@@ -287,7 +306,7 @@ def main(argv=None) -> int:
             crawl(report, context, base)
             click_switch(report, context, base)
             search_works(report, context, base)
-            take_screens(context, base)
+            take_screens(report, context, base)
             context.close()
     finally:
         server.shutdown()
