@@ -96,7 +96,7 @@ def test_tampering_gets_a_clear_note_in_feedback_and_export(course):
     mallory = (root / "feedback" / "mallory" / ASSIGNMENT / "01_demo.html").read_text(encoding="utf-8")
     assert "checkers redefined or patched" in mallory and "check_renormalize" in mallory
     fay = (root / "feedback" / "fay" / ASSIGNMENT / "01_demo.html").read_text(encoding="utf-8")
-    assert "llm_lab&#39;s own implementation" in fay or "llm_lab's own implementation" in fay
+    assert "own reference" in fay and "no credit" in fay
     nbgrader(root, "export")
     rows = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open(encoding="utf-8"))}
     points = fx.points(course["notebooks"])
