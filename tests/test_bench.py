@@ -107,6 +107,25 @@ def test_fused_does_the_same_work_as_bare_sdpa():
     assert not lb.same_work("manual", lb.BASELINE, d=16, num_heads=4, num_tokens=8)[0]
 
 
+def test_same_call_and_explicit_flags_match_the_operators():
+    """`same_as` contestants end in their target's attention kernel; explicit ones run a plain softmax."""
+    _, modules = variants.build_contestants(16, 4, 8)
+    torch.manual_seed(0)
+    x, grad = torch.randn(2, 8, 16), torch.randn(2, 8, 16)
+
+    def kernels(key):
+        ops = lb.aten_ops(modules[key].train(), x, grad)
+        return {op for op in ops if "attention" in op or "softmax" in op}
+
+    fused_kernels = kernels(lb.BASELINE)
+    assert any("scaled_dot_product" in op for op in fused_kernels)
+    for key, contestant in variants.CONTESTANTS.items():
+        if contestant.same_as:
+            assert kernels(key) == kernels(contestant.same_as), key
+        if contestant.explicit:
+            assert not kernels(key) & fused_kernels and any("softmax" in op for op in kernels(key)), key
+
+
 def test_sweep_and_plot():
     pytest.importorskip("matplotlib")
     import matplotlib.pyplot as plt
