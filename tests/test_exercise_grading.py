@@ -361,3 +361,13 @@ def test_audit_names_what_was_tampered_with(monkeypatch):
 
 def test_audit_spots_a_check_function_swapped_for_another_exercises():
     assert ex.fresh().audit({"check_causal_mask": ex.check_dropout})
+
+
+def test_audit_spots_patched_re_exports_of_the_package(monkeypatch):
+    copy = ex.fresh()
+    monkeypatch.setattr(ex, "fresh", lambda: copy)
+    monkeypatch.setattr(ex, "grade", lambda *a, **k: None)
+    notes = copy.audit({})
+    assert "`llm_lab.exercises.fresh` was replaced or patched" in notes
+    assert "`llm_lab.exercises.grade` was replaced or patched" in notes
+    assert len(notes) == len(set(notes))

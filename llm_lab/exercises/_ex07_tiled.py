@@ -85,11 +85,11 @@ _MESSAGES = {
     },
     "rescale_missing": {
         "en": "{title}: when a block raises the running maximum, what was accumulated so far is not put on the new scale (input: {case}).",
-        "zh": "{title}：当新的一块抬高了滚动最大值时，之前累积的结果没有换算到新的尺度上（输入：{case}）。",
+        "zh": "{title}：当新的一块抬高了累计最大值时，之前累积的结果没有换算到新的尺度上（输入：{case}）。",
     },
     "max_not_subtracted": {
         "en": "{title}: with large scores the output is inf/NaN (input: {case}): exp overflows unless the running maximum is subtracted first.",
-        "zh": "{title}：分数很大时输出变成了 inf/NaN（输入：{case}）：不先减去滚动最大值，exp 就会溢出。",
+        "zh": "{title}：分数很大时输出变成了 inf/NaN（输入：{case}）：不先减去累计最大值，exp 就会溢出。",
     },
     "partial_block": {
         "en": "{title}: right for whole blocks, wrong for the last, shorter one (input: {case}): T need not be a multiple of block_size.",

@@ -15,6 +15,7 @@ import torch
 
 _counter = itertools.count()
 _OWN: dict[str, types.ModuleType] = {}  # this copy's modules: "exercises._core", "masks", ...
+_OWN_ROOT: list[str] = []  # this copy's package name: "llm_lab" or "_llm_lab_fresh_N"
 _TORCH_DIR = os.path.dirname(torch.__file__)
 # torch callables the checkers and references rely on: replacing one could make wrong code compare equal
 _TORCH_NAMES = ("allclose", "equal", "isclose", "softmax", "triu", "tril", "where", "exp", "manual_seed",
@@ -42,6 +43,7 @@ def fresh() -> types.ModuleType:
 def remember(package_name: str) -> None:
     """Called once by ``__init__``: note this copy's modules while they are still in ``sys.modules``."""
     root = package_name.rsplit(".", 1)[0]
+    _OWN_ROOT.append(root)
     _OWN.update({k[len(root) + 1 :]: m for k, m in list(sys.modules.items()) if k.startswith(root + ".")})
 
 
@@ -95,9 +97,9 @@ def audit(namespace: dict | None = None) -> list[str]:
         for attr, value in vars(own).items():
             if attr.startswith("__") or not (inspect.isfunction(value) or inspect.isclass(value)):
                 continue
-            if getattr(value, "__module__", "").split(".")[-1] != short.split(".")[-1]:
-                continue  # imported from elsewhere: judged in its own module
-            if not _same(value, getattr(imported, attr, None)):
+            if not getattr(value, "__module__", "").startswith(_OWN_ROOT[0]):
+                continue  # torch, typing, ...: not ours to judge here
+            if not _same(value, getattr(imported, attr, None)):  # re-exports too: `llm_lab.exercises.grade`
                 found.append(f"`llm_lab.{short}.{attr}` was replaced or patched")
     registry = getattr(sys.modules.get("llm_lab.exercises._registry"), "REGISTRY", None)
     own_registry = _OWN["exercises._registry"].REGISTRY
@@ -107,4 +109,4 @@ def audit(namespace: dict | None = None) -> list[str]:
             if other is None or not _same_code(ex.body, other.body) or other.points != ex.points:
                 found.append(f"the exercise record `{name}` in llm_lab.exercises was changed")
     found += [f"`torch.{name}` was replaced" for name in _TORCH_NAMES if not _is_torch(_torch_attr(name))]
-    return found
+    return list(dict.fromkeys(found))

@@ -207,7 +207,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "dropout_rate_fixed": {
         "en": "{title}: the dropped fraction does not follow the `dropout` argument ({fracs}): the rate is hard-coded.",
-        "zh": "{title}：被丢弃的比例不随 `dropout` 参数变化（{fracs}）：丢弃率被写死了。",
+        "zh": "{title}：被丢弃的比值不随 `dropout` 参数变化（{fracs}）：丢弃率被写死了。",
     },
     "dropout_not_applied": {
         "en": "{title}: in training mode with p={p} nothing was dropped: the output equals the input.",
@@ -219,7 +219,7 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "dropout_mask_shared": {
         "en": "{title}: the same dropout mask is reused along {dims} (p={p}): every entry must be dropped independently.",
-        "zh": "{title}：沿着{dims}重复使用了同一个 dropout 遮罩（p={p}）：每个元素都应当被独立地丢弃。",
+        "zh": "{title}：沿着 {dims} 重复使用了同一个丢弃掩码（p={p}）：每个元素都应当被独立地丢弃。",
     },
     "dropout_on_output": {
         "en": "{title}: dropout hits the context vectors (the layer's output), not the attention weights (p={p}).",
@@ -333,7 +333,7 @@ FIXES: dict[str, dict[str, str]] = {
     "dropout_default_rate": {"en": "In `__init__`: `self.dropout = nn.Dropout(dropout)`.", "zh": "在 `__init__` 里写 `self.dropout = nn.Dropout(dropout)`。"},
     "dropout_rate_fixed": {"en": "In `__init__`: `self.dropout = nn.Dropout(dropout)`.", "zh": "在 `__init__` 里写 `self.dropout = nn.Dropout(dropout)`。"},
     "dropout_missing": {"en": "`attn_weights = self.dropout(attn_weights)` right after the softmax.", "zh": "在 softmax 之后紧接着写 `attn_weights = self.dropout(attn_weights)`。"},
-    "dropout_mask_shared": {"en": "Draw the mask with the full shape of x: `torch.rand_like(x) >= p`.", "zh": "按 x 的完整形状生成遮罩：`torch.rand_like(x) >= p`。"},
+    "dropout_mask_shared": {"en": "Draw the mask with the full shape of x: `torch.rand_like(x) >= p`.", "zh": "按 x 的完整形状生成丢弃掩码：`torch.rand_like(x) >= p`。"},
     "dropout_on_output": {"en": "`attn_weights = self.dropout(attn_weights)` right after the softmax, and no dropout on `context_vec`.", "zh": "在 softmax 之后写 `attn_weights = self.dropout(attn_weights)`，`context_vec` 上不要再做 dropout。"},
     "dropout_after_out_proj": {"en": "`attn_weights = self.dropout(attn_weights)` right after the softmax; `out_proj` comes last, without dropout.", "zh": "在 softmax 之后写 `attn_weights = self.dropout(attn_weights)`；`out_proj` 放在最后，不加 dropout。"},
     "dropout_on_input": {"en": "`attn_weights = self.dropout(attn_weights)` right after the softmax, and leave x alone.", "zh": "在 softmax 之后写 `attn_weights = self.dropout(attn_weights)`，不要改动 x。"},
