@@ -71,6 +71,22 @@ def dataset_lines(ds_results) -> list[str]:
     return lines
 
 
+def write_plot(sweep, png: Path, title: str) -> str:
+    """Save the time-vs-T figure; the report's image line, or a note when matplotlib is missing (a bare GPU box)."""
+    try:
+        import matplotlib
+    except ImportError:
+        print("matplotlib is not installed: the report has no figure")
+        return "(no figure: matplotlib was not installed where this ran)"
+    matplotlib.use("Agg")  # a file, no window
+    import matplotlib.pyplot as plt
+
+    fig = lb.plot_sweep(sweep, title)
+    fig.savefig(png, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return f"![time vs T]({png.name})"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="llm-lab benchmarks: attention implementations and dataset building")
     ap.add_argument("--quick", action="store_true", help="small sizes for a smoke run (writes nothing by default)")
@@ -120,13 +136,8 @@ def main(argv=None) -> int:
 
     path = Path(out) if Path(out).is_absolute() else ROOT / out
     png = path.with_suffix(".png")
-    import matplotlib
-
-    matplotlib.use("Agg")  # a file, no window
-    fig = lb.plot_sweep(sweep, f"causal MHA forward + backward, B={s.batch}, d={s.d}, {s.num_heads} heads, "
-                               f"{device}")
-    fig.savefig(png, dpi=110, bbox_inches="tight")
-    matplotlib.pyplot.close(fig)
+    plot_line = write_plot(sweep, png, f"causal MHA forward + backward, B={s.batch}, d={s.d}, "
+                                       f"{s.num_heads} heads, {device}")
     machine_md = [f"- {m}" for m in machine]
     machine_md.append(f"- {load_line}, total run time {elapsed:.0f} s." if load_line
                       else f"- total run time {elapsed:.0f} s.")
@@ -134,13 +145,13 @@ def main(argv=None) -> int:
     report = Template(TEMPLATE.read_text(encoding="utf-8")).substitute(
         machine="\n".join(machine_md), size=size, repeats=s.repeats, headline=headline,
         attention_table="\n".join(attention_rows), fused_lines="\n".join(f"- {x}" for x in fused),
-        sweep_table="\n".join(sweep_rows), png=png.name, n_tokens=f"{n_tokens:,}",
+        sweep_table="\n".join(sweep_rows), plot_line=plot_line, n_tokens=f"{n_tokens:,}",
         views_repeats=views_rep, list_repeats=list_rep, dataset_table="\n".join(ds_rows),
         dataset_lines="\n".join(f"- {x}" for x in ds_lines),
     )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(report, encoding="utf-8")
-    print(f"wrote {path} and {png.name}")
+    print(f"wrote {path}" + (f" and {png.name}" if png.exists() else ""))
     return 0
 
 

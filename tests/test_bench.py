@@ -194,3 +194,10 @@ def test_dataset_child_process(scripts):
     res = db.measure_dataset_in_child("list", 1_000, 8, 8, 1)
     assert res["approach"] == "list" and res["windows"] == (res["n_tokens"] - 9) // 8 + 1
     assert res["equal"] is True
+
+
+def test_report_without_matplotlib(scripts, monkeypatch, tmp_path):
+    bench, _ = scripts
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
+    line = bench.write_plot({}, tmp_path / "b.png", "t")
+    assert line.startswith("(no figure") and not (tmp_path / "b.png").exists()
