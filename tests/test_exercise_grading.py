@@ -371,3 +371,25 @@ def test_audit_spots_patched_re_exports_of_the_package(monkeypatch):
     assert "`llm_lab.exercises.fresh` was replaced or patched" in notes
     assert "`llm_lab.exercises.grade` was replaced or patched" in notes
     assert len(notes) == len(set(notes))
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="POSIX interval timers")
+def test_a_notebooks_own_alarm_survives_a_check():
+    signal.setitimer(signal.ITIMER_REAL, 30.0)
+    previous = signal.signal(signal.SIGALRM, lambda *a: None)
+    try:
+        assert ex.grade("causal_mask", causal_mask).passed
+        left, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 25 < left <= 30
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_budget_spent_by_slow_calls_ends_in_timeout_not_an_error():
+    def slow_but_finite(num_tokens):
+        time.sleep(0.3)
+        return causal_mask(num_tokens)
+
+    result = ex.grade("causal_mask", slow_but_finite, timeout=0.5)  # 4 calls of 0.3 s
+    assert (result.status, result.hint) == ("timeout", "timeout"), result.message

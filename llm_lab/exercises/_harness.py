@@ -86,10 +86,6 @@ class _Run:
 _runs: list[_Run] = []
 
 
-def current_hit() -> tuple | None:
-    return _runs[-1].hit if _runs else None
-
-
 @contextlib.contextmanager
 def checking(seconds: float | None, watch: Watch):
     """The context of one check: time budget, SIGINT watch, CPU/float32 defaults, no grad, forked RNG."""
@@ -116,6 +112,8 @@ def call(fn, *args, case: str, seed: int | None = None, **kwargs):
         raise NotImplementedYet() from None
     except Deadline:
         raise TimedOut(r.seconds, case) from None
+    except TimedOut:  # the budget was spent before this call began
+        raise
     except KeyboardInterrupt as exc:
         if r.interrupted:
             raise
@@ -162,12 +160,16 @@ def _alarm(seconds: float):
         raise Deadline()
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)
+    started = time.monotonic()
+    earlier_delay, earlier_interval = signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0, 0)
         signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
+        if earlier_delay > 0:  # the notebook had its own alarm running: give it back, minus the time spent
+            signal.setitimer(signal.ITIMER_REAL, max(earlier_delay - (time.monotonic() - started), 1e-3),
+                             earlier_interval)
 
 
 @contextlib.contextmanager
