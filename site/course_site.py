@@ -26,6 +26,7 @@ MATHJAX_DIR = "_mathjax"
 BADGE_IMG_RE = re.compile(r"https://colab\.research\.google\.com/assets/colab-badge\.svg")
 BADGE_LOCAL = "colab-badge.svg"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+SOLUTION_TAG = "solution"  # tools/nbtool.py's tag for an exercise's solution cell
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,8 @@ class Lang:
     intro: str        # the table-of-contents page's first paragraph
     contents: str     # the table of contents' caption
     explorer_note: str  # shown instead of a live widget, which a static page cannot run
+    show_solution: str  # the fold over an exercise's solution cell, closed
+    hide_solution: str  # ... and open
 
 
 LANGS = (
@@ -49,6 +52,7 @@ LANGS = (
         contents="Notebooks",
         explorer_note=("Interactive explorer: it runs in Jupyter or Colab (open this notebook with the badge "
                        "at the top), not on this static page."),
+        show_solution="Show the solution", hide_solution="Hide the solution",
     ),
     Lang(
         code="zh", sphinx="zh_CN", name="中文",
@@ -58,6 +62,7 @@ LANGS = (
         contents="笔记本",
         explorer_note=("交互式探索器（explorer）：请在 Jupyter 或 Colab 中运行（点击本页顶部的徽章），"
                        "静态页面无法运行它。"),
+        show_solution="显示参考解答", hide_solution="隐藏参考解答",
     ),
 )
 LANG_BY_CODE = {lang.code: lang for lang in LANGS}

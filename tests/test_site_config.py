@@ -11,6 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "site"))
 sys.path.insert(0, str(ROOT / "tools"))
+import _course  # noqa: E402
 import build_site  # noqa: E402
 import course_site as cs  # noqa: E402
 
@@ -25,6 +26,10 @@ def fake_series(tmp_path, en, zh):
 
 def load(path):
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_solution_tag_is_the_course_model_s():
+    assert cs.SOLUTION_TAG == _course.SOLUTION
 
 
 def test_every_notebook_has_its_twin_in_the_other_language():
@@ -62,7 +67,7 @@ def test_index_lists_every_notebook_in_order():
     assert [line for line in toctree.splitlines() if line and not line.startswith(":")] == stems
 
 
-def test_adapt_replaces_widget_output_and_badge_image_only():
+def test_adapt_replaces_widget_output_and_badge_image_and_folds_solutions():
     badge = ("# 02 · x\n\n[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
              "(https://colab.research.google.com/github/o/r/blob/v1/notebooks/zh/02_x.ipynb)")
     widget = {"output_type": "display_data", "metadata": {},
@@ -71,6 +76,9 @@ def test_adapt_replaces_widget_output_and_badge_image_only():
     nb = {"metadata": {"widgets": {"state": {}}}, "cells": [
         {"cell_type": "markdown", "metadata": {}, "source": [badge]},
         {"cell_type": "code", "metadata": {}, "source": "x", "outputs": [stream, widget], "execution_count": 1},
+        {"cell_type": "code", "metadata": {"tags": ["solution"]}, "source": "y", "outputs": [], "execution_count": 2},
+        {"cell_type": "code", "metadata": {"tags": ["checker"]}, "outputs": [], "execution_count": 3,
+         "source": ["check_y(y)\n", "### BEGIN HIDDEN TESTS\n", "_fresh = 1\n", "### END HIDDEN TESTS"]},
     ]}
     out = build_site.adapt_notebook(copy.deepcopy(nb), cs.lang("zh"))
     assert out["cells"][0]["source"] == badge.replace(
@@ -80,15 +88,21 @@ def test_adapt_replaces_widget_output_and_badge_image_only():
     assert first == stream
     assert note["data"]["text/plain"] == cs.lang("zh").explorer_note and "Colab" in note["data"]["text/html"]
     assert cs.WIDGET_MIME not in note["data"] and "widgets" not in out["metadata"]
+    assert out["cells"][1]["metadata"] == {} and out["cells"][2]["metadata"]["tags"] == ["solution", "hide-input"]
+    assert out["cells"][2]["metadata"]["mystnb"]["code_prompt_show"] == "显示参考解答"
+    assert out["cells"][3]["source"] == "check_y(y)" and out["cells"][1]["source"] == "x"
 
 
 @pytest.mark.parametrize("code", ["en", "zh"])
-def test_adapted_series_has_no_widget_and_no_remote_badge_left(code):
+def test_adapted_series_has_no_widget_no_remote_badge_and_no_hidden_test_left(code):
     for path in cs.notebook_paths(code):
         raw = path.read_text(encoding="utf-8")
         widgets = sum(cs.WIDGET_MIME in o.get("data", {}) for c in load(path)["cells"] for o in c.get("outputs", []))
         text = json.dumps(build_site.adapt_notebook(json.loads(raw), cs.lang(code)), ensure_ascii=False)
         assert cs.WIDGET_MIME not in text and not cs.BADGE_IMG_RE.search(text), path.name
+        assert "HIDDEN TESTS" not in text, path.name
+        checkers = [c["source"] for c in json.loads(text)["cells"] if "checker" in c["metadata"].get("tags", [])]
+        assert all("check_" in src for src in checkers), path.name  # the visible call stays
         assert text.count(json.dumps(cs.lang(code).explorer_note, ensure_ascii=False)) == widgets, path.name
 
 

@@ -4,9 +4,10 @@ Every notebook of notebooks/{en,zh}/ is rendered by Sphinx + MyST-NB with its st
 executed), one Sphinx build per language (site/conf.py, language from SITE_LANG). Three steps:
 
 1. stage: copy each notebook to build/site-src/<lang>/, adapted for a static page: the Colab badge image
-   comes from the site (the link still opens Colab), and a live explorer's output (a widget a static
-   page cannot run) becomes a short note. A file is rewritten only when its content changes, so Sphinx
-   re-reads only changed notebooks (its caches: build/site-sphinx/).
+   comes from the site (the link still opens Colab), a live explorer's output (a widget a static page
+   cannot run) becomes a short note, solutions are folded, nbgrader's hidden tests are dropped. A file is
+   rewritten only when its content changes, so Sphinx re-reads only changed notebooks (its caches:
+   build/site-sphinx/).
 2. render: sphinx-build per language (warnings are errors), the pages copied to build/site/<lang>/.
 3. assets: MathJax (local copy, see site/conf.py) into build/site/_mathjax/ and the language chooser
    build/site/index.html.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -28,6 +30,10 @@ SITE_SRC = ROOT / "site"
 sys.path.insert(0, str(SITE_SRC))
 
 import course_site as cs  # noqa: E402  (site/ is not a package: `site` is a stdlib module name)
+from _course import BEGIN_HIDDEN, END_HIDDEN  # noqa: E402
+
+# nbgrader's hidden tests, appended to every checker cell for grading; a reader sees only the checker call.
+HIDDEN_TESTS_RE = re.compile(rf"\n?{re.escape(BEGIN_HIDDEN)}.*?{re.escape(END_HIDDEN)}\n?", re.S)
 
 
 def write_if_changed(path: Path, text: str) -> bool:
@@ -47,14 +53,21 @@ def explorer_output(note: str) -> dict:
 
 
 def adapt_notebook(nb: dict, lang: cs.Lang) -> dict:
-    """The notebook as a static page shows it: local badge image, widget outputs replaced by a note."""
+    """The notebook as a static page shows it: local badge image, widget outputs replaced by a note,
+    exercise solutions folded (a reader tries first; the notebooks' model answers are folded already),
+    no hidden tests in checker cells (as in a student copy)."""
     for cell in nb["cells"]:
         if cell["cell_type"] == "markdown":
             source = "".join(cell["source"])
             cell["source"] = cs.BADGE_IMG_RE.sub(cs.BADGE_LOCAL, source)
         elif cell["cell_type"] == "code":
+            cell["source"] = HIDDEN_TESTS_RE.sub("\n", "".join(cell["source"])).rstrip("\n")
             cell["outputs"] = [explorer_output(lang.explorer_note) if cs.WIDGET_MIME in out.get("data", {}) else out
                                for out in cell.get("outputs", [])]
+            if cs.SOLUTION_TAG in cell["metadata"].get("tags", []):
+                cell["metadata"]["tags"] = [*cell["metadata"]["tags"], "hide-input"]  # MyST-NB's fold
+                cell["metadata"]["mystnb"] = {"code_prompt_show": lang.show_solution,
+                                              "code_prompt_hide": lang.hide_solution}
     # Stored widget state would make MyST-NB load the widget manager from a CDN.
     nb["metadata"].pop("widgets", None)
     return nb

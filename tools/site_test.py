@@ -8,7 +8,8 @@ requires, on each:
 - math typeset by the local MathJax, no raw `$$` or `\\(` left in the prose;
 - a language switch that leads to the same page in the other language;
 and on each notebook page: its Colab badge, one figure per stored image output, one note per stored
-explorer (and no widget text), prev/next links in series order. Screenshots go to build/site-screens/.
+explorer (and no widget text), every exercise solution folded, prev/next links in series order.
+Screenshots go to build/site-screens/.
 
 Usage: python tools/site_test.py [--chromium /usr/bin/chromium]
 """
@@ -58,6 +59,7 @@ PAGE_FACTS_JS = """() => {
               .map(i => ({src: i.currentSrc || i.src, ok: i.complete && i.naturalWidth > 0})),
     outputImages: document.querySelectorAll('.cell_output img').length,
     explorerNotes: document.querySelectorAll('.cell_output .explorer-note').length,
+    foldedSolutions: document.querySelectorAll('details.hide.above-input:not([open])').length,
     math: maths.length,
     mathRendered: maths.filter(m => m.querySelector('mjx-container') && !m.querySelector('mjx-merror')).length,
     proseText: prose.innerText,
@@ -112,6 +114,11 @@ def serve(directory: Path) -> ThreadingHTTPServer:
     return server
 
 
+def solution_cells(lang: str, stem: str) -> int:
+    nb = json.loads((cs.NOTEBOOKS / lang / f"{stem}.ipynb").read_text(encoding="utf-8"))
+    return sum(cs.SOLUTION_TAG in c["metadata"].get("tags", []) for c in nb["cells"] if c["cell_type"] == "code")
+
+
 def stored_outputs(lang: str, stem: str) -> tuple[int, int]:
     """(image outputs, explorer outputs) stored in notebooks/<lang>/<stem>.ipynb."""
     nb = json.loads((cs.NOTEBOOKS / lang / f"{stem}.ipynb").read_text(encoding="utf-8"))
@@ -158,6 +165,9 @@ def check_page(report: Report, path: str, facts: dict, base: str) -> None:
                  f"{facts['outputImages']} output images shown, {images} stored")
     report.check(facts["explorerNotes"] == widgets, path,
                  f"{facts['explorerNotes']} explorer notes shown, {widgets} explorers stored")
+    solutions = solution_cells(code, page)
+    report.check(facts["foldedSolutions"] == solutions, path,
+                 f"{facts['foldedSolutions']} folded solutions, {solutions} solution cells stored")
 
 
 def screenshot(page, name: str, selector: str | None = None) -> None:
@@ -171,7 +181,7 @@ def screenshot(page, name: str, selector: str | None = None) -> None:
 
 
 def take_screens(report: Report, context, base: str) -> None:
-    """A few pages in both languages: the contents, a notebook top, math, a figure, an explorer note."""
+    """A few pages in both languages: contents, a notebook top, math, a figure, an explorer, a folded solution."""
     SCREENS.mkdir(parents=True, exist_ok=True)
     page = context.new_page()
     page.goto(base + "index.html")
@@ -180,6 +190,7 @@ def take_screens(report: Report, context, base: str) -> None:
     with_math = next((s for s in stems if "$" in (cs.NOTEBOOKS / "en" / f"{s}.ipynb").read_text()), stems[0])
     with_explorer = next((s for s in stems if stored_outputs("en", s)[1]), stems[0])
     with_figure = next((s for s in stems if stored_outputs("en", s)[0]), stems[0])
+    with_exercise = next((s for s in stems if solution_cells("en", s)), stems[0])
     for lang in cs.LANGS:
         page.goto(f"{base}{lang.code}/index.html")
         screenshot(page, f"{lang.code}-index")
@@ -191,6 +202,8 @@ def take_screens(report: Report, context, base: str) -> None:
         screenshot(page, f"{lang.code}-{with_figure}-figure", ".cell_output img")
         page.goto(f"{base}{lang.code}/{with_explorer}.html")
         screenshot(page, f"{lang.code}-{with_explorer}-explorer", ".explorer-note")
+        page.goto(f"{base}{lang.code}/{with_exercise}.html")
+        screenshot(page, f"{lang.code}-{with_exercise}-solution", "details.hide.above-input")
     page.set_viewport_size(NARROW)  # the sidebar folds away: the switch moves to the top of the article
     page.goto(f"{base}zh/{with_math}.html")
     wait_for_math(page)
