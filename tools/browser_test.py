@@ -391,11 +391,20 @@ def check_notebook(page, rel: str, shots: Path, stats: dict) -> dict:
     if "VBox(children" in stored or "HBox(children" in stored:
         problems.append("a stored output shows a bare VBox(children=...) text instead of a hint")
     explorer_cells = [c for c in before["cells"] if "_explorer(" in c["source"]]
-    if explorer_cells:
-        hint = page.locator(".jp-OutputArea-output", has_text="run this cell").first
-        if hint.count():
-            hint.scroll_into_view_if_needed()
+    stored_hints = [c for c in explorer_cells if c["outputs"]]
+    for cell in stored_hints:
+        if not any("run this cell" in o["text"] for o in cell["outputs"]):
+            problems.append(f"explorer cell stores no hint text: {[o['text'][:80] for o in cell['outputs']]}")
+    if stored_hints:  # what a learner sees there before running: the hint, as plain text
+        try:
+            wait_for(page, """() => [...window.__panel.node.querySelectorAll('.jp-OutputArea-output')]
+                                 .filter(e => e.textContent.includes('run this cell')).length""",
+                     lambda n: n >= len(stored_hints), 20, f"{rel}: the explorers' hint text before running")
+            hint = page.locator(".jp-OutputArea-output", has_text="run this cell").first
+            scroll_to(page, hint)
             page.screenshot(path=str(shots / f"{tag}-before-run.png"))
+        except Failure as err:
+            problems.append(str(err))
     tofu_before = page.evaluate(JS_TOFU)
 
     # 2. clear all outputs, Run All
@@ -468,13 +477,20 @@ def check_notebook(page, rel: str, shots: Path, stats: dict) -> dict:
     # a checker's verdict (✅ / ❌) on screen, to see the emoji font at work
     verdict = page.locator(".jp-OutputArea-output", has_text=re.compile("[✅❌]")).first
     if verdict.count():
-        verdict.scroll_into_view_if_needed()
+        scroll_to(page, verdict)
         page.screenshot(path=str(shots / f"{tag}-checker.png"))
 
     close_notebook(page)
     if problems:
         raise Failure(f"{rel}:\n  - " + "\n  - ".join(problems))
     return {"seconds": elapsed, "cells": len(cells), "figures": len(figures), "explorers": num_explorers}
+
+
+def scroll_to(page, locator) -> None:
+    # twice: cells above may only get their real height once they come near the view (content-visibility)
+    for _ in range(2):
+        locator.evaluate("el => el.scrollIntoView({block: 'center'})")
+        page.wait_for_timeout(300)
 
 
 def close_notebook(page) -> None:
@@ -619,8 +635,8 @@ def write_bench(path: Path, timings: dict, meta: dict) -> None:
         "",
         "Written by `tools/browser_test.py`; never edit the numbers by hand. JupyterLab "
         f"{meta['jupyterlab']} in headless {meta['chromium']}, window 1366x768, on {meta['cpus']} logical "
-        f"cores ({meta['machine']}). Time from opening the notebook (kernel start included) to every cell "
-        "executed after Clear All Outputs + Run All.",
+        f"cores ({meta['machine']}), load average {meta['load']}. Time from opening the notebook (kernel start "
+        "included) to every cell executed after Clear All Outputs + Run All.",
         "",
         "| notebook | " + " | ".join(f"{lang} (s)" for lang in langs) + " |",
         "|---|" + "---:|" * len(langs),
@@ -691,6 +707,7 @@ def main(argv=None) -> int:
     failures: list[str] = []
     lab = None
     started = time.monotonic()
+    load_start = os.getloadavg()[0]
     try:
         lab = start_notebook_lab(tmp, tmp / "nb")
         with sync_playwright() as pw:
@@ -743,7 +760,8 @@ def main(argv=None) -> int:
             import jupyterlab
 
             meta = {"jupyterlab": jupyterlab.__version__, "chromium": f"Chromium {chromium_version}",
-                    "cpus": os.cpu_count(), "machine": f"{platform.system()} {platform.machine()}"}
+                    "cpus": os.cpu_count(), "machine": f"{platform.system()} {platform.machine()}",
+                    "load": f"{load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end"}
             write_bench(ROOT / args.bench, timings, meta)
             print(f"browser_test: timings written to {args.bench}")
     finally:
