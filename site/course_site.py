@@ -40,6 +40,8 @@ class Lang:
     explorer_note: str  # shown instead of a live widget, which a static page cannot run
     show_solution: str  # the fold over an exercise's solution cell, closed
     hide_solution: str  # ... and open
+    show_setup: str     # the fold over the Colab setup cell (it does nothing outside Colab), closed
+    hide_setup: str     # ... and open
 
 
 LANGS = (
@@ -53,6 +55,7 @@ LANGS = (
         explorer_note=("Interactive explorer: it runs in Jupyter or Colab (open this notebook with the badge "
                        "at the top), not on this static page."),
         show_solution="Show the solution", hide_solution="Hide the solution",
+        show_setup="Show the Colab setup cell", hide_setup="Hide the Colab setup cell",
     ),
     Lang(
         code="zh", sphinx="zh_CN", name="中文",
@@ -63,6 +66,7 @@ LANGS = (
         explorer_note=("交互式探索器（explorer）：请在 Jupyter 或 Colab 中运行（点击本页顶部的徽章），"
                        "静态页面无法运行它。"),
         show_solution="显示参考解答", hide_solution="隐藏参考解答",
+        show_setup="显示 Colab 环境设置单元", hide_setup="隐藏 Colab 环境设置单元",
     ),
 )
 LANG_BY_CODE = {lang.code: lang for lang in LANGS}

@@ -75,6 +75,8 @@ def test_adapt_replaces_widget_output_and_badge_image_and_folds_solutions():
     stream = {"output_type": "stream", "name": "stdout", "text": ["tensor([1.])\n"]}
     nb = {"metadata": {"widgets": {"state": {}}}, "cells": [
         {"cell_type": "markdown", "metadata": {}, "source": [badge]},
+        {"cell_type": "code", "metadata": {}, "source": ["# Colab setup: ...\n", "import sys"], "outputs": [],
+         "execution_count": 0},
         {"cell_type": "code", "metadata": {}, "source": "x", "outputs": [stream, widget], "execution_count": 1},
         {"cell_type": "code", "metadata": {"tags": ["solution"]}, "source": "y", "outputs": [], "execution_count": 2},
         {"cell_type": "code", "metadata": {"tags": ["checker"]}, "outputs": [], "execution_count": 3,
@@ -84,13 +86,15 @@ def test_adapt_replaces_widget_output_and_badge_image_and_folds_solutions():
     assert out["cells"][0]["source"] == badge.replace(
         "https://colab.research.google.com/assets/colab-badge.svg", cs.BADGE_LOCAL)
     assert "(https://colab.research.google.com/github/o/r/blob/v1/notebooks/zh/02_x.ipynb)" in out["cells"][0]["source"]
-    first, note = out["cells"][1]["outputs"]
+    setup, shown, solution, checker = out["cells"][1:]
+    first, note = shown["outputs"]
     assert first == stream
     assert note["data"]["text/plain"] == cs.lang("zh").explorer_note and "Colab" in note["data"]["text/html"]
     assert cs.WIDGET_MIME not in note["data"] and "widgets" not in out["metadata"]
-    assert out["cells"][1]["metadata"] == {} and out["cells"][2]["metadata"]["tags"] == ["solution", "hide-input"]
-    assert out["cells"][2]["metadata"]["mystnb"]["code_prompt_show"] == "显示参考解答"
-    assert out["cells"][3]["source"] == "check_y(y)" and out["cells"][1]["source"] == "x"
+    assert shown["metadata"] == {} and solution["metadata"]["tags"] == ["solution", "hide-input"]
+    assert solution["metadata"]["mystnb"]["code_prompt_show"] == "显示参考解答"
+    assert setup["metadata"]["tags"] == ["hide-input"] and setup["source"] == "# Colab setup: ...\nimport sys"
+    assert checker["source"] == "check_y(y)" and shown["source"] == "x"
 
 
 @pytest.mark.parametrize("code", ["en", "zh"])

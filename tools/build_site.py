@@ -5,7 +5,8 @@ executed), one Sphinx build per language (site/conf.py, language from SITE_LANG)
 
 1. stage: copy each notebook to build/site-src/<lang>/, adapted for a static page: the Colab badge image
    comes from the site (the link still opens Colab), a live explorer's output (a widget a static page
-   cannot run) becomes a short note, solutions are folded, nbgrader's hidden tests are dropped. A file is
+   cannot run) becomes a short note, solutions and the Colab setup cell are folded, nbgrader's hidden
+   tests are dropped. A file is
    rewritten only when its content changes, so Sphinx re-reads only changed notebooks (its caches:
    build/site-sphinx/).
 2. render: sphinx-build per language (warnings are errors), the pages copied to build/site/<lang>/.
@@ -31,6 +32,7 @@ sys.path.insert(0, str(SITE_SRC))
 
 import course_site as cs  # noqa: E402  (site/ is not a package: `site` is a stdlib module name)
 from _course import BEGIN_HIDDEN, END_HIDDEN  # noqa: E402
+from nbtool import SETUP_MARK  # noqa: E402
 
 # nbgrader's hidden tests, appended to every checker cell for grading; a reader sees only the checker call.
 HIDDEN_TESTS_RE = re.compile(rf"\n?{re.escape(BEGIN_HIDDEN)}.*?{re.escape(END_HIDDEN)}\n?", re.S)
@@ -52,10 +54,16 @@ def explorer_output(note: str) -> dict:
     }
 
 
+def fold(cell: dict, show: str, hide: str) -> None:
+    """Fold a code cell's source under a labelled toggle (MyST-NB's hide-input tag; outputs stay shown)."""
+    cell["metadata"]["tags"] = [*cell["metadata"].get("tags", []), "hide-input"]
+    cell["metadata"]["mystnb"] = {"code_prompt_show": show, "code_prompt_hide": hide}
+
+
 def adapt_notebook(nb: dict, lang: cs.Lang) -> dict:
     """The notebook as a static page shows it: local badge image, widget outputs replaced by a note,
-    exercise solutions folded (a reader tries first; the notebooks' model answers are folded already),
-    no hidden tests in checker cells (as in a student copy)."""
+    exercise solutions folded (a reader tries first; the notebooks' model answers are folded already) and
+    the Colab setup cell too (it does nothing here), no hidden tests in checker cells (as in a student copy)."""
     for cell in nb["cells"]:
         if cell["cell_type"] == "markdown":
             source = "".join(cell["source"])
@@ -65,9 +73,9 @@ def adapt_notebook(nb: dict, lang: cs.Lang) -> dict:
             cell["outputs"] = [explorer_output(lang.explorer_note) if cs.WIDGET_MIME in out.get("data", {}) else out
                                for out in cell.get("outputs", [])]
             if cs.SOLUTION_TAG in cell["metadata"].get("tags", []):
-                cell["metadata"]["tags"] = [*cell["metadata"]["tags"], "hide-input"]  # MyST-NB's fold
-                cell["metadata"]["mystnb"] = {"code_prompt_show": lang.show_solution,
-                                              "code_prompt_hide": lang.hide_solution}
+                fold(cell, lang.show_solution, lang.hide_solution)
+            elif cell["source"].startswith(SETUP_MARK):
+                fold(cell, lang.show_setup, lang.hide_setup)
     # Stored widget state would make MyST-NB load the widget manager from a CDN.
     nb["metadata"].pop("widgets", None)
     return nb

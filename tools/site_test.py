@@ -8,7 +8,7 @@ requires, on each:
 - math typeset by the local MathJax, no raw `$$` or `\\(` left in the prose;
 - a language switch that leads to the same page in the other language;
 and on each notebook page: its Colab badge, one figure per stored image output, one note per stored
-explorer (and no widget text), every exercise solution folded, prev/next links in series order.
+explorer (and no widget text), solutions and the setup cell folded, prev/next links in series order.
 Screenshots go to build/site-screens/.
 
 Usage: python tools/site_test.py [--chromium /usr/bin/chromium]
@@ -59,7 +59,7 @@ PAGE_FACTS_JS = """() => {
               .map(i => ({src: i.currentSrc || i.src, ok: i.complete && i.naturalWidth > 0})),
     outputImages: document.querySelectorAll('.cell_output img').length,
     explorerNotes: document.querySelectorAll('.cell_output .explorer-note').length,
-    foldedSolutions: document.querySelectorAll('details.hide.above-input:not([open])').length,
+    folded: document.querySelectorAll('details.hide.above-input:not([open])').length,
     math: maths.length,
     mathRendered: maths.filter(m => m.querySelector('mjx-container') && !m.querySelector('mjx-merror')).length,
     proseText: prose.innerText,
@@ -165,9 +165,9 @@ def check_page(report: Report, path: str, facts: dict, base: str) -> None:
                  f"{facts['outputImages']} output images shown, {images} stored")
     report.check(facts["explorerNotes"] == widgets, path,
                  f"{facts['explorerNotes']} explorer notes shown, {widgets} explorers stored")
-    solutions = solution_cells(code, page)
-    report.check(facts["foldedSolutions"] == solutions, path,
-                 f"{facts['foldedSolutions']} folded solutions, {solutions} solution cells stored")
+    folds = solution_cells(code, page) + 1  # and the Colab setup cell
+    report.check(facts["folded"] == folds, path, f"{facts['folded']} folded cells, expected {folds}"
+                 " (the solutions and the Colab setup cell)")
 
 
 def screenshot(page, name: str, selector: str | None = None) -> None:
@@ -197,7 +197,8 @@ def take_screens(report: Report, context, base: str) -> None:
         page.goto(f"{base}{lang.code}/{with_math}.html")
         wait_for_math(page)
         screenshot(page, f"{lang.code}-{with_math}-top")
-        screenshot(page, f"{lang.code}-{with_math}-math", ".math")
+        display = "article div.math" if page.locator("article div.math").count() else "article .math"
+        screenshot(page, f"{lang.code}-{with_math}-math", display)
         page.goto(f"{base}{lang.code}/{with_figure}.html")
         screenshot(page, f"{lang.code}-{with_figure}-figure", ".cell_output img")
         page.goto(f"{base}{lang.code}/{with_explorer}.html")
