@@ -156,6 +156,11 @@ def test_bad_submissions_get_a_clear_line(graded):
         assert words in line, f"{student}: {words!r} not in {line!r}"
 
 
+def test_lost_cell_ids_are_matched_by_text_and_definitions(graded):
+    vic = graded["results"]["vic"]
+    assert vic.notebook == fx.NAME and vic.lang == "en" and not vic.notes
+
+
 def test_nothing_in_submissions_is_modified(graded):
     assert digest(graded["subs"]) == graded["before"]
     assert not (graded["root"] / "escape.txt").exists() and not (graded["subs"] / "escape.txt").exists()

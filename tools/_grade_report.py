@@ -112,8 +112,9 @@ def class_report(results, keys, maximum) -> str:
     examples = {}
     for r in graded:
         for v in r.verdicts:
-            if v.status != "pass" and v.mistake and v.message and r.lang == "en":
-                examples.setdefault((v.key, v.mistake), v.message)
+            wanted = r.lang == "en" or (v.key, v.mistake) not in examples  # an English example when there is one
+            if v.status != "pass" and v.mistake and v.message and wanted:
+                examples[(v.key, v.mistake)] = v.message
     if examples:
         lines += ["", "### What the named mistakes mean (one example hint each)", ""]
         lines += [f"- `{k}` / `{m}`: {msg}" for (k, m), msg in sorted(examples.items())]

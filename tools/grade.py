@@ -229,7 +229,15 @@ def plan(cn: CourseNotebook, sub, nonce: str) -> Plan:
         if i is not None and i not in matched:
             matched[i] = j
     used = set(matched.values())
-    for s, ex in owner.items():  # fall back on what the cell defines (ids lost by some editors)
+    by_source: dict[str, list[int]] = {}
+    for j, cell in enumerate(sub.cells):
+        if j not in used:
+            by_source.setdefault(cell.source, []).append(j)
+    for i, cell in enumerate(inst):  # ids lost by some editors: an unchanged course cell is found by its text
+        if i not in matched and i not in owner and by_source.get(cell.source):
+            matched[i] = by_source[cell.source].pop(0)
+            used.add(matched[i])
+    for s, ex in owner.items():  # and a solution cell by what it defines
         if s not in matched:
             pattern = re.compile(DEFINES.format(re.escape(ex.key)), re.M)
             j = next((j for j, c in enumerate(sub.cells)
