@@ -35,6 +35,9 @@ html_copy_source = False
 html_show_sourcelink = False
 html_last_updated_fmt = None
 html_show_copyright = False
+# Search results without page snippets: fetching them fails on file:// (Chromium's CORS), and the site must
+# also work opened straight from build/site/ with no server.
+html_show_search_summary = False
 
 # Math offline: MathJax 3.2.2 as packaged on PyPI by django-static-mathjax (the official mathjax-full
 # distribution, no Django needed; pinned in requirements-site.txt), copied once into build/site/_mathjax/

@@ -138,8 +138,8 @@ def copy_mathjax() -> None:
 
 
 def chooser_html() -> str:
-    links = "\n".join(f'    <li><a href="{lg.code}/index.html" hreflang="{lg.sphinx.replace("_", "-")}">'
-                      f"{html.escape(lg.name)}</a>: {html.escape(lg.title)}</li>" for lg in cs.LANGS)
+    links = "\n".join(f'    <li lang="{lg.sphinx.replace("_", "-")}"><a href="{lg.code}/index.html">'
+                      f"{html.escape(lg.title)}</a> ({html.escape(lg.name)})</li>" for lg in cs.LANGS)
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>

@@ -9,7 +9,8 @@ requires, on each:
 - a language switch that leads to the same page in the other language;
 and on each notebook page: its Colab badge, one figure per stored image output, one note per stored
 explorer (and no widget text), solutions and the setup cell folded, prev/next links in series order.
-Screenshots go to build/site-screens/.
+Then: a click on the switch there and back, a search per language, a notebook and a search opened as
+file:// URLs (no server) without an error. Screenshots go to build/site-screens/.
 
 Usage: python tools/site_test.py [--chromium /usr/bin/chromium]
 """
@@ -229,6 +230,37 @@ def search_works(report: Report, context, base: str, word: str = "softmax") -> N
     page.close()
 
 
+def file_urls_work(report: Report, context) -> None:
+    """Opened from disk with no server: a notebook with math and a search, per language, with no error."""
+    stem = next((s for s in cs.pages("en")[1:] if "$" in (cs.NOTEBOOKS / "en" / f"{s}.ipynb").read_text()),
+                cs.pages("en")[-1])
+    context.unroute("**/*")  # the crawl's guard lets only the local server through
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("requestfailed", lambda r: errors.append(f"request failed: {r.url}"))
+    for lang in cs.LANGS:
+        where = f"file:// {lang.code}"
+        errors.clear()
+        page.goto((cs.SITE_OUT / lang.code / f"{stem}.html").as_uri())
+        wait_for_math(page)
+        facts = page.evaluate(PAGE_FACTS_JS)
+        report.check(facts["math"] > 0 and facts["math"] == facts["mathRendered"], where,
+                     f"{facts['mathRendered']} of {facts['math']} math elements typeset")
+        report.check(all(i["ok"] for i in facts["images"]), where, "an image did not load")
+        page.goto((cs.SITE_OUT / lang.code / "search.html").as_uri() + "?q=softmax")
+        try:
+            page.wait_for_selector("ul.search li", timeout=10_000)
+            found = True
+        except Exception:  # Playwright's TimeoutError
+            found = False
+        page.wait_for_timeout(500)  # errors from fetches the results page might start
+        report.check(found, where, "no search results")
+        report.check(not errors, where, f"errors: {errors}")
+    page.close()
+
+
 def click_switch(report: Report, context, base: str) -> None:
     """A real click on the switch, there and back, on the last notebook page."""
     stem = cs.pages("en")[-1]
@@ -327,6 +359,7 @@ def main(argv=None) -> int:
             crawl(report, context, base)
             click_switch(report, context, base)
             search_works(report, context, base)
+            file_urls_work(report, context)
             take_screens(report, context, base)
             context.close()
     finally:
