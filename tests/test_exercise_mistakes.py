@@ -314,3 +314,19 @@ def test_tiled_attention_variants_of_the_checker_are_right_when_unplanted():
     want = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     assert torch.allclose(tiled(q, k, v, 4), want, atol=1e-6)
     assert torch.allclose(tiled_factory()(q, k, v, 3), want, atol=1e-6)
+
+
+def test_verdicts_survive_float_noise_of_another_device():
+    """Under tools/float_nudge.py (every float32 matmul/softmax/sum result moved by 1e-6 relative, as another
+    device or library would) correct solutions still pass and the dropout probe still reads its placement."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    import float_nudge
+
+    with float_nudge.FloatNudge():
+        for exercise, obj in CORRECT_BUT_DIFFERENT:
+            assert ex.grade(exercise, obj).passed, (exercise, ex.grade(exercise, obj).message)
+        assert ex.grade("multihead", flex(place="context")).hint == "dropout_on_output"
+        assert ex.grade("multihead", flex(place="after")).hint == "dropout_after_out_proj"

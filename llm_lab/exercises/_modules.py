@@ -125,11 +125,11 @@ def _expected_eval(batch: int, heads: int, beta: float) -> torch.Tensor:
 def _placement(r_ones: torch.Tensor, out_ones: torch.Tensor, heads: int, beta: float) -> str | None:
     """Where dropout acts, read off the all-ones half (None: on the weights, or nowhere)."""
     per_head = r_ones.reshape(*r_ones.shape[:2], heads, T)
-    if bool(((per_head.amax(-1) - per_head.amin(-1)).abs() < 1e-5).all()):
+    if bool(((per_head.amax(-1) - per_head.amin(-1)).abs() < 1e-4).all()):  # real spreads are >= 0.125
         return None
-    if beta and bool((out_ones.abs() < 1e-6).any()):
+    if beta and bool((out_ones.abs() < 1e-4).any()):
         return "dropout_after_out_proj"
-    nonzero = r_ones[r_ones.abs() > 1e-6]
+    nonzero = r_ones[r_ones.abs() > 1e-4]
     if nonzero.numel() and bool(torch.allclose(nonzero, nonzero[0].expand_as(nonzero), rtol=1e-4)):
         return "dropout_on_output"
     return "dropout_on_input"
@@ -164,7 +164,7 @@ def probe_train_dropout(cls, heads: int, with_out_proj: bool, extra_args: tuple 
         t = torch.arange(T, dtype=torch.double).reshape(1, 1, T, 1)
         scaled = r[batch:].reshape(batch, T, heads, T).permute(0, 2, 1, 3) * (t + 1)  # (B, nh, T, T)
         visible = torch.tril(torch.ones(T, T, dtype=torch.bool)).expand_as(scaled)
-        dropped = scaled.abs() < 1e-6
+        dropped = scaled.abs() < 1e-3  # a kept weight reads >= 1/(1-p) >= 1; float noise stays far below
         frac = dropped[visible].double().mean().item()
         stats.append((p, frac, scaled[visible & ~dropped], dropped, visible, case))
     if all(frac == 0 for _, frac, *_ in stats):
