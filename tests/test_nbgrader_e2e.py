@@ -21,12 +21,16 @@ ASSIGNMENT = "ps1"
 WRONG_MASK = "def causal_mask(n):\n    return torch.ones(n, n, dtype=torch.bool).triu()\n"
 CHEAT = ("def mask_and_renormalize(attn_weights):\n    raise NotImplementedError()\n\n\n"
          "def check_renormalize(fn):\n    print('✅ mask_and_renormalize: correct')\n")
+PATCH = ("import llm_lab.exercises as ex\n\n"
+         "ex.grade = ex.evaluate = lambda name, obj, **kw: ex.CheckResult(name, 'pass', 'passed', 'ok')\n\n\n"
+         "def mask_and_renormalize(attn_weights):\n    return attn_weights\n")
 BOTH = ("causal_mask", "mask_and_renormalize")
 SUBMISSIONS = {  # student -> (solution overrides, the exercises that score)
     "alice": ({}, BOTH),
     "bob": ({"causal_mask": WRONG_MASK}, ("mask_and_renormalize",)),
     "mallory": ({"mask_and_renormalize": CHEAT}, ("causal_mask",)),
     "fay": ({"causal_mask": "from llm_lab import causal_mask\n"}, ("mask_and_renormalize",)),
+    "erin": ({"mask_and_renormalize": PATCH}, ("causal_mask",)),
 }
 
 
@@ -95,6 +99,8 @@ def test_tampering_gets_a_clear_note_in_feedback_and_export(course):
     nbgrader(root, "generate_feedback", ASSIGNMENT)
     mallory = (root / "feedback" / "mallory" / ASSIGNMENT / "01_demo.html").read_text(encoding="utf-8")
     assert "checkers redefined or patched" in mallory and "check_renormalize" in mallory
+    erin = (root / "feedback" / "erin" / ASSIGNMENT / "01_demo.html").read_text(encoding="utf-8")
+    assert "checkers redefined or patched" in erin and "grade" in erin
     fay = (root / "feedback" / "fay" / ASSIGNMENT / "01_demo.html").read_text(encoding="utf-8")
     assert "own reference" in fay and "no credit" in fay
     nbgrader(root, "export")
