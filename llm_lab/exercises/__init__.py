@@ -38,10 +38,17 @@ only when the same mistake comes back in the same exercise (state kept per kerne
 
 Limits (documented, not hidden): all of this runs in the learner's own Python process, so a determined learner
 can still patch torch or the import system itself before the test cell runs; ``audit`` catches the common
-cases. The time limit cannot interrupt one long C call (a single huge torch op runs to its end first).
-A real Ctrl-C (or Jupyter's stop button, or nbclient's cell timeout) during a check is re-raised, so the user
-can always stop a cell; a ``KeyboardInterrupt`` or ``SystemExit`` raised by the learner's code itself is
+cases. Reaching ``fresh`` through the live module (``llm_lab.exercises.fresh()``) trusts that attribute: a
+learner who replaced it controls what comes back (a genuine fresh copy's ``audit`` names the replacement).
+The time limit cannot interrupt one long C call (a single huge torch op runs to its end first). A real
+Ctrl-C (or Jupyter's stop button, or nbclient's cell timeout) during a check is re-raised, so the user can
+always stop a cell; a ``KeyboardInterrupt`` or ``SystemExit`` raised by the learner's code itself is
 caught and reported. ``evaluate(exercise, obj)`` is ``grade`` in the current ``set_language`` language.
+
+**Adding an exercise** touches one module, one test, one ``.nbsrc``: append an ``Exercise`` record (its body,
+points, signature, hints and any messages of its own) to ``RECORDS`` in ``_exNN_<concept>.py`` (a new notebook:
+a new ``_exNN_*.py``, found by its name), a planted-mistake test in ``tests/test_exercise*.py``, and the cells
+in ``notebooks/src/NN_slug.exercises.nbsrc``. ``check_<name>`` and ``__all__`` follow from the record.
 """
 
 from __future__ import annotations
