@@ -67,16 +67,82 @@ def badge_markdown(repo: str, ref: str, lang: str, name: str) -> str:
     return f"[![Open In Colab]({BADGE_IMG})]({badge_url(repo, ref, lang, name)})"
 
 
-def setup_code(repo: str, ref: str) -> str:
+SETUP_FAILED = {
+    "en": "Could not install llm_lab {ref} from github.com/{repo} (no internet here, or that release does not exist "
+          "yet): check the runtime's connection and run this cell again, or open the notebook from the course README.",
+    "zh": "无法从 github.com/{repo} 安装 llm_lab {ref}（此处没有网络，或该版本尚未发布）："
+          "请检查运行时的网络连接后重新运行本单元格，或从课程 README 重新打开本笔记本。",
+}
+
+
+SETUP_COMMENT = {
+    "en": ": on Google Colab install llm_lab, the course's reference package; elsewhere do nothing.",
+    "zh": "：在 Google Colab 上安装本课程的参考包 llm_lab；在其他地方什么也不做。",
+}
+
+
+def setup_code(repo: str, ref: str, lang: str = "en") -> str:
+    """The notebook's first code cell: installs the release on Colab, does nothing elsewhere.
+
+    A failed install prints one sentence in the notebook's language instead of pip's traceback.
+    """
+    message = SETUP_FAILED[lang].format(repo=repo, ref=ref)
     return (
-        f"{SETUP_MARK}: on Google Colab install llm_lab, the course's reference package; elsewhere do nothing.\n"
+        f"{SETUP_MARK}{SETUP_COMMENT[lang]}\n"
         "import subprocess\n"
         "import sys\n"
         "\n"
         'if "google.colab" in sys.modules:\n'
         f'    spec = "{DIST_NAME} @ git+https://github.com/{repo}@{ref}"\n'
-        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", spec], check=True)'
+        '    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", spec], capture_output=True)\n'
+        "    if pip.returncode != 0:\n"
+        f"        print({message!r})"
     )
+
+
+GPU_NOTEBOOK = "tools/colab_nbval.ipynb"  # relative to ROOT
+
+
+def gpu_notebook(repo: str, ref: str) -> nbformat.NotebookNode:
+    """tools/colab_nbval.ipynb: on a Colab GPU, nbval over the release's notebooks, one line of result."""
+    url = f"https://colab.research.google.com/github/{repo}/blob/{ref}/tools/colab_nbval.ipynb"
+    intro = (
+        f"# Check the llm-lab series on a Colab GPU · 在 Colab GPU 上检查本系列\n\n"
+        f"[![Open In Colab]({BADGE_IMG})]({url})\n\n"
+        f"Run this on a GPU runtime (*Runtime → Change runtime type → GPU*). It installs `llm_lab` {ref}, fetches the "
+        "notebooks of the same release, runs nbval over every notebook with the GPU visible, and prints one line: "
+        "cells passed and the GPU's name. Without a GPU it says so and runs nothing.\n\n"
+        f"请在 GPU 运行时上运行（*代码执行程序 → 更改运行时类型 → GPU*）。它会安装 `llm_lab` {ref}，获取同一版本的笔记本，"
+        "在 GPU 可见的情况下用 nbval 检查每个笔记本，并打印一行结果：通过的单元格数和 GPU 名称。没有 GPU 时它会如实说明，什么也不运行。"
+    )
+    code = (
+        f"# Check every stored output of the llm-lab series on this runtime's GPU (nbval), release {ref}.\n"
+        "import subprocess\n"
+        "import sys\n"
+        "\n"
+        "import torch\n"
+        "\n"
+        f'REPO, REF = "{repo}", "{ref}"\n'
+        "\n"
+        "if not torch.cuda.is_available():\n"
+        '    print("No GPU in this runtime (torch.cuda.is_available() is False), nothing was run: "\n'
+        '          "choose Runtime > Change runtime type > GPU, then run this cell again.")\n'
+        "else:\n"
+        f'    spec = f"{DIST_NAME}[test] @ git+https://github.com/{{REPO}}@{{REF}}"\n'
+        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", spec], check=True)\n'
+        '    subprocess.run([sys.executable, "-m", "llm_lab.gpu_check", "--fetch", REPO, REF])'
+    )
+    nb = nbformat.v4.new_notebook()
+    nb.metadata = {
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+        "colab": {"provenance": []},
+        "accelerator": "GPU",
+    }
+    nb.cells = [nbformat.v4.new_markdown_cell(intro), nbformat.v4.new_code_cell(code)]
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"gpu-check-{i}"
+    return nb
 
 
 MARKER = re.compile(r"^%% (title|md|code)(?: (zh))?(?: tags=([\w,-]+))?\s*$")
@@ -165,7 +231,7 @@ def build_one(src: Path, lang: str, repo: str, ref: str) -> nbformat.NotebookNod
         "colab": {"provenance": []},
     }
     header = f"# {spec['title'][lang]}\n\n{badge_markdown(repo, ref, lang, name)}"
-    cells = [nbformat.v4.new_markdown_cell(header), nbformat.v4.new_code_cell(setup_code(repo, ref))]
+    cells = [nbformat.v4.new_markdown_cell(header), nbformat.v4.new_code_cell(setup_code(repo, ref, lang))]
     for c in spec["cells"]:
         if c["type"] == "md":
             cells.append(nbformat.v4.new_markdown_cell(c[lang]))
@@ -220,6 +286,7 @@ def cmd_build(args) -> None:
                 print(f"executing {lang}/{notebook_name(src)}", flush=True)
                 execute(nb, out_path(src, lang))
             write(nb, out_path(src, lang))
+    write(gpu_notebook(repo, ref), ROOT / GPU_NOTEBOOK)  # no outputs: it only runs on a GPU runtime
 
 
 README_LANG = {"README.md": "en", "README.zh-CN.md": "zh"}
@@ -279,6 +346,10 @@ def cmd_check(args) -> int:
             h = [(c.cell_type, c.source) for c in have.cells]
             if w != h:
                 problems.append(f"{path} differs from {src.name}: run make execute NB={src.name[:2]}")
+    gpu = ROOT / GPU_NOTEBOOK
+    if not gpu.exists() or [c.source for c in nbformat.read(str(gpu), as_version=4).cells] != [
+            c.source for c in gpu_notebook(repo, ref).cells]:
+        problems.append(f"{gpu} is missing or stale: run python tools/nbtool.py build")
     for p in problems:
         print(p)
     return 1 if problems else 0
@@ -304,13 +375,15 @@ def cmd_set_repo(args) -> None:
                         badge_url(old_repo, old_ref, lang, path.name), badge_url(args.repo, ref, lang, path.name)
                     )
                 elif cell.cell_type == "code" and cell.source.startswith(SETUP_MARK):
-                    cell.source = setup_code(args.repo, ref)
+                    cell.source = setup_code(args.repo, ref, lang)
             write(nb, path)
+    write(gpu_notebook(args.repo, ref), ROOT / GPU_NOTEBOOK)
     for filename, lang in README_LANG.items():
         readme = ROOT / filename
         if readme.exists():
             text = readme.read_text(encoding="utf-8")
             text = text.replace(f"github.com/{old_repo}@{old_ref}", f"github.com/{args.repo}@{ref}")
+            text = text.replace(f"github/{old_repo}/blob/{old_ref}/", f"github/{args.repo}/blob/{ref}/")
             if TABLE_BEGIN in text:
                 text = render_readme(text, lang, args.repo, ref)
             readme.write_text(text, encoding="utf-8")

@@ -103,9 +103,11 @@ def full_env(venv: Path, python: str, reqs: Path) -> Path:
 
 
 def install_wheel(python: Path, wheel: Path, with_deps: bool) -> None:
-    # --ignore-installed: never touch an llm-lab-course seen through the .pth line (the editable one in .venv)
-    run([python, *PIP, "install", "--force-reinstall", "--ignore-installed",
-         *([] if with_deps else ["--no-deps"]), wheel])
+    if with_deps:  # whatever the wheel declares and the requirements file left out
+        run([python, *PIP, "install", wheel])
+    # the fresh build, even when the same version is installed; --ignore-installed: never touch an
+    # llm-lab-course seen through the .pth line (the editable one in .venv)
+    run([python, *PIP, "install", "--force-reinstall", "--ignore-installed", "--no-deps", wheel])
 
 
 def check_isolation(python: Path, workdir: Path, wheel: Path) -> None:
