@@ -143,7 +143,7 @@ atexit.register(_stop_all)
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the finally blocks and atexit on a kill
 
 
-def lab_env(tmp: Path, learner: bool) -> dict:
+def lab_env(tmp: Path, learner: bool, name: str) -> dict:
     env = dict(os.environ)
     env.pop("MPLBACKEND", None)  # the kernel must use the inline backend, as a learner's does
     env.pop("JUPYTER_CONFIG_PATH", None)
@@ -155,7 +155,7 @@ def lab_env(tmp: Path, learner: bool) -> dict:
     notification.parent.mkdir(parents=True, exist_ok=True)
     notification.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
     env["JUPYTERLAB_SETTINGS_DIR"] = str(settings)
-    env["JUPYTERLAB_WORKSPACES_DIR"] = str(tmp / "workspaces")
+    env["JUPYTERLAB_WORKSPACES_DIR"] = str(tmp / f"workspaces-{name}")  # each lab starts with no tab open
     env["JUPYTER_RUNTIME_DIR"] = str(tmp / "runtime")
     return env
 
@@ -167,14 +167,15 @@ def start_notebook_lab(tmp: Path, root_dir: Path) -> Lab:
            f"--ServerApp.token={token}", f"--ServerApp.root_dir={root_dir}", "--expose-app-in-browser"]
     if os.geteuid() == 0:
         cmd.append("--allow-root")
-    lab = Lab("jupyter lab (learner config)", cmd, lab_env(tmp, learner=True), tmp / "lab.log", port, token)
+    env = lab_env(tmp, learner=True, name="notebooks")
+    lab = Lab("jupyter lab (learner config)", cmd, env, tmp / "lab.log", port, token)
     lab.wait_ready()
     return lab
 
 
 def start_make_lab(target: str, tmp: Path, notebook_dir: Path) -> Lab:
     port, token = free_port(), os.urandom(12).hex()
-    env = lab_env(tmp, learner=False)  # the target itself decides which configuration it uses
+    env = lab_env(tmp, learner=False, name=target)  # the target itself decides which configuration it uses
     env["JUPYTER_TOKEN"] = token
     cmd = ["make", "--no-print-directory", target, f"PORT={port}", f"NOTEBOOK_DIR={notebook_dir}"]
     lab = Lab(f"make {target}", cmd, env, tmp / f"{target}.log", port, token)
@@ -598,6 +599,8 @@ def check_lab_ui(context, tmp: Path, shots: Path, notebook: str) -> dict:
             else:  # the toolbar button and the sidebar come a moment after the menu
                 ui = wait_for(page, JS_NBGRADER_UI, lambda u: u["sidebar"] and u["validate"], 30,
                               f"make {target}: the nbgrader sidebar and Validate button")
+            page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=60_000)  # the notebook drawn
+            page.wait_for_timeout(500)
             page.screenshot(path=str(shots / f"make-{target}.png"))
             shown = {k: ui[k] for k in ("menu", "sidebar", "validate")}
             results[target] = shown
