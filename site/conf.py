@@ -62,3 +62,12 @@ def _lang_switch(app, pagename, templatename, context, doctree):
 
 def setup(app):
     app.connect("html-page-context", _lang_switch)
+    if _lang.code == "zh":
+        # Sphinx indexes Chinese words cut by jieba (requirements-site.txt); without it a whole run of Chinese
+        # text is one "word" and searching 注意力 finds nothing. Importing it here fails the build if it is
+        # missing; its progress messages are not warnings.
+        import logging
+
+        import jieba
+
+        jieba.setLogLevel(logging.WARNING)
