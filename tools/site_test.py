@@ -362,10 +362,10 @@ def main(argv=None) -> int:
                 viewport=VIEWPORT, service_workers="block")
             context.set_default_timeout(LOAD_TIMEOUT_MS)
             crawl(report, context, base)
+            take_screens(report, context, base)  # before any search: Sphinx then highlights the words found
             click_switch(report, context, base)
             search_works(report, context, base)
             file_urls_work(report, context)
-            take_screens(report, context, base)
             context.close()
     finally:
         server.shutdown()
