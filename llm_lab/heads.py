@@ -210,24 +210,30 @@ def head_scores(attn_weights: torch.Tensor, token_ids: torch.Tensor | None = Non
     }
 
 
+def _even_scores(attn_weights: torch.Tensor, token_ids: torch.Tensor | None) -> dict[str, float]:
+    """The measures of one head that spreads its weight evenly, on the same batch shape and tokens."""
+    b, _, num_tokens, _ = attn_weights.shape
+    ids = None if token_ids is None else token_ids.cpu()
+    return {name: float(s[0]) for name, s in head_scores(uniform_weights(b, 1, num_tokens), ids).items()}
+
+
 def head_report(attn_weights: torch.Tensor, token_ids: torch.Tensor | None = None, head_names=None, decimals: int = 3):
     """A text table: one row per head, one column per measure, and a last row for evenly spread weights.
 
-    ``attn_weights``: ``(B, nh, T, T)``; ``token_ids``: ``(B, T)`` or None; ``head_names``: nh labels
-    (default ``head 0``, ``head 1``, ...). Numbers are rounded to ``decimals`` on the CPU.
+    ``attn_weights``: ``(B, nh, T, T)``; ``token_ids``: ``(B, T)`` or None (then the two measures that need
+    tokens are left out); ``head_names``: nh labels (default ``head 0``, ``head 1``, ...). Numbers are rounded
+    to ``decimals`` on the CPU.
     """
-    num_heads = attn_weights.shape[1] if isinstance(attn_weights, torch.Tensor) and attn_weights.dim() == 4 else 0
-    scores = head_scores(attn_weights, token_ids)
-    b, nh, num_tokens, _ = attn_weights.shape
-    baseline = head_scores(uniform_weights(b, 1, num_tokens), None if token_ids is None else token_ids.cpu())
-    names = [f"head {h}" for h in range(num_heads)] if head_names is None else list(head_names)
+    scores = head_scores(attn_weights, token_ids)  # checks the shapes
+    num_heads = attn_weights.shape[1]
+    names = [f"head {h}" for h in range(num_heads)] if head_names is None else [str(n) for n in head_names]
     if len(names) != num_heads:
         raise ValueError(f"head_names has {len(names)} labels for {num_heads} heads")
-    width = max(len(n) for n in [*names, "spread evenly"]) + 2
+    rows = [(names[h], [float(s[h].cpu()) for s in scores.values()]) for h in range(num_heads)]
+    rows.append(("spread evenly", list(_even_scores(attn_weights, token_ids).values())))
+    width = max(len(label) for label, _ in rows) + 2
     lines = [" " * width + "".join(f"{m:>16}" for m in scores)]
-    for label, values in [*((names[h], {m: s[h] for m, s in scores.items()}) for h in range(nh)),
-                          ("spread evenly", {m: s[0] for m, s in baseline.items()})]:
-        lines.append(f"{label:<{width}}" + "".join(f"{float(v.cpu()):>16.{decimals}f}" for v in values.values()))
+    lines += [f"{label:<{width}}" + "".join(f"{v:>16.{decimals}f}" for v in values) for label, values in rows]
     return "\n".join(lines)
 
 
@@ -237,11 +243,10 @@ def head_roles(attn_weights: torch.Tensor, token_ids: torch.Tensor | None = None
     A head whose best ratio is below ``min_ratio`` is called ``"spread out"``. ``(B, nh, T, T)`` -> nh names.
     """
     scores = head_scores(attn_weights, token_ids)
-    b, nh, num_tokens, _ = attn_weights.shape
-    even = head_scores(uniform_weights(b, 1, num_tokens), None if token_ids is None else token_ids.cpu())
+    even = _even_scores(attn_weights, token_ids)
     names = []
-    for h in range(nh):
-        ratios = {m: float(s[h].cpu()) / float(even[m][0]) for m, s in scores.items() if not s[h].isnan()}
+    for h in range(attn_weights.shape[1]):
+        ratios = {m: float(s[h].cpu()) / even[m] for m, s in scores.items() if not s[h].isnan()}
         best = max(ratios, key=ratios.get)
         names.append(best if ratios[best] >= min_ratio else "spread out")
     return names
@@ -372,7 +377,8 @@ def load_trained(path=None) -> TrainedHeads:
     if path is None:
         path = verified_path(*TRAINED_HEADS)
     saved = torch.load(path, map_location="cpu", weights_only=True)
-    model = TinyAttentionLM(TinyConfig(**saved["config"]))
+    with torch.random.fork_rng(devices=[]):  # the random init is overwritten: leave the caller's RNG alone
+        model = TinyAttentionLM(TinyConfig(**saved["config"]))
     model.load_state_dict(saved["state_dict"])
     return TrainedHeads(
         model=model.eval(),

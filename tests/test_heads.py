@@ -231,7 +231,11 @@ def test_with_positions_appends_one_hot_codes():
 
 def test_train_script_runs_and_matches_the_shipped_start(trained, tmp_path):
     out = tmp_path / "heads.pt"
+    threads, rng = torch.get_num_threads(), torch.get_rng_state()
     assert train.main(["--steps", "3", "--out", str(out)]) == 0
+    # training leaves the caller's settings alone: thread count, deterministic mode, random state
+    assert torch.get_num_threads() == threads and not torch.are_deterministic_algorithms_enabled()
+    assert torch.equal(torch.get_rng_state(), rng)
     quick = heads.load_trained(out)
     assert quick.losses.shape == (3,)
     # same seeds, same data: the first steps retrace the shipped run

@@ -15,6 +15,7 @@ import hashlib
 import io
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -44,11 +45,28 @@ def verdict_ids():
     return gpt2_ids, torch.unique(gpt2_ids)  # unique() sorts
 
 
+@contextmanager
+def deterministic(settings: Settings):
+    """Seeded, deterministic, fixed thread count; the caller's RNG state and settings come back afterwards."""
+    was_deterministic, threads = torch.are_deterministic_algorithms_enabled(), torch.get_num_threads()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(settings.seed)
+        torch.use_deterministic_algorithms(True)
+        torch.set_num_threads(settings.threads)
+        try:
+            yield
+        finally:
+            torch.use_deterministic_algorithms(was_deterministic)
+            torch.set_num_threads(threads)
+
+
 def train(settings: Settings, config_kwargs: dict | None = None, log=print):
     """Train from scratch; return the dict that is saved (config, state_dict, vocab, losses, ...)."""
-    torch.manual_seed(settings.seed)
-    torch.use_deterministic_algorithms(True)
-    torch.set_num_threads(settings.threads)
+    with deterministic(settings):
+        return _train(settings, config_kwargs, log)
+
+
+def _train(settings: Settings, config_kwargs: dict | None, log):
     gpt2_ids, vocab = verdict_ids()
     ids = torch.searchsorted(vocab, gpt2_ids)  # (n,) model ids
     heldout_start = int(len(ids) * (1 - settings.heldout_fraction))
@@ -84,8 +102,10 @@ def train(settings: Settings, config_kwargs: dict | None = None, log=print):
 
 def name_roles(saved: dict) -> dict:
     """Measure every head on the held-out windows and name what it does (see heads.head_role)."""
+    with torch.random.fork_rng(devices=[]):  # the random init is overwritten: leave the caller's RNG alone
+        model = heads.TinyAttentionLM(heads.TinyConfig(**saved["config"]))
     trained = heads.TrainedHeads(
-        model=heads.TinyAttentionLM(heads.TinyConfig(**saved["config"])),
+        model=model,
         vocab=saved["vocab"], losses=saved["losses"], heldout_start=saved["heldout_start"], roles={}, settings={},
     )
     trained.model.load_state_dict(saved["state_dict"])
