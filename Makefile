@@ -163,4 +163,4 @@ test-site: site
 	$(SITE_VENV)/bin/python tools/site_test.py
 
 clean:
-	rm -rf $(VENV) .venv-ipyw7 .venv-torch* .venv-wheel* build .pytest_cache
+	rm -rf $(VENV) .venv-ipyw7 .venv-torch* .venv-wheel* .venv-site build .pytest_cache

@@ -47,6 +47,22 @@ def fused_lines(results) -> list[str]:
     ]
 
 
+# Sections other tools write into the same report (tools/browser_test.py: per-notebook browser timings);
+# a rewrite of the benchmark part keeps them as they are.
+KEPT = (("<!-- browser:begin -->", "<!-- browser:end -->"),)
+
+
+def kept_sections(path: Path) -> str:
+    """The delimited sections of the existing report at ``path`` that this script does not own."""
+    if not path.exists():
+        return ""
+    old, kept = path.read_text(encoding="utf-8"), []
+    for begin, end in KEPT:
+        if begin in old and end in old.split(begin, 1)[1]:
+            kept.append(begin + old.split(begin, 1)[1].split(end, 1)[0] + end)
+    return "".join(f"\n{section}\n" for section in kept)
+
+
 def sweep_table(sweep) -> list[str]:
     keys = list(next(iter(sweep.values())))
     rows = ["| T | " + " | ".join(f"`{k}`" for k in keys) + " |", "|---:|" + "---:|" * len(keys)]
@@ -150,7 +166,7 @@ def main(argv=None) -> int:
         dataset_lines="\n".join(f"- {x}" for x in ds_lines),
     )
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(report, encoding="utf-8")
+    path.write_text(report + kept_sections(path), encoding="utf-8")
     print(f"wrote {path}" + (f" and {png.name}" if png.exists() else ""))
     return 0
 
