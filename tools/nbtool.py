@@ -112,8 +112,11 @@ def gpu_notebook(repo: str, ref: str) -> nbformat.NotebookNode:
         f"Run this on a GPU runtime (*Runtime → Change runtime type → GPU*). It installs `llm_lab` {ref}, fetches the "
         "notebooks of the same release, runs nbval over every notebook with the GPU visible, and prints one line: "
         "cells passed and the GPU's name. Without a GPU it says so and runs nothing.\n\n"
-        f"请在 GPU 运行时上运行（*代码执行程序 → 更改运行时类型 → GPU*）。它会安装 `llm_lab` {ref}，获取同一版本的笔记本，"
-        "在 GPU 可见的情况下用 nbval 检查每个笔记本，并打印一行结果：通过的单元格数和 GPU 名称。没有 GPU 时它会如实说明，什么也不运行。"
+        "请在 GPU 运行时上运行（*代码执行程序 → 更改运行时类型 → GPU*）。"
+        f"它会安装 `llm_lab` {ref}，获取同一版本的笔记本，"
+        "在 GPU 可见的情况下用 nbval 检查每个笔记本，"
+        "并打印一行结果：通过的单元格数和 GPU 名称。"
+        "没有 GPU 时它会如实说明，什么也不运行。"
     )
     code = (
         f"# Check every stored output of the llm-lab series on this runtime's GPU (nbval), release {ref}.\n"
