@@ -70,7 +70,7 @@ def _torch_line() -> str:
 
 def data_files() -> list[tuple[str, str]]:
     """(filename, sha256) of every checksummed data file shipped with llm_lab."""
-    return [*resources.TEXTS.values(), resources.GPT2_BPE]
+    return resources.shipped_files()
 
 
 def check_data_file(filename: str, sha256: str) -> str:

@@ -20,6 +20,11 @@ GPT2_BPE = ("gpt2.tiktoken", "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c19
 TRAINED_HEADS = ("heads-verdict.pt", "694419619f1135113ba3792a6a8179d91bb5f8deccdc972af20c53bea8977995")
 
 
+def shipped_files() -> list[tuple[str, str]]:
+    """``(file, sha256)`` of every data file llm_lab opens (the bug-report block checks each one)."""
+    return [*TEXTS.values(), GPT2_BPE, TRAINED_HEADS]
+
+
 def data_dirs() -> list[Path]:
     """The folders searched for data files, in order."""
     here = Path(__file__).resolve().parent

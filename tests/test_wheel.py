@@ -64,6 +64,11 @@ def test_every_file_the_code_opens_is_shipped(wheel):
     assert not missing, f"files llm_lab opens but the wheel lacks: {missing}"
 
 
+def test_shipped_files_lists_every_registered_file():
+    # the bug-report block (python -m llm_lab.env) checks resources.shipped_files(): it must miss none
+    assert {f for f, _ in resources.shipped_files()} == registered_files()
+
+
 def test_dependencies_fit_colab(wheel):
     requires = [Requirement(line.split(":", 1)[1].strip()) for line in wheel["metadata"].splitlines()
                 if line.startswith("Requires-Dist:")]
