@@ -69,7 +69,7 @@ unit: setup
 	$(BIN)/python -m pytest -q tests
 
 # The explorers again under ipywidgets 7.7.1, the version Colab ships (own venv: .venv-ipyw7).
-widgets7:
+widgets7: setup
 	bash tools/test_widgets7.sh
 
 nbval: setup
