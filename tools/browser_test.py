@@ -512,11 +512,26 @@ def load_lab(page, lab: Lab) -> None:
     page.evaluate("async () => { await window.jupyterapp.started; await window.jupyterapp.restored; }")
 
 
+def settled_geometry(page, locator, index: int) -> dict:
+    """Scroll the explorer to the top of the view and measure it, until the layout stops moving.
+
+    JupyterLab renders cells lazily: cells above may take their real height only once the view is near
+    them, shifting the explorer after a scroll (seen on a loaded machine). Up to four tries; the last
+    measurement stands, so an explorer that does not fit still fails.
+    """
+    geometry = None
+    for _ in range(4):
+        locator.evaluate("el => el.scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(300)
+        geometry = page.evaluate(JS_EXPLORER_GEOMETRY, index)
+        if all(p["inside"] for p in geometry["parts"]):
+            break
+    return geometry
+
+
 def check_explorer(page, locator, index: int, tag: str, shots: Path, stats: dict) -> list[str]:
     problems = []
-    locator.evaluate("el => el.scrollIntoView({block: 'start'})")
-    page.wait_for_timeout(200)
-    geometry = page.evaluate(JS_EXPLORER_GEOMETRY, index)
+    geometry = settled_geometry(page, locator, index)
     outside = [p for p in geometry["parts"] if not p["inside"]]
     if outside:
         explorer = geometry["parts"][0]
@@ -557,10 +572,7 @@ def check_explorer(page, locator, index: int, tag: str, shots: Path, stats: dict
             continue
         stats["controls"].add(kind)
     # still fits and is still sharp after the redraws (a longer title or other labels change the size)
-    page.wait_for_timeout(200)
-    geometry = page.evaluate(JS_EXPLORER_GEOMETRY, index)
-    locator.evaluate("el => el.scrollIntoView({block: 'start'})")
-    geometry = page.evaluate(JS_EXPLORER_GEOMETRY, index)
+    geometry = settled_geometry(page, locator, index)
     if any(not p["inside"] for p in geometry["parts"]):
         problems.append(f"explorer {index}: no longer fully visible after the controls changed")
     page.screenshot(path=str(shots / f"{tag}-changed.png"))
