@@ -4,7 +4,10 @@ Target (issue 9): <= 180 s on the 2-core reference machine. The class is made fr
 notebook: a third correct, a third untouched student copies, a third with one exercise wrong. Prints the
 time, the ratio to the target (< 1 is within it) and the load average, since a shared machine is slower.
 
-Usage: python benchmarks/bench_grade.py [--notebook 04] [--lang en] [--students 30] [--jobs N]
+Usage: python benchmarks/bench_grade.py [--notebook 04] [--lang en] [--students 30] [--jobs N] [--out FILE]
+
+With ``--out docs/benchmarks.md`` (what ``make bench`` does) the lines also go into that report, between
+``<!-- grade:begin -->`` and ``<!-- grade:end -->`` (the section is replaced, or appended the first time).
 """
 
 from __future__ import annotations
@@ -25,6 +28,21 @@ import grade  # noqa: E402
 import student  # noqa: E402
 
 TARGET_S = 180.0
+BEGIN, END = "<!-- grade:begin -->", "<!-- grade:end -->"
+
+
+def write_section(path: Path, lines: list[str]) -> None:
+    """Put ``lines`` into the report at ``path`` as its grading section."""
+    section = "\n".join([BEGIN, "## Grading a class (`make grade`)", "",
+                          "Written by `benchmarks/bench_grade.py`; never edit the numbers by hand.", "",
+                          *[f"- {line}" for line in lines], END])
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if BEGIN in text and END in text.split(BEGIN, 1)[1]:
+        before, rest = text.split(BEGIN, 1)
+        text = before + section + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    path.write_text(text, encoding="utf-8")
 
 
 def make_class(path: Path, folder: Path, n: int) -> None:
@@ -49,6 +67,7 @@ def main(argv=None) -> int:
     ap.add_argument("--lang", default="en", choices=_course.LANGS)
     ap.add_argument("--students", type=int, default=30)
     ap.add_argument("--jobs", type=int)
+    ap.add_argument("--out", type=Path, help="also write the result into this report (e.g. docs/benchmarks.md)")
     args = ap.parse_args(argv)
     [path] = [p for p in _course.find_notebooks(only=args.notebook, langs=(args.lang,))]
     with tempfile.TemporaryDirectory() as tmp:
@@ -61,11 +80,17 @@ def main(argv=None) -> int:
         seconds = time.perf_counter() - start
         load_after = os.getloadavg()[0]
     problems = [r for r in results if r.problem]
-    print(f"make grade: {len(results)} submissions of {path.name} ({args.lang}) on {os.cpu_count()} cores, "
-          f"{args.jobs or os.cpu_count()} at once")
-    print(f"time {seconds:.1f} s, target {TARGET_S:.0f} s: ratio {seconds / TARGET_S:.2f} (< 1 meets it); "
-          f"{seconds / len(results):.2f} s per submission")
-    print(f"load average before {load_before:.1f}, after {load_after:.1f} (other work on a shared machine slows this)")
+    lines = [
+        f"{len(results)} submissions of {path.name} ({args.lang}) on {os.cpu_count()} cores, "
+        f"{args.jobs or os.cpu_count()} at once, a fresh kernel each",
+        f"time {seconds:.1f} s, target {TARGET_S:.0f} s: ratio {seconds / TARGET_S:.2f} (< 1 meets it); "
+        f"{seconds / len(results):.2f} s per submission",
+        f"load average before {load_before:.1f}, after {load_after:.1f} (other work on a shared machine slows this)",
+    ]
+    print("make grade: " + "\n".join(lines))
+    if args.out and not problems:
+        write_section(args.out if args.out.is_absolute() else ROOT / args.out, lines)
+        print(f"wrote {args.out}")
     if problems:
         print(f"{len(problems)} submission(s) could not be graded: {problems[0].problem}")
         return 1

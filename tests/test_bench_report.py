@@ -1,0 +1,29 @@
+"""docs/benchmarks.md has three writers; each rewrites only its own part and keeps the others' sections."""
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "tools"))
+import bench  # noqa: E402
+import bench_grade  # noqa: E402
+
+
+def test_grading_section_is_appended_then_replaced(tmp_path):
+    report = tmp_path / "benchmarks.md"
+    report.write_text("# Benchmarks\n\nattention numbers\n")
+    bench_grade.write_section(report, ["time 100.0 s"])
+    bench_grade.write_section(report, ["time 90.0 s"])
+    text = report.read_text()
+    assert text.startswith("# Benchmarks\n\nattention numbers\n")
+    assert text.count(bench_grade.BEGIN) == 1 and "time 90.0 s" in text and "time 100.0 s" not in text
+
+
+def test_bench_rewrite_keeps_the_browser_and_grading_sections(tmp_path):
+    report = tmp_path / "benchmarks.md"
+    report.write_text("old attention numbers\n<!-- browser:begin -->\nbrowser timings\n<!-- browser:end -->\n")
+    bench_grade.write_section(report, ["time 90.0 s"])
+    kept = bench.kept_sections(report)
+    assert "browser timings" in kept and "time 90.0 s" in kept and "old attention numbers" not in kept
+    assert bench.kept_sections(tmp_path / "missing.md") == ""
