@@ -45,7 +45,8 @@ def set_version(root: Path, version: str, today: datetime.date) -> list[str]:
             raise SystemExit(f"{path}: no line matching {pattern!r}")
         if new != text:
             path.write_text(new, encoding="utf-8")
-            changed.append(str(path.relative_to(root)))
+            if str(path.relative_to(root)) not in changed:
+                changed.append(str(path.relative_to(root)))
 
     sub(root / "pyproject.toml", r'^version = ".*"$', f'version = "{version}"')
     sub(root / "llm_lab" / "__init__.py", r'^__version__ = ".*"$', f'__version__ = "{version}"')
