@@ -22,6 +22,7 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 } | tee "$OUT/machine.txt"
 python3 -m llm_lab.gpu_check notebooks/en notebooks/zh 2>&1 | tee "$OUT/gpu_check.log"
 status=${PIPESTATUS[0]}
-timeout "${BENCH_TIMEOUT:-240}" python3 benchmarks/bench.py --device cuda --out "$OUT/benchmarks-cuda.md" 2>&1 \
+# the module entry point prints each length's table as soon as it is measured, so a time limit keeps what ran
+timeout "${BENCH_TIMEOUT:-240}" python3 -m llm_lab.benchmark --device cuda --preset full-cuda 2>&1 \
     | tee "$OUT/bench.log"
 exit "$status"
