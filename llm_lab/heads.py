@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 from typing import NamedTuple
 
 import torch
@@ -162,10 +163,25 @@ def same_token_score(attn_weights: torch.Tensor, token_ids: torch.Tensor) -> tor
 
     Averaged over the rows whose token occurred before in the window (nan if none does).
     """
-    num_tokens = _weights(attn_weights)
-    ids = _ids(token_ids, attn_weights)
-    earlier = torch.ones(num_tokens, num_tokens, dtype=torch.bool, device=ids.device).tril(diagonal=-1)
-    return _masked_score(attn_weights, (ids[:, :, None] == ids[:, None, :]) & earlier)
+    _weights(attn_weights)
+    return _masked_score(attn_weights, _same_token_targets(_ids(token_ids, attn_weights)))
+
+
+def _earlier(num_tokens: int, device) -> torch.Tensor:
+    return torch.ones(num_tokens, num_tokens, dtype=torch.bool, device=device).tril(diagonal=-1)
+
+
+def _same_token_targets(ids: torch.Tensor) -> torch.Tensor:
+    """Bool ``(B, T, T)``: key ``j < i`` holds the same token as query ``i``."""
+    return (ids[:, :, None] == ids[:, None, :]) & _earlier(ids.shape[1], ids.device)
+
+
+def _induction_targets(ids: torch.Tensor) -> torch.Tensor:
+    """Bool ``(B, T, T)``: key ``j < i`` follows an earlier copy of query ``i``'s token."""
+    b, num_tokens = ids.shape
+    follows = torch.zeros(b, num_tokens, num_tokens, dtype=torch.bool, device=ids.device)
+    follows[:, :, 1:] = ids[:, :, None] == ids[:, None, :-1]  # key j follows a copy of token i
+    return follows & _earlier(num_tokens, ids.device)
 
 
 def induction_score(attn_weights: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
@@ -175,12 +191,8 @@ def induction_score(attn_weights: torch.Tensor, token_ids: torch.Tensor) -> torc
     ``j`` (what came next last time), the basis of copying a repeated phrase. ``(B, nh, T, T), (B, T) -> (nh,)``,
     averaged over the rows that have such a ``j < i`` (nan if none does).
     """
-    num_tokens = _weights(attn_weights)
-    ids = _ids(token_ids, attn_weights)
-    follows = torch.zeros(ids.shape[0], num_tokens, num_tokens, dtype=torch.bool, device=ids.device)
-    follows[:, :, 1:] = ids[:, :, None] == ids[:, None, :-1]  # key j follows a copy of token i
-    earlier = torch.ones(num_tokens, num_tokens, dtype=torch.bool, device=ids.device).tril(diagonal=-1)
-    return _masked_score(attn_weights, follows & earlier)
+    _weights(attn_weights)
+    return _masked_score(attn_weights, _induction_targets(_ids(token_ids, attn_weights)))
 
 
 def uniform_weights(batch: int, num_heads: int, num_tokens: int) -> torch.Tensor:
@@ -210,11 +222,46 @@ def head_scores(attn_weights: torch.Tensor, token_ids: torch.Tensor | None = Non
     }
 
 
-def _even_scores(attn_weights: torch.Tensor, token_ids: torch.Tensor | None) -> dict[str, float]:
-    """The measures of one head that spreads its weight evenly, on the same batch shape and tokens."""
-    b, _, num_tokens, _ = attn_weights.shape
-    ids = None if token_ids is None else token_ids.cpu()
-    return {name: float(s[0]) for name, s in head_scores(uniform_weights(b, 1, num_tokens), ids).items()}
+def _position_targets(num_tokens: int) -> dict[str, torch.Tensor]:
+    """Bool ``(1, T, T)`` targets of the position measures, on the rows each measure averages over."""
+    rows = torch.arange(num_tokens)
+    targets = {name: torch.zeros(1, num_tokens, num_tokens, dtype=torch.bool)
+               for name in ("previous token", "first token", "current token")}
+    targets["previous token"][0, rows[2:], rows[2:] - 1] = True
+    targets["first token"][0, 2:, 0] = True
+    targets["current token"][0, rows[1:], rows[1:]] = True
+    return targets
+
+
+def _even_fraction(targets: torch.Tensor) -> Fraction | float:
+    """What evenly spread weights (``1/(i+1)`` on each key of row ``i``) score on bool targets ``(B, T, T)``.
+
+    An exact fraction: the mean over the rows that have a target of ``hits / (i + 1)``. Computed in floats,
+    such a baseline can sit exactly on a rounding boundary (``19/80 = 0.2375``), where the last printed digit
+    would depend on the summation order of the device.
+    """
+    rows = int(targets.any(dim=-1).sum())
+    if rows == 0:
+        return float("nan")
+    hits = targets.sum(dim=(0, 2)).tolist()  # (T,): targets of query row i, over the batch
+    return sum((Fraction(int(n), i + 1) for i, n in enumerate(hits)), Fraction(0)) / rows
+
+
+def _even_scores(attn_weights: torch.Tensor, token_ids: torch.Tensor | None) -> dict[str, Fraction | float]:
+    """The measures of one head that spreads its weight evenly, on the same tokens, as exact fractions."""
+    num_tokens = attn_weights.shape[-1]
+    targets = _position_targets(num_tokens)
+    if token_ids is not None:
+        ids = token_ids.cpu()
+        targets["same token"], targets["induction"] = _same_token_targets(ids), _induction_targets(ids)
+    return {name: _even_fraction(targets[name]) for name in MEASURES if token_ids is not None or name not in NEEDS_IDS}
+
+
+def _fixed(value, decimals: int) -> str:
+    """``value`` with ``decimals`` digits; a Fraction is rounded exactly (half to even), not through a float."""
+    if isinstance(value, Fraction):
+        value = float(round(value, decimals))  # a multiple of 10**-decimals: its float prints back exactly
+    return f"{value:.{decimals}f}"
 
 
 def head_report(attn_weights: torch.Tensor, token_ids: torch.Tensor | None = None, head_names=None, decimals: int = 3):
@@ -233,7 +280,7 @@ def head_report(attn_weights: torch.Tensor, token_ids: torch.Tensor | None = Non
     rows.append(("spread evenly", list(_even_scores(attn_weights, token_ids).values())))
     width = max(len(label) for label, _ in rows) + 2
     lines = [" " * width + "".join(f"{m:>16}" for m in scores)]
-    lines += [f"{label:<{width}}" + "".join(f"{v:>16.{decimals}f}" for v in values) for label, values in rows]
+    lines += [f"{label:<{width}}" + "".join(f"{_fixed(v, decimals):>16}" for v in values) for label, values in rows]
     return "\n".join(lines)
 
 
@@ -246,7 +293,7 @@ def head_roles(attn_weights: torch.Tensor, token_ids: torch.Tensor | None = None
     even = _even_scores(attn_weights, token_ids)
     names = []
     for h in range(attn_weights.shape[1]):
-        ratios = {m: float(s[h].cpu()) / even[m] for m, s in scores.items() if not s[h].isnan()}
+        ratios = {m: float(s[h].cpu()) / float(even[m]) for m, s in scores.items() if not s[h].isnan()}
         best = max(ratios, key=ratios.get)
         names.append(best if ratios[best] >= min_ratio else "spread out")
     return names

@@ -62,3 +62,38 @@ def test_a_check_without_tolerance_for_order_flips_under_the_nudge():
         again = a @ b
     assert not torch.equal(reference, again)
     assert torch.allclose(reference, again, rtol=1e-5)
+
+
+def test_the_flipped_sign_moves_every_value_the_other_way():
+    torch.manual_seed(1)
+    x = torch.randn(1000)
+    up, down = float_nudge.nudge(x, 1), float_nudge.nudge(x, -1)
+    assert torch.equal((up - x).sign(), -(down - x).sign())
+    assert torch.equal(float_nudge.nudge(torch.arange(5.0), -1), torch.arange(5.0))  # whole numbers stay
+    with pytest.raises(ValueError, match="sign must be 1 or -1"):
+        float_nudge.FloatNudge(sign=0)
+
+
+def test_both_signs_find_a_number_on_a_rounding_boundary():
+    # 19/80 = 0.2375 computed in float32 is 0.23750001: printed with three decimals it reads 0.238 or 0.237
+    # depending on the last bit, which a nudge in one direction keeps and in the other does not
+    even = torch.tensor([1 / 3, 1 / 4, 1 / 5, 1 / 6])
+    printed = set()
+    for sign in (1, -1):
+        with float_nudge.FloatNudge(sign=sign):
+            printed.add(f"{even.mean().item():.3f}")
+    assert printed == {"0.237", "0.238"}
+
+
+def test_standalone_stages_one_copy_per_sign(tmp_path):
+    import standalone
+
+    nb = tmp_path / "en" / "04_x.ipynb"
+    nb.parent.mkdir()
+    nb.write_text("{}")
+    staged = standalone.stage([nb], tmp_path / "staged", signs=(1, -1))
+    assert [p.parent.name for p in staged] == ["en-04_x+1", "en-04_x-1"]
+    assert [(p.parent / standalone.SIGN_FILE).read_text().strip() for p in staged] == ["1", "-1"]
+    assert standalone.parse_signs("1,-1") == (1, -1)
+    with pytest.raises(Exception, match="--signs takes"):
+        standalone.parse_signs("2")

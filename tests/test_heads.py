@@ -3,6 +3,7 @@
 import hashlib
 import shutil
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from llm_lab import heads, resources
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
+import float_nudge  # noqa: E402
 import train  # noqa: E402
 
 # What each named head of the shipped model does, measured on the held-out tenth of the story, and the bar it
@@ -243,3 +245,19 @@ def test_train_script_runs_and_matches_the_shipped_start(trained, tmp_path):
     assert set(quick.roles) == set(trained.roles)
     with pytest.raises(SystemExit):
         train.main(["--steps", "0", "--out", str(out)])
+
+
+def test_even_baseline_is_exact_and_rounds_off_the_float_boundary():
+    # T = 6: rows 2..5 spread evenly put (1/3 + 1/4 + 1/5 + 1/6) / 4 = 19/80 = 0.2375 on the previous token,
+    # a value whose last printed digit would follow the float summation order (0.23750001 or 0.23749999)
+    w = heads.uniform_weights(2, 1, 6)
+    ids = torch.tensor([[1, 2, 1, 2, 1, 3], [0, 0, 0, 1, 1, 0]])
+    even = heads._even_scores(w, ids)
+    assert even["previous token"] == Fraction(19, 80) and even["current token"] == Fraction(29, 100)
+    floats = {name: float(s[0]) for name, s in heads.head_scores(w, ids).items()}
+    assert floats.keys() == even.keys()
+    assert all(abs(floats[name] - float(even[name])) < 1e-6 for name in floats)
+    assert heads.head_report(w).splitlines()[-1].split()[2:] == ["0.238", "0.238", "0.290"]  # half to even
+    for sign in (1, -1):  # float results nudged both ways, as make test-perturbed does: the row stays
+        with float_nudge.FloatNudge(sign=sign):
+            assert heads.head_report(w).splitlines()[-1].split()[2:] == ["0.238", "0.238", "0.290"]

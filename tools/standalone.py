@@ -2,11 +2,15 @@
 
     python tools/standalone.py                       # wheel into .venv-wheel (deps reused from .venv), nbval
     python tools/standalone.py --perturb --langs en  # the same with float32 results nudged (tools/float_nudge.py)
+    python tools/standalone.py --perturb --signs 1,-1 --langs en   # each notebook nudged one way, then the other
     python tools/standalone.py --reqs tests/colab-versions.txt --python python3.13   # another set of versions
 
 Steps: build the wheel from this tree (``build/dist``); install it, not editable, into a venv of its own; check
 that ``import llm_lab`` there resolves to the installed wheel and that no path of this repository is on
 ``sys.path``; copy each notebook into an empty folder of its own; run nbval over them with the venv's kernel.
+With ``--perturb --signs 1,-1`` each notebook is staged once per sign (folders ``en-NN_slug+1`` and
+``en-NN_slug-1``) and all of them run in one pytest session: every float32 result is nudged up in one copy and
+down in the other, which finds printed numbers that sit on a rounding boundary.
 
 Without ``--reqs`` the venv reuses the project's ``.venv`` for the dependencies (a ``.pth`` line pointing at its
 site-packages, whose own ``.pth`` files, the editable install among them, are not processed), so it costs
@@ -32,15 +36,18 @@ SANITIZE = ROOT / "tests" / "nbval_sanitize.cfg"
 NUDGE = ROOT / "tools" / "float_nudge.py"
 PIP = ["-m", "pip", "--disable-pip-version-check", "-q"]
 
+SIGN_FILE = ".float-nudge-sign"  # in a staged notebook's folder: which way its kernel nudges (1 or -1)
 STARTUP = """\
 # Written by tools/standalone.py --perturb: nudge float32 results in this kernel (see tools/float_nudge.py).
 import importlib.util as _ilu
+import pathlib as _pl
 
 _spec = _ilu.spec_from_file_location("llm_lab_float_nudge", {path!r})
 _mod = _ilu.module_from_spec(_spec)
 _spec.loader.exec_module(_mod)
-_mod.install()
-del _ilu, _spec, _mod
+_sign = _pl.Path({sign_file!r})  # relative: nbval starts each kernel in its notebook's folder
+_mod.install(int(_sign.read_text()) if _sign.exists() else 1)
+del _ilu, _pl, _spec, _mod, _sign
 """
 
 ISOLATION_CHECK = """\
@@ -134,14 +141,31 @@ def check_isolation(python: Path, workdir: Path, wheel: Path) -> None:
     print(f"standalone: llm_lab {info['version']} from {info['file']}", flush=True)
 
 
-def stage(notebooks: list[Path], where: Path) -> list[Path]:
-    """Copy each notebook into an empty folder of its own, as a learner opens one on Colab."""
+def stage(notebooks: list[Path], where: Path, signs: tuple[int, ...] = ()) -> list[Path]:
+    """Copy each notebook into an empty folder of its own, as a learner opens one on Colab.
+
+    With ``signs`` (for ``--perturb``), one copy per sign, its folder holding the sign its kernel nudges with.
+    """
     staged = []
     for nb in notebooks:
-        folder = where / f"{nb.parent.name}-{nb.stem}"
-        folder.mkdir(parents=True)
-        staged.append(Path(shutil.copy2(nb, folder / nb.name)))
+        for sign in signs or (None,):
+            folder = where / (f"{nb.parent.name}-{nb.stem}" + ("" if sign is None else f"{sign:+d}"))
+            folder.mkdir(parents=True)
+            if sign is not None:
+                (folder / SIGN_FILE).write_text(f"{sign}\n")
+            staged.append(Path(shutil.copy2(nb, folder / nb.name)))
     return staged
+
+
+def parse_signs(text: str) -> tuple[int, ...]:
+    """``"1,-1"`` -> ``(1, -1)``: the nudge directions, each 1 (float_nudge's hashed sign) or -1 (flipped)."""
+    try:
+        signs = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        signs = ()
+    if not signs or any(s not in (1, -1) for s in signs) or len(set(signs)) != len(signs):
+        raise argparse.ArgumentTypeError(f"--signs takes 1, -1 or 1,-1, got {text!r}")
+    return signs
 
 
 def select(langs: list[str], only: str | None) -> list[Path]:
@@ -163,6 +187,8 @@ def main(argv=None) -> int:
     ap.add_argument("--langs", default=",".join(LANGS))
     ap.add_argument("--only", help="comma-separated number prefixes, e.g. 01,06")
     ap.add_argument("--perturb", action="store_true", help="nudge float32 results in the kernels (float_nudge.py)")
+    ap.add_argument("--signs", type=parse_signs, default=(1,),
+                    help="with --perturb: nudge directions, 1 (hashed), -1 (flipped) or 1,-1 (each notebook both ways)")
     ap.add_argument("pytest_args", nargs="*", help="extra arguments for pytest (after --)")
     args = ap.parse_args(argv)
 
@@ -183,7 +209,7 @@ def main(argv=None) -> int:
         empty = tmp / "empty"
         empty.mkdir()
         check_isolation(python, empty, wheel)
-        staged = stage(notebooks, tmp / "notebooks")
+        staged = stage(notebooks, tmp / "notebooks", args.signs if args.perturb else ())
         env = dict(os.environ, PYTHONNOUSERSITE="1")
         env.pop("PYTHONPATH", None)
         env.pop("LLM_LAB_DATA", None)  # the data must come from the wheel
@@ -192,9 +218,10 @@ def main(argv=None) -> int:
             startup = ipython_dir / "profile_default" / "startup"
             startup.mkdir(parents=True)
             nudge = Path(shutil.copy2(NUDGE, tmp / "float_nudge.py"))
-            (startup / "00-float-nudge.py").write_text(STARTUP.format(path=str(nudge)))
+            (startup / "00-float-nudge.py").write_text(STARTUP.format(path=str(nudge), sign_file=SIGN_FILE))
             env["IPYTHONDIR"] = str(ipython_dir)
-        what = "perturbed float32 results, " if args.perturb else ""
+        signs = ", ".join(f"{s:+d}" for s in args.signs)
+        what = f"float32 results nudged with sign {signs}, " if args.perturb else ""
         print(f"standalone: nbval over {len(staged)} notebooks ({what}installed wheel, one empty folder each)",
               flush=True)
         cmd = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp),
