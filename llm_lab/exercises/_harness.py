@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ._core import LearnerError, NotImplementedYet, TimedOut
+from ._observe import observing
 
 MAX_OUTPUT_LINES = 20
 MAX_OUTPUT_CHARS = 4000
@@ -80,6 +81,7 @@ class _Run:
     watch: Watch
     out: _CappedText = field(default_factory=_CappedText)
     hit: tuple | None = None  # (name, hint) of the first watched code the learner's code ran
+    observed: dict | None = None  # what an observed call computed (``call(..., observe=True)``)
     interrupted: bool = False
 
 
@@ -100,10 +102,14 @@ def checking(seconds: float | None, watch: Watch):
 
 def call(fn, *args, case: str, seed: int | None = None, **kwargs):
     """Call learner code: collect its prints, silence its warnings, seed torch if asked, enforce the time
-    limit, and turn whatever it raises into a Fail naming it."""
+    limit, and turn whatever it raises into a Fail naming it. ``observe=True`` (a keyword for the harness,
+    not passed on): also record the largest tensor and the torch ops of the call (``_observe``), read
+    afterwards with ``last_observed()``."""
     r = _runs[-1] if _runs else _Run(None, None, Watch())
+    observe = bool(kwargs.pop("observe", False))
     try:
-        with contextlib.redirect_stdout(r.out), warnings.catch_warnings(), _watching(r), _time_limit(r, case):
+        with contextlib.redirect_stdout(r.out), warnings.catch_warnings(), _watching(r), _time_limit(r, case), \
+                _observing(r, observe):
             warnings.simplefilter("ignore")
             if seed is not None:
                 torch.manual_seed(seed)
@@ -120,6 +126,28 @@ def call(fn, *args, case: str, seed: int | None = None, **kwargs):
         raise LearnerError(exc, case) from None
     except BaseException as exc:  # SystemExit included: nothing the learner's code does may end the check
         raise LearnerError(exc, case) from None
+
+
+_unscoped: dict = {"observed": None}  # what the last observed call outside any check recorded
+
+
+def last_observed() -> dict | None:
+    """The record of the last ``call(..., observe=True)`` of the current check: ``{"largest": int, "ops": [str]}``
+    (``None`` if none was observed)."""
+    return _runs[-1].observed if _runs else _unscoped["observed"]
+
+
+@contextlib.contextmanager
+def _observing(r: _Run, on: bool):
+    if not on:
+        yield
+        return
+    r.observed = None
+    with observing() as seen:
+        try:
+            yield
+        finally:
+            r.observed = _unscoped["observed"] = seen.record()
 
 
 def printed(r: _Run) -> str:
