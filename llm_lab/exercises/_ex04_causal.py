@@ -19,7 +19,7 @@ from ._shared import gen, weights_variants
 
 DROPOUT_HINTS = ("dropout_in_eval", "dropout_missing", "dropout_on_output", "dropout_on_input", "dropout_default_rate",
                  "dropout_rate_fixed", "dropout_rate_inverted", "dropout_rate_wrong", "dropout_not_scaled",
-                 "dropout_scaled_by_p", "dropout_wrong_scale", "dropout_mask_shared")
+                 "dropout_scaled_by_p", "dropout_wrong_scale", "dropout_mask_shared", "dropout_on_scores")
 
 
 def _context_variants(x: torch.Tensor, layers: dict) -> list:

@@ -7,11 +7,12 @@ import torch
 from torch import nn
 
 from ..masks import causal_mask, causal_softmax
-from ._core import Exercise, Fail, LearnerError, as_tensor, compare, diagnose, shape_str
+from ._core import Exercise, Fail, LearnerError, as_tensor, compare, diagnose, same, shape_str
 from ._ex04_causal import DROPOUT_HINTS
-from ._harness import call
+from ._harness import call, last_observed
 from ._modules import build, check_eval_dropout, class_name, forward_case, linear, probe_train_dropout, project, qkv
-from ._shared import WEIGHT_HINTS, attention, gen, softmax_masked, weights_variants
+from ._observe import called
+from ._shared import HELPERS, WEIGHT_HINTS, attention, gen, softmax_masked, triu, unless_reference, weights_variants
 
 
 def split(t, nh, how="ok"):
@@ -33,13 +34,33 @@ def merge(c, how="ok"):
     return c.transpose(1, 2).reshape(b, n, nh * hd)
 
 
+# The lesson's lines: the split/merge exercise asks for reshape/permute/flatten instead.
+LESSON_OPS = ("view", "view_as", "transpose", "swapaxes", "swapdims")
+
+
+def _call_unchanged(fn, args: tuple, names: tuple, case: str):
+    """Call ``fn`` on copies of ``args`` (observed); Fail if it changed one of them in place."""
+    copies = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+    out = call(fn, *copies, case=case, observe=True)
+    for name, before, after in zip(names, args, copies, strict=True):
+        if isinstance(before, torch.Tensor) and not same(after, before, atol=0.0, rtol=0.0):
+            raise Fail("input_modified", name=name, case=case)
+    return out
+
+
+def _no_lesson_ops(case: str) -> None:
+    op = called(last_observed(), *LESSON_OPS)
+    if op:
+        unless_reference(Fail("uses_lesson_ops", ref=op, case=case))
+
+
 def body_split_heads(fn) -> list[str]:
     g = gen(707)
     cases = []
     for shape, nh in (((2, 5, 6), 3), ((1, 1, 4), 2), ((3, 7, 8), 4), ((2, 3, 4), 1)):
         x = torch.randn(*shape, generator=g)
         case = f"x.shape={shape_str(shape)}, num_heads={nh}"
-        out = call(fn, x.clone(), nh, case=case)
+        out = _call_unchanged(fn, (x, nh), ("x", "num_heads"), case)
         b, n, d = shape
         variants = [
             ("view_without_transpose", lambda x=x, nh=nh: split(x, nh, "no_transpose")),
@@ -47,6 +68,7 @@ def body_split_heads(fn) -> list[str]:
             ("heads_interleaved", lambda x=x, nh=nh: split(x, nh, "interleaved")),
         ]
         compare(out, split(x, nh), case, variants)
+        _no_lesson_ops(case)
         cases.append(f"{shape_str(shape)} num_heads={nh}")
     return cases
 
@@ -58,7 +80,7 @@ def body_merge_heads(fn) -> list[str]:
         c = torch.randn(*shape, generator=g)
         case = f"context_vec.shape={shape_str(shape)}"
         try:
-            out = call(fn, c.clone(), case=case)
+            out = _call_unchanged(fn, (c,), ("context_vec",), case)
         except LearnerError as err:
             if isinstance(err.exc, RuntimeError) and "view" in str(err.exc) and "contiguous" in str(err.exc):
                 raise Fail("not_contiguous", case=case) from None
@@ -69,6 +91,7 @@ def body_merge_heads(fn) -> list[str]:
             ("heads_interleaved", lambda c=c: merge(c, "interleaved")),
         ]
         compare(out, merge(c), case, variants)
+        _no_lesson_ops(case)
         cases.append(shape_str(shape))
     return cases
 
@@ -151,26 +174,48 @@ PADDED_CASES = (
 )
 
 
-def _padded_ref(q, k, v, hidden):
-    w = softmax_masked(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5, hidden)
+def _padded_ref(q, k, v, hidden, scale=None):
+    scale = k.shape[-1] if scale is None else scale
+    w = softmax_masked(q @ k.transpose(-2, -1) / scale**0.5, hidden)
     return w.masked_fill(hidden.all(dim=-1, keepdim=True), 0.0) @ v
 
 
 def _padded_variants(q, k, v, kpm) -> list:
-    t = q.shape[-2]
+    b, nh, t, hs = q.shape
     causal = causal_mask(t)
-    keys_hidden = causal | kpm[:, None, None, :]
-    scores = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5
+    keys = kpm[:, None, None, :]
+    keys_hidden = causal | keys
+    scores = q @ k.transpose(-2, -1) / hs**0.5
     return [
         ("nan_rows", lambda: softmax_masked(scores, keys_hidden) @ v),
         ("padding_ignored", lambda: attention(q, k, v)),
         ("padding_heads_axis", lambda: _padded_ref(q, k, v, causal | kpm[:, None, :])),
-        ("padding_wrong_axis", lambda: _padded_ref(q, k, v, causal | kpm[:, None, :, None])),
+        # before padding_wrong_axis: with right padding the two give the same output, and only this one is
+        # right wherever the keys are hidden correctly
         ("padded_queries_zeroed", lambda: _padded_ref(q, k, v, keys_hidden).masked_fill(kpm[:, None, :, None], 0.0)),
-        ("future_open", lambda: _padded_ref(q, k, v, kpm[:, None, None, :].expand(-1, -1, t, -1))),
-        ("scale_missing", lambda: _padded_ref(q * k.shape[-1] ** 0.5, k, v, keys_hidden)),
+        ("padding_wrong_axis", lambda: _padded_ref(q, k, v, causal | kpm[:, None, :, None])),
+        ("future_open", lambda: _padded_ref(q, k, v, keys.expand(-1, -1, t, -1))),
+        ("diagonal_masked", lambda: _padded_ref(q, k, v, triu(t, 0) | keys)),
+        ("scale_missing", lambda: _padded_ref(q, k, v, keys_hidden, scale=1)),
+        ("scale_twice", lambda: _padded_ref(q, k, v, keys_hidden, scale=hs**2)),
+        ("scale_uses_d_out", lambda: _padded_ref(q, k, v, keys_hidden, scale=nh * hs)),
+        ("scale_uses_T", lambda: _padded_ref(q, k, v, keys_hidden, scale=t)),
         ("fully_masked_not_zero", lambda: torch.softmax(scores.masked_fill(keys_hidden, -1e9), dim=-1) @ v),
     ]
+
+
+def _heads_axis_probe(fn) -> bool:
+    """After a size error: is the learner's mask lined up with the heads? Asked on the case B == nh, where
+    such a mask broadcasts instead of raising; any other cause of the error gives another output there."""
+    b, nh, t, hs, pad = PADDED_CASES[-1]
+    g = gen(1112)
+    q, k, v = (torch.randn(b, nh, t, hs, generator=g) for _ in range(3))
+    kpm = torch.tensor(pad)
+    try:
+        out = as_tensor(call(fn, q.clone(), k.clone(), v.clone(), kpm.clone(), case="probe"), "probe")
+    except Fail:
+        return False
+    return same(out, _padded_ref(q, k, v, causal_mask(t) | kpm[:, None, :]))
 
 
 def body_padded_attention(fn) -> list[str]:
@@ -181,9 +226,10 @@ def body_padded_attention(fn) -> list[str]:
         q, k, v = (torch.randn(b, nh, t, hs, generator=g) for _ in range(3))
         case = f"queries.shape={shape_str(q.shape)}, key_padding_mask={pad}"
         try:
-            out = call(fn, q.clone(), k.clone(), v.clone(), kpm.clone(), case=case)
+            out = _call_unchanged(fn, (q, k, v, kpm), ("queries", "keys", "values", "key_padding_mask"), case)
         except LearnerError as err:
-            if isinstance(err.exc, RuntimeError) and "must match the size" in str(err.exc) and b != nh:
+            size_error = isinstance(err.exc, RuntimeError) and "must match the size" in str(err.exc)
+            if size_error and b != nh and _heads_axis_probe(fn):
                 raise Fail("padding_heads_axis", case=case) from None
             raise
         want = causal_softmax(q @ k.transpose(-2, -1) / hs**0.5, kpm[:, None, :]) @ v
@@ -191,6 +237,44 @@ def body_padded_attention(fn) -> list[str]:
         cases.append(f"B={b} nh={nh} T={t}")
     return cases
 
+
+_SPLIT_MESSAGES = {
+    "uses_lesson_ops": {
+        "en": "{title}: right values, but with `{ref}`, the lesson's own line (input: {case}); this exercise asks for `reshape` and `permute` (and `flatten` to merge), so that you rebuild the idea instead of copying it.",
+        "zh": "{title}：数值是对的，但用了 `{ref}`，那是正文里的原句（输入：{case}）；这道练习要求用 `reshape` 和 `permute`（合并时用 `flatten`），自己重建这个思路，而不是照抄。",
+    },
+    "view_without_transpose": {
+        "en": "{title}: the features were cut into heads without moving the heads in front of the tokens (input: {case}): a reshape straight to (B, num_heads, T, head_dim) mixes tokens and heads.",
+        "zh": "{title}：特征切分成了多个头，却没有把“头”的维度移到词元前面（输入：{case}）：直接 reshape 成 (B, num_heads, T, head_dim) 会把词元和头混在一起。",
+    },
+}
+_MERGE_MESSAGES = {
+    "uses_lesson_ops": _SPLIT_MESSAGES["uses_lesson_ops"],
+    "merge_without_transpose": {
+        "en": "{title}: the heads were flattened without permuting them back behind the tokens first (input: {case}), which mixes tokens and heads.",
+        "zh": "{title}：合并注意力头时没有先用 permute 把“头”的维度放回词元后面就直接展平了（输入：{case}），词元和头被混在了一起。",
+    },
+    "transpose_not_merged": {
+        "en": "{title}: you permuted back but never merged the heads (input: {case}): the result still has 4 dimensions (B, T, num_heads, head_dim).",
+        "zh": "{title}：已经用 permute 换回来了，但没有把各个头合并（输入：{case}）：结果仍是 4 维的 (B, T, num_heads, head_dim)。",
+    },
+    "not_contiguous": {
+        "en": "{title}: `.view` failed after `.permute` (input: {case}): permute only reorders strides, so the memory is no longer in row order; this exercise merges with `flatten`.",
+        "zh": "{title}：在 `.permute` 之后调用 `.view` 失败了（输入：{case}）：permute 只重排步长（stride），内存不再按行排列；这道练习用 `flatten` 合并。",
+    },
+}
+_SPLIT_FIXES = {
+    "uses_lesson_ops": {"en": "`x.reshape(b, num_tokens, num_heads, d_out // num_heads).permute(0, 2, 1, 3)`.", "zh": "`x.reshape(b, num_tokens, num_heads, d_out // num_heads).permute(0, 2, 1, 3)`。"},
+    "view_without_transpose": {"en": "Reshape to (b, num_tokens, num_heads, head_dim), then move the heads in front: `x.reshape(b, num_tokens, num_heads, d_out // num_heads).permute(0, 2, 1, 3)`.", "zh": "先 reshape 成 (b, num_tokens, num_heads, head_dim)，再把“头”的维度移到前面：`x.reshape(b, num_tokens, num_heads, d_out // num_heads).permute(0, 2, 1, 3)`。"},
+    "heads_interleaved": {"en": "num_heads before head_dim in the reshape: `x.reshape(b, num_tokens, num_heads, d_out // num_heads).permute(0, 2, 1, 3)`.", "zh": "reshape 时 num_heads 在 head_dim 之前：`x.reshape(b, num_tokens, num_heads, d_out // num_heads).permute(0, 2, 1, 3)`。"},
+}
+_MERGE_FIXES = {
+    "uses_lesson_ops": {"en": "`context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)`.", "zh": "`context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)`。"},
+    "merge_without_transpose": {"en": "Permute back first, then flatten: `context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)`.", "zh": "先用 permute 换回来，再展平：`context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)`。"},
+    "transpose_not_merged": {"en": "Flatten the last two dimensions too: `context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)`.", "zh": "把最后两维也展平：`context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)`。"},
+    "heads_interleaved": {"en": "Tokens first, then each head's features in turn: `context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)`.", "zh": "先按词元，再依次排列每个头的特征：`context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)`。"},
+    "not_contiguous": {"en": "`context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)`: flatten copies when permute left gaps.", "zh": "`context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)`：permute 留下间隔时 flatten 会复制。"},
+}
 
 _PADDED_MESSAGES = {
     "padding_heads_axis": {
@@ -203,18 +287,35 @@ _PADDED_FIXES = {
         "en": "`hidden = causal | key_padding_mask[:, None, None, :]` (shape (B, 1, 1, T)).",
         "zh": "`hidden = causal | key_padding_mask[:, None, None, :]`（形状为 (B, 1, 1, T)）。",
     },
+    # 02's `key_padding_mask.unsqueeze(-2)` is (B, 1, T): against (B, nh, T, T) scores it lines up with the heads
+    "padding_ignored": {
+        "en": "`hidden = causal | key_padding_mask[:, None, None, :]`: shape (B, 1, 1, T), the padded key columns of every head and every query.",
+        "zh": "`hidden = causal | key_padding_mask[:, None, None, :]`：形状为 (B, 1, 1, T)，在每个头、每个查询里遮蔽填充的键（列）。",
+    },
+    "padding_wrong_axis": {
+        "en": "Put the new axes before the keys: `key_padding_mask[:, None, None, :]` (B, 1, 1, T) hides columns, `[:, None, :, None]` hides rows.",
+        "zh": "新轴要加在键的维度之前：`key_padding_mask[:, None, None, :]`（形状 (B, 1, 1, T)）遮蔽的是列，`[:, None, :, None]` 遮蔽的是行。",
+    },
 }
+
+_HEAD_REFERENCES = ("multihead.MultiHeadAttention", "multihead.FusedMultiHeadAttention")  # _split_heads, _merge_heads
 
 RECORDS = [
     Exercise(
         name="split_heads", notebook="05", body=body_split_heads, points=1, takes="function",
-        signature="``fn(x (B, T, d_out), num_heads) -> (B, num_heads, T, head_dim)``.",
-        hints=("view_without_transpose", "heads_interleaved"),
+        signature="``fn(x (B, T, d_out), num_heads) -> (B, num_heads, T, head_dim)``, with reshape and permute.",
+        hints=("view_without_transpose", "heads_interleaved", "uses_lesson_ops", "input_modified"),
+        references=_HEAD_REFERENCES + ("exercises._ex05_multihead.split",),
+        messages=_SPLIT_MESSAGES, fixes=_SPLIT_FIXES,
     ),
     Exercise(
         name="merge_heads", notebook="05", body=body_merge_heads, points=1, takes="function",
-        signature="``fn(context_vec (B, num_heads, T, head_dim)) -> (B, T, num_heads * head_dim)``.",
-        hints=("merge_without_transpose", "transpose_not_merged", "heads_interleaved", "not_contiguous"),
+        signature="``fn(context_vec (B, num_heads, T, head_dim)) -> (B, T, num_heads * head_dim)``, with permute "
+        "and flatten.",
+        hints=("merge_without_transpose", "transpose_not_merged", "heads_interleaved", "not_contiguous",
+               "uses_lesson_ops", "input_modified"),
+        references=_HEAD_REFERENCES + ("exercises._ex05_multihead.merge",),
+        messages=_MERGE_MESSAGES, fixes=_MERGE_FIXES,
     ),
     Exercise(
         name="multihead", notebook="05", body=body_multihead, points=3, takes="class",
@@ -224,15 +325,18 @@ RECORDS = [
                "mask_wrong_size", "missing_attribute", "not_module", "instance_not_class", "dropout_after_out_proj")
         + WEIGHT_HINTS + DROPOUT_HINTS,
         references=("multihead.MultiHeadAttention", "multihead.FusedMultiHeadAttention",
-                    "multihead.MultiHeadAttentionWrapper", "attention.CausalAttention"),
+                    "multihead.MultiHeadAttentionWrapper", "attention.CausalAttention",
+                    "exercises._ex05_multihead._mha") + HELPERS,
     ),
     Exercise(
         name="padded_attention", notebook="05", body=body_padded_attention, points=3, takes="function",
         signature="``fn(queries, keys, values (B, nh, T, hs), key_padding_mask bool (B, T)) -> (B, nh, T, hs)``: "
         "causal attention per head that also hides padded keys; a query with no visible key gets zeros.",
         hints=("nan_rows", "padding_ignored", "padding_heads_axis", "padding_wrong_axis", "padded_queries_zeroed",
-               "future_open", "scale_missing", "fully_masked_not_zero"),
-        references=("masks.causal_softmax", "multihead.MultiHeadAttention", "multihead.FusedMultiHeadAttention"),
+               "future_open", "diagonal_masked", "scale_missing", "scale_twice", "scale_uses_d_out", "scale_uses_T",
+               "fully_masked_not_zero", "input_modified"),
+        references=("masks.causal_softmax", "multihead.MultiHeadAttention", "multihead.FusedMultiHeadAttention",
+                    "exercises._ex05_multihead._padded_ref") + HELPERS,
         messages=_PADDED_MESSAGES, fixes=_PADDED_FIXES,
     ),
 ]

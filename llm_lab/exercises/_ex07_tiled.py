@@ -6,25 +6,29 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ._core import Exercise, Fail, as_tensor, compare, same, shape_str
-from ._harness import call
-from ._shared import gen
+from ._core import Exercise, Fail, LearnerError, as_tensor, compare, diagnose, same, shape_str
+from ._harness import call, last_observed
+from ._observe import called_matching
+from ._shared import gen, unless_reference
 
 NEG_INF = float("-inf")
 
 
-def tiled(q, k, v, block, *, causal=True, scale=True, rescale_acc=True, rescale_sum=True):
-    """Blocked attention with an online softmax, optionally with one planted mistake (the wrong variants)."""
+def tiled(q, k, v, block, *, causal=True, scale=True, rescale_acc=True, rescale_sum=True, skip=False, init=NEG_INF):
+    """Blocked attention with an online softmax, optionally with one planted mistake (the wrong variants).
+
+    ``skip``: key blocks wholly in the future are not visited (the notebook's loop); ``init``: the running
+    maximum's start (``0.0``: the underflow mistake)."""
     b, nh, t, hs = q.shape
     q = q / hs**0.5 if scale else q
     out = torch.empty_like(v)
     for qs in range(0, t, block):
         qb = q[:, :, qs : qs + block]
-        m = torch.full(qb.shape[:-1], NEG_INF, dtype=q.dtype)
+        m = torch.full(qb.shape[:-1], init, dtype=q.dtype)
         s_run = torch.zeros(qb.shape[:-1], dtype=q.dtype)
         acc = torch.zeros(*qb.shape[:-1], hs, dtype=q.dtype)
         rows = torch.arange(qs, qs + qb.shape[2]).unsqueeze(-1)
-        for ks in range(0, t, block):
+        for ks in range(0, qs + qb.shape[2] if skip else t, block):
             scores = qb @ k[:, :, ks : ks + block].transpose(-2, -1)
             if causal:
                 cols = torch.arange(ks, min(ks + block, t))
@@ -40,41 +44,110 @@ def tiled(q, k, v, block, *, causal=True, scale=True, rescale_acc=True, rescale_
     return out
 
 
-# (B, nh, T, hs, block_size, score scale): blocks that divide T, that do not, one block, one-token blocks, and
-# scores around +-100 (exp overflows float32 past 88.7 unless the running maximum is subtracted)
+def _extreme_scores() -> tuple:
+    """(1, 1, 4, 4) queries and keys whose scaled scores are exact in float32 and far past what exp survives:
+    row 0 sees one score, -800 (a running maximum started at 0 underflows it to 0/0); row 1 sees 800 and 790
+    (exp overflows even float64 unless the maximum is subtracted); rows 2 and 3 jump by 500 between blocks."""
+    k = 40.0 * torch.eye(4)  # score(i, j) = q[i, j] * 40 / sqrt(4) = 20 * q[i, j]
+    q = torch.tensor([[-40.0, 0, 0, 0], [40, 39.5, 0, 0], [-40, 0, 0.25, 0], [-25, 0, 25, 50]])
+    return q[None, None], k[None, None]
+
+
+# (B, nh, T, hs, block_size, kind): blocks that divide T, that do not, one block, one-token blocks; scores around
+# +-100 ("large": exp overflows float32 past 88.7 unless the running maximum is subtracted); hand-built scores of
+# +-800 ("extreme": past float64's exp, and below what a running maximum started at 0 can hold); and a long
+# sequence ("long") where the (T, T) scores, or block_size whole rows of them, are far larger than any tensor
+# blocked attention needs: B * nh * T * hs inputs, B * nh * block_size**2 scores per step.
 CASES = (
-    (1, 1, 8, 4, 4, 1.0),
-    (2, 3, 10, 8, 4, 1.0),
-    (1, 2, 7, 4, 3, 1.0),
-    (2, 1, 5, 4, 8, 1.0),
-    (1, 1, 6, 2, 1, 1.0),
-    (1, 2, 8, 4, 4, 10.0),
+    (1, 1, 8, 4, 4, "plain"),
+    (2, 3, 10, 8, 4, "plain"),
+    (1, 2, 7, 4, 3, "plain"),
+    (2, 1, 5, 4, 8, "plain"),
+    (1, 1, 6, 2, 1, "plain"),
+    (1, 2, 8, 4, 4, "large"),
+    (1, 1, 4, 4, 1, "extreme"),
+    (1, 1, 4, 4, 3, "extreme"),
+    (2, 4, 128, 2, 8, "long"),
 )
+LABELS = {"plain": "", "large": " large scores", "extreme": " extreme scores", "long": ""}
+
+
+def _inputs(g, b, nh, t, hs, kind):
+    q, k, v = (torch.randn(b, nh, t, hs, generator=g) for _ in range(3))
+    if kind == "large":
+        q, k = q * 10.0, k * 10.0
+    elif kind == "extreme":
+        q, k = _extreme_scores()
+    return q, k, v
+
+
+def _run(fn, q, k, v, block, case):
+    """The learner's call on copies (observed); Fail if it changed them or reached SDPA by any route."""
+    args = (q.clone(), k.clone(), v.clone())
+    out = call(fn, *args, block, case=case, observe=True)
+    sdpa = called_matching(last_observed(), "scaled_dot_product")
+    if sdpa:
+        unless_reference(Fail("uses_sdpa", ref=sdpa))
+    for name, before, after in zip(("queries", "keys", "values"), (q, k, v), args, strict=True):
+        if not same(after, before, atol=0.0, rtol=0.0):
+            raise Fail("input_modified", name=name, case=case)
+    return as_tensor(out, case), last_observed()
+
+
+def _full_blocks_work(fn, q, k, v, block, case) -> bool:
+    """Does the learner's code work once T is cut to a multiple of block_size (after it raised on the rest)?"""
+    full = q.shape[-2] // block * block
+    try:
+        out, _ = _run(fn, *(t[:, :, :full] for t in (q, k, v)), block, case)
+    except Fail:
+        return False
+    return same(out, _want(*(t[:, :, :full] for t in (q, k, v))))
+
+
+def _want(q, k, v):
+    return F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True).float()
+
+
+def _variants(q, k, v, block, init=None) -> list:
+    """The known wrong computations; ``init=0.0``: only the running maximum started at 0."""
+    if init is not None:
+        return [("max_init_zero", lambda: tiled(q, k, v, block, init=init))]
+    return [
+        ("future_open", lambda: tiled(q, k, v, block, causal=False)),
+        ("future_open", lambda: tiled(q, k, v, block, causal=False, skip=True)),  # the notebook's skipping kept
+        ("scale_missing", lambda: tiled(q, k, v, block, scale=False)),
+        ("rescale_missing", lambda: tiled(q, k, v, block, rescale_acc=False, rescale_sum=False)),
+        ("rescale_missing", lambda: tiled(q, k, v, block, rescale_acc=False)),
+        ("rescale_missing", lambda: tiled(q, k, v, block, rescale_sum=False)),
+    ]
 
 
 def body_tiled_attention(fn) -> list[str]:
     g = gen(1212)
     cases = []
-    for b, nh, t, hs, block, amp in CASES:
-        q, k, v = (torch.randn(b, nh, t, hs, generator=g) for _ in range(3))
-        q, k = q * amp, k * amp
-        case = f"queries.shape={shape_str(q.shape)}, block_size={block}" + (f", scores x{amp**2:g}" if amp != 1 else "")
-        out = as_tensor(call(fn, q.clone(), k.clone(), v.clone(), block, case=case), case)
-        want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True).float()
-        if amp != 1 and out.shape == want.shape and not torch.isfinite(out).all():
+    for b, nh, t, hs, block, kind in CASES:
+        q, k, v = _inputs(g, b, nh, t, hs, kind)
+        case = f"queries.shape={shape_str(q.shape)}, block_size={block}" + {"large": ", scores x100",
+                                                                            "extreme": ", scores up to 1000"}.get(kind, "")
+        try:
+            out, observed = _run(fn, q, k, v, block, case)
+        except LearnerError:
+            if t % block and _full_blocks_work(fn, q, k, v, block, case):
+                raise Fail("partial_block", case=case) from None
+            raise
+        want = _want(q, k, v)
+        if kind in ("large", "extreme") and out.shape == want.shape and not torch.isfinite(out).all():
+            diagnose(out, _variants(q, k, v, block, init=0.0), want, case=case)
             raise Fail("max_not_subtracted", case=case)
         full = t // block * block
         if 0 < full < t and out.shape == want.shape and not same(out, want) and same(out[:, :, :full], want[:, :, :full]):
             raise Fail("partial_block", case=case)
-        variants = [
-            ("future_open", lambda q=q, k=k, v=v, bl=block: tiled(q, k, v, bl, causal=False)),
-            ("scale_missing", lambda q=q, k=k, v=v, bl=block: tiled(q, k, v, bl, scale=False)),
-            ("rescale_missing", lambda q=q, k=k, v=v, bl=block: tiled(q, k, v, bl, rescale_acc=False, rescale_sum=False)),
-            ("rescale_missing", lambda q=q, k=k, v=v, bl=block: tiled(q, k, v, bl, rescale_acc=False)),
-            ("rescale_missing", lambda q=q, k=k, v=v, bl=block: tiled(q, k, v, bl, rescale_sum=False)),
-        ]
-        compare(out, want, case, variants, atol=1e-5 if amp == 1 else 1e-4)
-        cases.append(f"T={t} block={block}" + (" large scores" if amp != 1 else ""))
+        compare(out, want, case, _variants(q, k, v, block), atol=1e-5 if kind in ("plain", "long") else 1e-4)
+        limit = b * nh * t * block  # block_size whole rows of scores per batch entry and head
+        if kind == "long" and observed["largest"] >= limit:
+            unless_reference(Fail("not_blocked", largest=observed["largest"], step=b * nh * block * block, limit=limit,
+                                  case=case))
+        cases.append(f"T={t} block={block}" + LABELS[kind])
     return cases
 
 
@@ -95,11 +168,24 @@ _MESSAGES = {
         "en": "{title}: right for whole blocks, wrong for the last, shorter one (input: {case}): T need not be a multiple of block_size.",
         "zh": "{title}：完整的块都对，最后那个较短的块却错了（输入：{case}）：T 不一定是 block_size 的整数倍。",
     },
+    "max_init_zero": {
+        "en": "{title}: the output is NaN where every visible score is far below 0 (input: {case}): a running maximum that starts at 0 instead of -inf makes exp(score - 0) underflow to 0, and 0/0 follows.",
+        "zh": "{title}：当所有可见分数都远小于 0 时输出变成了 NaN（输入：{case}）：累计最大值从 0 而不是 -inf 开始，exp(score - 0) 会下溢成 0，于是出现 0/0。",
+    },
+    "not_blocked": {
+        "en": "{title}: builds a tensor of {largest} numbers (input: {case}), as large as block_size whole rows of scores ({limit}) or more: blocked attention never holds the (T, T) scores or whole rows of them. One step needs one block of scores, B·nh·block_size² = {step} numbers; fold it into the running maximum, sum and weighted sum instead of a softmax over the row.",
+        "zh": "{title}：构造了一个含 {largest} 个数的张量（输入：{case}），相当于 block_size 整行的分数（{limit} 个数）或更多：分块注意力从不持有 (T, T) 的分数，也不持有整行分数。每一步只需要一块分数，B·nh·block_size² = {step} 个数；请把它并入累计最大值、累计和与累计加权和，而不是对整行做 softmax。",
+    },
 }
 _FIXES = {
     "uses_sdpa": {"en": "Loop over query blocks and key blocks with `range(0, T, block_size)`.", "zh": "用 `range(0, T, block_size)` 遍历查询块和键块。"},
     "rescale_missing": {"en": "`factor = torch.exp(running_max - new_max)`; `running_sum = running_sum * factor + p.sum(-1)`; `acc = acc * factor[..., None] + p @ v_block`.", "zh": "`factor = torch.exp(running_max - new_max)`；`running_sum = running_sum * factor + p.sum(-1)`；`acc = acc * factor[..., None] + p @ v_block`。"},
     "max_not_subtracted": {"en": "`p = torch.exp(scores - new_max[..., None])`.", "zh": "`p = torch.exp(scores - new_max[..., None])`。"},
+    "max_init_zero": {"en": "`running_max = torch.full(q.shape[:-1], float('-inf'))`.", "zh": "`running_max = torch.full(q.shape[:-1], float('-inf'))`。"},
+    "not_blocked": {"en": "Per query block, `for k_start in range(0, num_tokens, block_size):` with `scores = q @ keys[:, :, k_start : k_start + block_size].transpose(-2, -1)`, one (B, nh, rows, block_size) block at a time folded into `running_max`, `running_sum` and `acc`; no `torch.cat` of score blocks, no softmax over a whole row.", "zh": "对每个查询块写 `for k_start in range(0, num_tokens, block_size):`，其中 `scores = q @ keys[:, :, k_start : k_start + block_size].transpose(-2, -1)`，每次只把一块 (B, nh, rows, block_size) 的分数并入 `running_max`、`running_sum` 和 `acc`；不要用 `torch.cat` 拼接分数块，也不要对整行做 softmax。"},
+    "future_open": {"en": "Inside each block hide the keys after their query: `scores = scores.masked_fill(cols > rows, float('-inf'))` with `rows = torch.arange(q_start, q_start + q.shape[2]).unsqueeze(-1)` and `cols = torch.arange(k_start, k_start + scores.shape[-1])`.", "zh": "在每一块里遮蔽位于查询之后的键：`scores = scores.masked_fill(cols > rows, float('-inf'))`，其中 `rows = torch.arange(q_start, q_start + q.shape[2]).unsqueeze(-1)`，`cols = torch.arange(k_start, k_start + scores.shape[-1])`。"},
+    "scale_missing": {"en": "Scale each query block: `q = queries[:, :, q_start : q_start + block_size] / head_dim**0.5` with `head_dim = queries.shape[-1]`.", "zh": "缩放每个查询块：`q = queries[:, :, q_start : q_start + block_size] / head_dim**0.5`，其中 `head_dim = queries.shape[-1]`。"},
+    "input_modified": {"en": "`q = queries[:, :, q_start : q_start + block_size] / head_dim**0.5` builds a new tensor; `q /= ...` on a slice writes into the caller's `queries`.", "zh": "`q = queries[:, :, q_start : q_start + block_size] / head_dim**0.5` 会得到一个新张量；对切片做 `q /= ...` 会写进调用者的 `queries`。"},
     "partial_block": {"en": "Slice `q[:, :, start : start + block_size]` (slicing stops at T by itself) with `range(0, T, block_size)`.", "zh": "用 `range(0, T, block_size)` 并切片 `q[:, :, start : start + block_size]`（切片自动止于 T）。"},
 }
 
@@ -109,8 +195,11 @@ RECORDS = [
         signature="``fn(queries, keys, values (B, nh, T, hs), block_size) -> (B, nh, T, hs)``: causal attention "
         "computed block by block with an online softmax, equal to ``F.scaled_dot_product_attention(..., "
         "is_causal=True)``.",
-        hints=("uses_sdpa", "future_open", "scale_missing", "rescale_missing", "max_not_subtracted", "partial_block"),
-        references=("multihead.FusedMultiHeadAttention",),
+        hints=("uses_sdpa", "future_open", "scale_missing", "rescale_missing", "max_not_subtracted", "max_init_zero",
+               "partial_block", "not_blocked", "input_modified"),
+        # llm_lab's own ways to the answer, the checkers' helpers included
+        references=("multihead.FusedMultiHeadAttention", "masks.causal_softmax", "exercises._ex07_tiled.tiled",
+                    "exercises._shared.attention", "exercises._shared.softmax_masked"),
         forbidden=(("torch.nn.functional", "scaled_dot_product_attention", "uses_sdpa"),
                    ("torch._C._nn", "scaled_dot_product_attention", "uses_sdpa")),
         messages=_MESSAGES, fixes=_FIXES,

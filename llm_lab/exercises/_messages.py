@@ -90,6 +90,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "{title}: `.view` failed after `.transpose` (input: {case}): transpose only swaps strides, so the memory is no longer in row order.",
         "zh": "{title}：在 `.transpose` 之后调用 `.view` 失败了（输入：{case}）：transpose 只交换步长（stride），内存不再按行排列。",
     },
+    "input_modified": {
+        "en": "{title}: changes its input `{name}` in place (input: {case}): the caller's tensor is different afterwards. Compute new tensors instead of writing into the arguments.",
+        "zh": "{title}：原地修改了输入 `{name}`（输入：{case}）：调用之后，调用者手里的张量变了。请计算新的张量，而不是往参数里写。",
+    },
     "not_pair": {
         "en": "{title}: expected a pair (input_ids, target_ids), got {got} (input: {case}).",
         "zh": "{title}：应当返回一对 (input_ids, target_ids)，实际得到 {got}（输入：{case}）。",
@@ -229,6 +233,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "{title}: dropout is applied after `out_proj`, not to the attention weights (p={p}).",
         "zh": "{title}：dropout 用在了 `out_proj` 之后，而不是注意力权重上（p={p}）。",
     },
+    "dropout_on_scores": {
+        "en": "{title}: dropout acts before the softmax (on the scores, queries or keys), not on the attention weights (p={p}): a dropped score becomes 0, which the softmax still turns into a weight, so nothing is really dropped.",
+        "zh": "{title}：dropout 作用在了 softmax 之前（分数、查询或键上），而不是注意力权重上（p={p}）：被丢弃的分数变成 0，softmax 仍会把它变成一个权重，所以其实什么也没有被丢弃。",
+    },
     "dropout_on_input": {
         "en": "{title}: dropout hits the input x (or the values), not the attention weights (p={p}).",
         "zh": "{title}：dropout 作用在了输入 x（或值向量）上，而不是注意力权重上（p={p}）。",
@@ -304,6 +312,7 @@ MESSAGES: dict[str, dict[str, str]] = {
 # The exact fix, shown only when the same mistake comes back (``check_*``) and kept apart in ``grade()``.
 FIXES: dict[str, dict[str, str]] = {
     "not_contiguous": {"en": "Call `.contiguous()` before `.view(...)` (or use `.reshape`).", "zh": "先调用 `.contiguous()` 再 `.view(...)`（或者改用 `.reshape`）。"},
+    "input_modified": {"en": "`queries = queries / queries.shape[-1] ** 0.5` (a new tensor), not `queries /= ...`, `queries.div_(...)` or `queries[...] = ...`.", "zh": "`queries = queries / queries.shape[-1] ** 0.5`（得到新张量），而不是 `queries /= ...`、`queries.div_(...)` 或 `queries[...] = ...`。"},
     "diagonal_masked": {"en": "Use `torch.triu(..., diagonal=1)`.", "zh": "请用 `torch.triu(..., diagonal=1)`。"},
     "future_open": {"en": "Apply the causal mask `torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)` before the softmax/renormalization.", "zh": "在 softmax 或重新归一化之前应用因果遮蔽 `torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)`。"},
     "mask_inverted": {"en": "Use `torch.triu(..., diagonal=1)`, or negate yours with `~`.", "zh": "请用 `torch.triu(..., diagonal=1)`，或者用 `~` 对你的结果取反。"},
@@ -336,6 +345,7 @@ FIXES: dict[str, dict[str, str]] = {
     "dropout_mask_shared": {"en": "Draw the mask with the full shape of x: `torch.rand_like(x) >= p`.", "zh": "按 x 的完整形状生成丢弃掩码：`torch.rand_like(x) >= p`。"},
     "dropout_on_output": {"en": "`attn_weights = self.dropout(attn_weights)` right after the softmax, and no dropout on `context_vec`.", "zh": "在 softmax 之后写 `attn_weights = self.dropout(attn_weights)`，`context_vec` 上不要再做 dropout。"},
     "dropout_after_out_proj": {"en": "`attn_weights = self.dropout(attn_weights)` right after the softmax; `out_proj` comes last, without dropout.", "zh": "在 softmax 之后写 `attn_weights = self.dropout(attn_weights)`；`out_proj` 放在最后，不加 dropout。"},
+    "dropout_on_scores": {"en": "`attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1))`: dropout after the softmax, on the weights.", "zh": "`attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1))`：dropout 放在 softmax 之后，作用于权重。"},
     "dropout_on_input": {"en": "`attn_weights = self.dropout(attn_weights)` right after the softmax, and leave x alone.", "zh": "在 softmax 之后写 `attn_weights = self.dropout(attn_weights)`，不要改动 x。"},
     "mask_wrong_size": {"en": "Slice the stored mask: `self.mask[:num_tokens, :num_tokens]`.", "zh": "截取保存的遮蔽矩阵：`self.mask[:num_tokens, :num_tokens]`。"},
     "view_without_transpose": {"en": "View as (b, num_tokens, num_heads, head_dim), then `.transpose(1, 2)`.", "zh": "先 view 成 (b, num_tokens, num_heads, head_dim)，再 `.transpose(1, 2)`。"},

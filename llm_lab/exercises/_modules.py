@@ -10,6 +10,11 @@ per head, out_proj = identity with bias 0.25 (when it has a bias). Two inputs in
 - x_j = e_j (one-hot): feature i of head h at query t is that head's weight on key i, so the output shows
   every dropped weight: the rate, the 1/(1-p) scale and the independence across (B, nh, T, T) are read off.
 
+When nothing at all is seen dropped, the probe asks once more with W_query = W_key = identity per head
+(scores x_i . x_j instead of 0): dropout on the scores, queries or keys drops zeros in the first probe, which
+the softmax cannot show, but changes the output here; a module without dropout gives its eval output
+exactly (deterministic), so this adds no false failure.
+
 False failures: for a correct dropout the rate test fails with probability <= 1e-6 per p (Hoeffding, see
 ``rate_tolerance``) and each independence test with < 1e-11 (``shared_dims``); the scale and placement
 tests are exact. Over the 2 values of p a correct module fails with probability < 3e-6 per check. The
@@ -144,6 +149,7 @@ def probe_train_dropout(cls, heads: int, with_out_proj: bool, extra_args: tuple 
     batch = 64 // heads  # 64 * 36 = 2304 visible weights per p: rate tolerance 0.056 at a 1e-6 false alarm
     x = _probe_input(batch)
     stats = []
+    module = case = None
     for p, seed in PROBE_PS:
         args = (T, heads * T, T, p) + extra_args
         case = f"{class_name(cls)}{args}, train()"
@@ -168,6 +174,8 @@ def probe_train_dropout(cls, heads: int, with_out_proj: bool, extra_args: tuple 
         frac = dropped[visible].double().mean().item()
         stats.append((p, frac, scaled[visible & ~dropped], dropped, visible, case))
     if all(frac == 0 for _, frac, *_ in stats):
+        if _dropped_before_softmax(module, x, heads, case):
+            raise Fail("dropout_on_scores", p=stats[-1][0])
         raise Fail("dropout_missing", p=stats[0][0], case=stats[0][-1])
     for p, frac, _, dropped, visible, _ in stats:  # first: a reused mask also makes the rate unreliable
         shared = shared_dims(dropped, frac, visible)
@@ -180,6 +188,19 @@ def probe_train_dropout(cls, heads: int, with_out_proj: bool, extra_args: tuple 
         if found:
             raise Fail(found[0], p=p, **found[1])
     return "train()"
+
+
+def _dropped_before_softmax(module, x, heads: int, case: str) -> bool:
+    """Does train mode change the output once the scores are not all 0? (``module``: the last probe's)"""
+    eye = torch.eye(T).repeat(heads, 1)
+    for name in ("W_query", "W_key"):
+        linear(module, name, T, heads * T).weight.copy_(eye)
+    module.eval()
+    eval_out = as_tensor(call(module, x.clone(), case=case), case)
+    module.train()
+    outs = [as_tensor(call(module, x.clone(), case=case, seed=s), case) for s in (41, 42)]
+    module.eval()
+    return not all(same(out, eval_out) for out in outs)
 
 
 def _judge_rates(stats, n: int) -> None:

@@ -51,6 +51,8 @@ def function_name(func) -> str:
     module = getattr(func, "__module__", None) or "torch"
     if qualname.startswith("_VariableFunctionsClass."):
         module = "torch"
+    elif module == "torch._C._nn":  # F.scaled_dot_product_attention, F.linear, ... are these builtins
+        module = "torch.nn.functional"
     return f"{module}.{name}"
 
 
@@ -94,15 +96,16 @@ def observing():
 
 
 def called(record: dict | None, *names: str) -> str | None:
-    """The first op name in ``record`` whose last dotted part (or, for aten ops, the op) is one of ``names``."""
+    """The first torch function or Tensor method in ``record`` (not an aten op: ``reshape`` runs ``aten.view``)
+    whose name, the last dotted part, is one of ``names``: ``called(r, "view")`` finds ``torch.Tensor.view``."""
     for op in (record or {}).get("ops", ()):
-        parts = op.split(".")
-        base = parts[1] if parts[0] == "aten" and len(parts) > 1 else parts[-1]
-        if base in names:
+        if op.startswith("torch.") and op.rsplit(".", 1)[-1] in names:
             return op
     return None
 
 
 def called_matching(record: dict | None, fragment: str) -> str | None:
-    """The first op name in ``record`` that contains ``fragment`` (e.g. ``"scaled_dot_product"``)."""
-    return next((op for op in (record or {}).get("ops", ()) if fragment in op), None)
+    """An op name in ``record`` that contains ``fragment`` (e.g. ``"scaled_dot_product"``): a torch function as
+    written if there is one, else an aten op."""
+    ops = sorted((record or {}).get("ops", ()), key=lambda op: not op.startswith("torch."))
+    return next((op for op in ops if fragment in op), None)

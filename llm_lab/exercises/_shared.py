@@ -8,8 +8,19 @@ import math
 import torch
 
 from ..masks import causal_mask, causal_softmax
+from . import _harness
 
 NEG_INF = float("-inf")
+
+
+def unless_reference(fail) -> None:
+    """Raise ``fail`` (a statement requirement the result alone cannot show: an op used, a tensor built) unless
+    the learner's code ran llm_lab's reference in this check: then the body goes on (the reference computes
+    the right values) and the check reports ``"reference"``, which says more. Reads the run's ``hit``, which
+    the harness sets on either path (local or remote)."""
+    runs = _harness._runs
+    if not (runs and runs[-1].hit and runs[-1].hit[1] == "reference"):
+        raise fail
 
 
 def gen(seed: int) -> torch.Generator:
@@ -57,6 +68,9 @@ def weights_variants(q: torch.Tensor, k: torch.Tensor, head_scale: float | None 
         variants.insert(0, ("scale_uses_d_out", lambda: softmax_masked(s / head_scale**0.5, hide)))
     return variants
 
+
+# The checkers' own helpers that compute (part of) an answer: calling one is handing in llm_lab's reference.
+HELPERS = ("exercises._shared.attention", "exercises._shared.softmax_masked", "exercises._modules.reference_context")
 
 WEIGHT_HINTS = ("scale_uses_d_out", "softmax_dim", "scale_missing", "scale_twice", "scale_inverted", "scale_uses_T",
                 "diagonal_masked", "future_open", "mask_inverted", "mask_transposed", "masked_with_zero",
