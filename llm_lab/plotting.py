@@ -50,3 +50,114 @@ def heatmap(matrix, labels=None, title=None, ax=None, annotate=True, fmt=".2f", 
             dark = np.isfinite(value) and value > 0.6 * top
             ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if dark else "black")
     return ax
+
+
+def _grid(ax, x0, y0, colors, cell=0.3, texts=None):
+    """Draw a (rows, cols) grid of coloured cells with its top-left corner at (x0, y0); return its width, height."""
+    from matplotlib.patches import Rectangle
+
+    rows, cols = len(colors), len(colors[0])
+    for r in range(rows):
+        for c in range(cols):
+            ax.add_patch(Rectangle((x0 + c * cell, y0 - (r + 1) * cell), cell, cell, fc=colors[r][c], ec="white"))
+            if texts is not None:
+                ax.text(x0 + (c + 0.5) * cell, y0 - (r + 0.5) * cell, texts[r][c], ha="center", va="center",
+                        fontsize=6, color="white")
+    return cols * cell, rows * cell
+
+
+def head_split_diagram(num_tokens: int = 4, d_out: int = 6, num_heads: int = 2, ax=None):
+    """The head split and merge of multi-head attention, drawn for one sequence.
+
+    Left to right: ``W_query(x)`` ``(T, d_out)`` with each feature column coloured by the head it belongs to;
+    ``view`` + ``transpose`` cut it into ``num_heads`` blocks ``(T, hs)`` (one per head, each attends on its
+    own); ``transpose`` + ``reshape`` put the heads' context vectors side by side again; ``out_proj`` mixes
+    them, so every output feature (grey) draws on all heads. Text: code names, shapes and numbers only.
+    Returns the ``Axes``; call ``plt.show()`` afterwards in a notebook.
+    """
+    for name, value in (("num_tokens", num_tokens), ("d_out", d_out), ("num_heads", num_heads)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    if d_out % num_heads:
+        raise ValueError(f"d_out={d_out} must be divisible by num_heads={num_heads}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10, 3.4))
+    hs, cell = d_out // num_heads, 0.3
+    head_colors = [f"C{h}" for h in range(num_heads)]
+    by_head = [[head_colors[c // hs] for c in range(d_out)] for _ in range(num_tokens)]
+    feature = [[f"{c}" for c in range(d_out)] for _ in range(num_tokens)]
+    top = num_heads * (num_tokens * cell + 0.35) / 2 + num_tokens * cell / 2
+    mid = top - num_tokens * cell / 2
+
+    def arrow(x_from, x_to, label):
+        ax.annotate("", xy=(x_to, mid), xytext=(x_from, mid), arrowprops={"arrowstyle": "->", "color": "0.3"})
+        ax.text((x_from + x_to) / 2, mid + 0.12, label, ha="center", va="bottom", fontsize=7, family="monospace")
+
+    x = 0.0
+    width, _ = _grid(ax, x, top, by_head, cell, feature)
+    ax.text(x + width / 2, top + 0.1, "W_query(x)\n(T, d_out)", ha="center", va="bottom", fontsize=8)
+    arrow(x + width + 0.15, x + width + 2.0, "view(T, nh, hs)\n.transpose(0, 1)")
+    x += width + 2.4
+    heads_top = num_heads * (num_tokens * cell + 0.35) - 0.35 + (top - num_tokens * cell) / 2
+    for h in range(num_heads):
+        y = heads_top - h * (num_tokens * cell + 0.35)
+        block = [row[h * hs : (h + 1) * hs] for row in by_head]
+        w, _ = _grid(ax, x, y, block, cell, [row[h * hs : (h + 1) * hs] for row in feature])
+        ax.text(x - 0.08, y - num_tokens * cell / 2, f"h={h}", ha="right", va="center", fontsize=8)
+        ax.text(x + w + 0.15, y - num_tokens * cell / 2, r"softmax$(q k^T / \sqrt{hs})\,v$", ha="left",
+                va="center", fontsize=7)
+    ax.text(x + hs * cell / 2, heads_top + 0.1, "(nh, T, hs)", ha="center", va="bottom", fontsize=8)
+    x += hs * cell + 2.3
+    arrow(x - 0.1, x + 1.8, ".transpose(0, 1)\n.reshape(T, d_out)")
+    x += 2.0
+    width, _ = _grid(ax, x, top, by_head, cell)
+    ax.text(x + width / 2, top + 0.1, "context_vec\n(T, d_out)", ha="center", va="bottom", fontsize=8)
+    arrow(x + width + 0.1, x + width + 1.3, "out_proj")
+    x += width + 1.5
+    width, _ = _grid(ax, x, top, [["0.45"] * d_out for _ in range(num_tokens)], cell)
+    ax.text(x + width / 2, top + 0.1, "output\n(T, d_out)", ha="center", va="bottom", fontsize=8)
+    ax.set_xlim(-0.6, x + width + 0.2)
+    ax.set_ylim(heads_top - num_heads * (num_tokens * cell + 0.35) + 0.1, max(top, heads_top) + 0.6)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return ax
+
+
+def tile_diagram(num_tokens: int = 16, block_size: int = 4, ax=None):
+    """Blocked causal attention's tiles: which (query block, key block) tiles a fused kernel computes.
+
+    Every ``(query i, key j)`` pair is a cell. Tiles below the diagonal are computed whole (blue); tiles on it are
+    computed with the keys after their query hidden (orange, set to ``-inf``); tiles above it lie entirely in the
+    future and are skipped (white). Returns the ``Axes``; call ``plt.show()`` afterwards in a notebook.
+    """
+    from matplotlib.patches import Rectangle
+
+    for name, value in (("num_tokens", num_tokens), ("block_size", block_size)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4.2, 4.2))
+    blocks = -(-num_tokens // block_size)  # ceil: the last block may be shorter
+    image = np.ones((num_tokens, num_tokens, 3))  # white: a skipped tile
+    visible, hidden = np.array([0.27, 0.51, 0.71]), np.array([0.99, 0.75, 0.45])
+    for i in range(num_tokens):
+        for j in range(num_tokens):
+            if j // block_size <= i // block_size:  # the tile is computed
+                image[i, j] = visible if j <= i else hidden
+    ax.imshow(image, extent=(-0.5, num_tokens - 0.5, num_tokens - 0.5, -0.5))
+    for qb in range(blocks):
+        for kb in range(blocks):
+            lo_q, lo_k = qb * block_size - 0.5, kb * block_size - 0.5
+            size_q = min(block_size, num_tokens - qb * block_size)
+            size_k = min(block_size, num_tokens - kb * block_size)
+            ax.add_patch(Rectangle((lo_k, lo_q), size_k, size_q, fill=False, ec="0.2", lw=1.2))
+            if kb > qb:
+                ax.text(lo_k + size_k / 2, lo_q + size_q / 2, "×", ha="center", va="center", color="0.6")
+    computed = blocks * (blocks + 1) // 2
+    ax.set_title(f"T={num_tokens}, block_size={block_size}: {computed} of {blocks * blocks} tiles", fontsize=9)
+    ax.set_xlabel("keys j")
+    ax.set_ylabel("queries i")
+    ticks = list(range(0, num_tokens, block_size))
+    ax.set_xticks(ticks)
+    ax.set_yticks(ticks)
+    return ax
