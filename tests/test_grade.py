@@ -219,7 +219,6 @@ def test_grading_cells_are_derived_from_tags_not_a_list():
     nb.cells[0].metadata["tags"], nb.cells[1].metadata["tags"] = ["solution"], ["checker"]
     [ex] = _course.exercises(nb.cells)
     assert (ex.key, ex.exercise, ex.checker, ex.solutions) == ("brand_new", "something_new", 1, (0,))
-    code = grade.grading_code(ex, "NONCE ")
-    compile(code, "<grading cell>", "exec")
-    assert '_fresh.grade("something_new", _obj, lang="en")' in grade.grading_code(ex, "NONCE ", "en")
-    assert "_fresh.audit(globals())" in code
+    code = grade.capture_code(ex)
+    compile(code, "<capture cell>", "exec")
+    assert "_llm_lab_remote.capture('brand_new', lambda: brand_new)" in code

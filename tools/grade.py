@@ -31,14 +31,19 @@ Usage: python tools/grade.py SUBMISSIONS [--out DIR] [--notebook 04] [--jobs N] 
 from __future__ import annotations
 
 import argparse
+import ast
+import base64
+import binascii
 import json
+import math
 import os
 import re
 import secrets
 import shutil
+import subprocess
 import sys
 import tempfile
-import textwrap
+import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -48,8 +53,14 @@ from pathlib import Path
 import _course
 import _grade_report
 import nbformat
+import sandbox
+from jupyter_client import AsyncKernelManager
+from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
+
+import llm_lab.exercises as exercises
+from llm_lab.exercises import _remote
 
 DEFAULT_OUT = _course.ROOT / "build" / "grades"
 MAX_FILE_BYTES = 50_000_000
@@ -184,21 +195,12 @@ def identify(nb, course) -> tuple[str, str] | None:
 # ---- the notebook that is executed -----------------------------------------------------------------------
 
 
-def grading_code(ex: _course.Exercise, nonce: str, lang: str | None = None) -> str:
-    """A cell that grades one exercise and prints ``nonce`` + a JSON verdict (never raises)."""
-    body = textwrap.indent(_course.verdict_code(ex.exercise, ex.key, lang), "    ")
+def capture_code(ex: _course.Exercise) -> str:
+    """The cell put in a checker cell's place: the kernel remembers the object the exercise checks, as it is
+    at that point of the notebook. Nothing is judged in the kernel."""
     return "\n".join([
-        "import json as _json",
-        "",
-        "try:",
-        body,
-        "except NameError as _e:",
-        '    _status, _mistake, _note = "missing", "missing", str(_e)',
-        "except KeyboardInterrupt:",
-        '    _status, _mistake, _note = "timeout", "timeout", ""',
-        "except BaseException as _e:",
-        '    _status, _mistake, _note = "error", "error", f"{type(_e).__name__}: {_e}"',
-        f'print("{nonce}" + _json.dumps({{"status": _status, "mistake": _mistake, "note": str(_note)}}))',
+        "import llm_lab.exercises._remote as _llm_lab_remote",
+        f"_llm_lab_remote.capture({ex.key!r}, lambda: {ex.key})",
     ])
 
 
@@ -207,14 +209,19 @@ class Plan:
     """The notebook to execute and where each exercise's pieces are in it."""
 
     nb: nbformat.NotebookNode
-    grading: dict[str, int]  # exercise key -> index of its grading cell
+    grading: dict[str, int]  # exercise key -> index of its capture cell (the checker cell's place)
     solutions: dict[str, list[int]]  # exercise key -> indices of the learner's solution cells
     notes: list[str]
+    learner: list[int] = field(default_factory=list)  # every cell the learner wrote (solutions, added cells)
+
+    def written_before(self, key: str) -> list[str]:
+        """The learner's cells that ran before exercise ``key``'s object was captured."""
+        return [self.nb.cells[i].source for i in self.learner if i < self.grading[key]]
 
 
-def plan(cn: CourseNotebook, sub, nonce: str) -> Plan:
+def plan(cn: CourseNotebook, sub) -> Plan:
     """The instructor notebook with the learner's solution cells (and added cells) put in, checkers replaced
-    by grading cells. Solution cells are matched by cell id, then nbgrader grade_id, then by defining the
+    by capture cells. Solution cells are matched by cell id, then nbgrader grade_id, then by defining the
     exercise's object (``def name`` / ``class name``)."""
     inst = cn.nb.cells
     by_id = {c.get("id"): i for i, c in enumerate(inst)}
@@ -262,7 +269,7 @@ def plan(cn: CourseNotebook, sub, nonce: str) -> Plan:
     if len(missing_course) > 2:
         notes.append(f"{len(missing_course)} course code cells were deleted or changed beyond recognition: "
                      "the course's versions were run")
-    cells, grading, solutions = [], {}, {}
+    cells, grading, solutions, learner = [], {}, {}, []
     checker_of = {ex.checker: ex for ex in cn.exercises}
     for k in [-1, *range(len(inst))]:
         if k >= 0:
@@ -270,57 +277,288 @@ def plan(cn: CourseNotebook, sub, nonce: str) -> Plan:
             if k in owner:
                 if k in matched:
                     solutions.setdefault(owner[k].key, []).append(len(cells))
+                    learner.append(len(cells))
                     cells.append(nbformat.v4.new_code_cell(sub.cells[matched[k]].source))
                 else:
                     notes.append(f"{owner[k].key}: the solution cell was deleted")
             elif k in checker_of:
                 grading[checker_of[k].key] = len(cells)
-                cells.append(nbformat.v4.new_code_cell(grading_code(checker_of[k], nonce, cn.lang)))
+                cells.append(nbformat.v4.new_code_cell(capture_code(checker_of[k])))
             elif c.cell_type == "code":
                 cells.append(nbformat.v4.new_code_cell(c.source))
         for extra in added.get(k, []):
+            learner.append(len(cells))
             cells.append(nbformat.v4.new_code_cell(extra.source))
     nb = nbformat.v4.new_notebook(metadata=cn.nb.metadata)
     nb.cells = cells
-    return Plan(nb, grading, solutions, notes)
+    return Plan(nb, grading, solutions, notes, learner)
+
+
+# ---- what the source says (no kernel can change it) ---------------------------------------------------------
+
+
+def _llm_lab_names(tree: ast.AST) -> tuple[set[str], dict[str, str]]:
+    """Names bound to the llm_lab package or its modules, and names imported from it (name -> dotted)."""
+    modules, imported = set(), {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == "llm_lab":
+                    modules.add((a.asname or a.name).split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "llm_lab":
+            for a in node.names:
+                imported[a.asname or a.name] = f"{node.module}.{a.name}"
+    return modules, imported
+
+
+def static_reference(exercise: str, key: str, source: str) -> str | None:
+    """What in the submitted solution source hands in llm_lab's own answer for ``exercise``, or None.
+
+    Read from the text the learner submitted (it is parsed, never run), so no trick in the kernel changes it:
+    ``key`` imported from llm_lab or assigned from it, or the code that defines ``key`` (and the functions of the
+    solution it calls) naming one of the exercise's reference objects through llm_lab, or llm_lab's checkers.
+    Code that hides the name (``getattr`` with a computed string) is not found here; the kernel's own report of
+    what ran is the second check (``llm_lab.exercises._registry.watch_for``)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    record = exercises.REGISTRY.get(exercise)
+    refs = {d.rpartition(".")[2] for d in (record.references if record else ())}
+    modules, imported = _llm_lab_names(tree)
+    defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    for node in tree.body:  # key = llm_lab.causal_mask / key = imported_reference
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == key for t in node.targets):
+            defs[key] = node
+    if key in imported and key not in defs:
+        return f"`{imported[key]}`"
+    seen, todo = set(), [key]
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in defs:
+            continue
+        seen.add(name)
+        for node in ast.walk(defs[name]):
+            if isinstance(node, ast.ClassDef):
+                todo += [b.id for b in node.bases if isinstance(b, ast.Name)]
+            if isinstance(node, ast.Name):
+                if node.id in imported and (imported[node.id].rpartition(".")[2] in refs
+                                            or ".exercises" in imported[node.id]):
+                    return f"`{imported[node.id]}`"
+                todo.append(node.id)
+            elif isinstance(node, ast.Attribute) and node.attr in refs | {"exercises"}:
+                base = node.value
+                while isinstance(base, ast.Attribute):
+                    base = base.value
+                if isinstance(base, ast.Name) and (base.id in modules or base.id in imported):
+                    return f"`llm_lab...{node.attr}`"
+    return None
+
+
+INTERNALS = ("_remote", "_llm_lab_remote", "_harness", "_registry", "_fresh", "_core", "REGISTRY")
+
+
+def static_tampering(sources: list[str]) -> list[str]:
+    """What the learner's code does to the checkers, read from its text: a ``check_*`` redefined, an attribute
+    of llm_lab set or deleted, the grading internals or ``sys.modules`` touched. The verdicts are computed
+    outside the kernel, so none of this can change them; it is reported (and scores 0) because it has no honest
+    use, and because a kernel whose answering code is patched could hand in llm_lab's own results."""
+    found: list[str] = []
+    for chunk in sources:  # one cell at a time: a syntax error costs only its cell
+        try:
+            tree = ast.parse(chunk)
+        except SyntaxError:
+            continue
+        modules, imported = _llm_lab_names(tree)
+        roots = modules | set(imported)
+
+        def rooted(node, roots=roots) -> bool:
+            while isinstance(node, (ast.Attribute, ast.Subscript)):
+                node = node.value
+            return isinstance(node, ast.Name) and node.id in roots
+
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                    and node.name.startswith("check_"):
+                found.append(f"`{node.name}` redefined")
+            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+                targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+                for t in targets:
+                    if isinstance(t, ast.Name) and t.id.startswith("check_"):
+                        found.append(f"`{t.id}` replaced")
+                    elif isinstance(t, (ast.Attribute, ast.Subscript)) and rooted(t):
+                        found.append(f"`{ast.unparse(t)}` replaced")
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                    and node.func.id in ("setattr", "delattr") and node.args and rooted(node.args[0]):
+                found.append(f"`{ast.unparse(node)[:80]}`")
+            elif isinstance(node, ast.Attribute) and (node.attr in INTERNALS or node.attr == "modules"
+                                                      and isinstance(node.value, ast.Name)
+                                                      and node.value.id == "sys"):
+                found.append(f"`{node.attr}` reached")
+            elif isinstance(node, ast.alias) and any(part in INTERNALS for part in node.name.split(".")):
+                found.append(f"`{node.name}` imported")
+    return list(dict.fromkeys(found))
 
 
 # ---- running -----------------------------------------------------------------------------------------------
 
 
 class CappedClient(NotebookClient):
-    """nbclient that keeps at most ``max_output`` bytes of output per cell (the rest is dropped and noted)."""
+    """nbclient that keeps at most ``max_output`` bytes of output per cell (the rest is dropped and noted);
+    ``limits`` gives some cells (the grader's requests) a larger allowance."""
 
     def __init__(self, nb, max_output: int, **kw):
         super().__init__(nb, **kw)
-        self.max_output, self.sizes, self.cut = max_output, Counter(), set()
+        self.max_output, self.sizes, self.cut, self.limits = max_output, Counter(), set(), {}
 
     def output(self, outs, msg, display_id, cell_index):
         size = len(json.dumps(msg.get("content", {})))
         self.sizes[cell_index] += size
-        if self.sizes[cell_index] > self.max_output:
+        if self.sizes[cell_index] > self.limits.get(cell_index, self.max_output):
             self.cut.add(cell_index)
             return None
         return super().output(outs, msg, display_id, cell_index)
 
 
-def execute(p: Plan, workdir: Path, cell_timeout: float, max_output: int) -> tuple[set[int], str]:
-    """Run the plan's notebook in a fresh kernel in ``workdir``; returns (cells whose output was cut,
-    a problem line if the kernel died)."""
-    client = CappedClient(
-        p.nb, max_output, timeout=cell_timeout, kernel_name="python3", allow_errors=True,
-        interrupt_on_timeout=True, startup_timeout=120,
-        error_on_timeout={"ename": "CellTimeout", "evalue": f"the cell ran past {cell_timeout:g} s",
-                          "traceback": []},
-        resources={"metadata": {"path": str(workdir)}},
-    )
-    try:
-        client.execute()
-    except DeadKernelError:
-        return client.cut, "the kernel died (the code called os._exit, crashed or ran out of memory)"
-    except Exception as exc:  # a kernel that cannot start or answer must not end the whole run
-        return client.cut, f"the notebook could not be run ({type(exc).__name__}: {_one_line(str(exc))})"
-    return client.cut, ""
+class Kernel:
+    """One submission's kernel: in the bubblewrap sandbox (``tools/sandbox.py``) unless ``sandboxed`` is False.
+
+    ``run()`` executes the plan's cells; ``send(request, timeout)`` is the grader's round trip to the kernel
+    (``llm_lab.exercises._remote``): one request cell, whose printed reply is read back as data. Used as a
+    context manager; leaving it ends the kernel and, with the sandbox, every process the submission started."""
+
+    def __init__(self, p: Plan, tmp: Path, cell_timeout: float, max_output: int, sandboxed: bool,
+                 max_seconds: float):
+        self.p, self.tmp, self.cell_timeout = p, tmp, cell_timeout
+        self.sandboxed, self.max_seconds = sandboxed, max_seconds
+        self.conn = tmp / "conn"
+        self.conn.mkdir()
+        self.work = tmp / "work"  # the kernel's folder without the sandbox ("../x" written still lands in tmp)
+        self.work.mkdir()
+        specs = tmp / "kernels"
+        spec = specs / "llm-lab-grading"
+        spec.mkdir(parents=True)
+        argv = sandbox.kernel_argv()
+        if sandboxed:
+            argv = sandbox.wrap(argv, [str(self.conn)])
+        (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "llm-lab grading",
+                                                      "language": "python", "interrupt_mode": "message"}))
+        kw = {"transport": "ipc", "ip": str(self.conn / "k")} if sandboxed else {}
+        self.km = AsyncKernelManager(kernel_name="llm-lab-grading", kernel_spec_manager=KernelSpecManager(
+            kernel_dirs=[str(specs)]), connection_file=str(self.conn / "kernel.json"), **kw)
+        self.km.write_connection_file()
+        if sandboxed:
+            sandbox.prepare(self.conn)
+        self.client = CappedClient(
+            p.nb, max_output, km=self.km, timeout=math.ceil(cell_timeout), allow_errors=True, interrupt_on_timeout=True,
+            startup_timeout=120, error_on_timeout={"ename": "CellTimeout", "evalue": f"the cell ran past "
+                                                   f"{cell_timeout:g} s", "traceback": []},
+            resources={"metadata": {"path": str(self.work)}})
+        self.slot = len(p.nb.cells)
+        self.next = 0  # the next plan cell to run
+        self.died = ""
+        self._timer: threading.Timer | None = None
+
+    def __enter__(self):
+        self._ctx = self.client.setup_kernel(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self._ctx.__enter__()
+        self._timer = threading.Timer(self.max_seconds, self._out_of_time)
+        self._timer.daemon = True
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self._timer:
+            self._timer.cancel()
+        try:
+            self._ctx.__exit__(None, None, None)
+        except Exception:  # a kernel that is already gone
+            pass
+        finally:
+            self._kill()
+        return False
+
+    TOOL_DIRS = (".ipython", ".matplotlib", ".cache", ".local", ".config", ".jupyter")
+
+    def written(self, limit: int = 1000) -> list[str]:
+        """Files the code wrote in its private /tmp (read through the kernel's /proc root, names only), or in its
+        folder when unsandboxed; at most ``limit`` entries are looked at."""
+        process = getattr(self.km.provisioner, "process", None)
+        top = self.work
+        if self.sandboxed and process is not None:
+            pids = [process.pid]
+            for _ in range(3):  # bwrap -> bwrap (the namespace's init) -> the kernel
+                try:
+                    kids = Path(f"/proc/{pids[-1]}/task/{pids[-1]}/children").read_text().split()
+                except OSError:
+                    break
+                if not kids:
+                    break
+                pids.append(int(kids[0]))
+            top = Path(f"/proc/{pids[-1]}/root/tmp")
+        found = []
+        for n, (folder, dirs, files) in enumerate(os.walk(top)):
+            if n == 0:
+                dirs[:] = [d for d in dirs if d not in self.TOOL_DIRS]
+            found += [str(Path(folder, f).relative_to(top)) for f in files]
+            if n > limit or len(found) > limit:
+                break
+        return sorted(found)
+
+    def _kill(self) -> None:
+        """End the kernel's process now: with the sandbox, its PID namespace and every process in it."""
+        process = getattr(self.km.provisioner, "process", None)
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
+
+    def _out_of_time(self):
+        self.died = f"the submission ran past {self.max_seconds:g} s in all and was stopped"
+        self._kill()  # nbclient notices the dead kernel within a second
+
+    def run(self, until: int | None = None) -> None:
+        """The plan's cells up to (not including) ``until``, from where the last run stopped; a cell that errs
+        or times out does not stop the others."""
+        stop = len(self.p.nb.cells) if until is None else min(until, self.slot)
+        while self.next < stop and not self.died:
+            try:
+                self.client.execute_cell(self.p.nb.cells[self.next], self.next)
+            except DeadKernelError:
+                self.died = self.died or "the kernel died (the code called os._exit, crashed or ran out of memory)"
+            self.next += 1
+
+    def send(self, request: dict, timeout: float) -> object:
+        """One round trip: the request as a cell that prints the kernel's reply; the reply as parsed JSON."""
+        if self.died:
+            raise _remote.RemoteFailed(self.died)
+        nonce = "LLMLAB-REPLY-" + secrets.token_hex(8) + " "
+        payload = base64.b64encode(json.dumps({**request, "nonce": nonce}).encode()).decode()
+        cell = nbformat.v4.new_code_cell(f"import llm_lab.exercises._remote as _llm_lab_remote\n"
+                                         f"_llm_lab_remote.serve({payload!r})")
+        if len(self.p.nb.cells) == self.slot:
+            self.p.nb.cells.append(cell)
+        self.p.nb.cells[self.slot] = cell
+        self.client.sizes[self.slot] = 0
+        self.client.limits[self.slot] = 4 * _remote.MAX_BYTES
+        self.client.timeout = max(1, math.ceil(timeout))  # nbclient wants whole seconds
+        try:
+            self.client.execute_cell(cell, self.slot, store_history=False)
+        except DeadKernelError:
+            self.died = self.died or "the kernel died (the code called os._exit, crashed or ran out of memory)"
+            raise _remote.RemoteFailed(self.died) from None
+        finally:
+            self.client.timeout = math.ceil(self.cell_timeout)
+        text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+        replies = [line[len(nonce):] for line in text.splitlines() if line.startswith(nonce)]
+        if not replies:
+            if cell_error(cell) == "timeout":
+                raise TimeoutError
+            raise _remote.RemoteFailed("the kernel did not answer" + (f" ({cell_error(cell)})"
+                                                                       if cell_error(cell) else ""))
+        try:
+            return json.loads(base64.b64decode(replies[-1], validate=True))
+        except (ValueError, binascii.Error):
+            raise _remote.RemoteFailed("the kernel's reply was not readable") from None
 
 
 def cell_error(cell) -> str:
@@ -332,35 +570,48 @@ def cell_error(cell) -> str:
     return ""
 
 
-def read_verdicts(cn: CourseNotebook, p: Plan, nonce: str, died: str) -> list[Verdict]:
+def judge(cn: CourseNotebook, p: Plan, kernel: Kernel) -> list[Verdict]:
+    """Each exercise's verdict, computed HERE by llm_lab's checkers on the learner's object in the kernel, right
+    after the notebook ran up to that exercise's checker cell (a later cell that kills the kernel costs only the
+    exercises after it)."""
+    link = _remote.Link(kernel.send)
     verdicts = []
-    for ex in cn.exercises:
+    for ex in sorted(cn.exercises, key=lambda e: p.grading[e.key]):
+        kernel.run(until=p.grading[ex.key] + 1)
         pts = int(cn.nb.cells[ex.checker].metadata["nbgrader"]["points"])
         v = Verdict(ex.key, "error", max_points=pts)
-        cell = p.nb.cells[p.grading[ex.key]]
-        lines = [o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream"]
-        found = [line[len(nonce):] for line in "".join(lines).splitlines() if line.startswith(nonce)]
-        if found:
-            data = json.loads(found[-1])
-            v.status, v.mistake, v.message = data["status"], data["mistake"], data["note"]
-        elif cell_error(cell) == "timeout":
+        own = [e for e in (cell_error(p.nb.cells[i]) for i in p.solutions.get(ex.key, [])) if e]
+        found = static_reference(ex.exercise, ex.key, "\n\n".join(p.nb.cells[i].source
+                                                                    for i in p.solutions.get(ex.key, [])))
+        tampering = static_tampering(p.written_before(ex.key))
+        try:
+            link.exercise = ex.exercise
+            obj = link.lookup(ex.key)
+            result = exercises.grade(ex.exercise, obj, lang=cn.lang)
+            v.status, v.mistake, v.message = result.status, result.hint, result.message
+            if found and v.status != "reference":
+                v.status, v.mistake = "reference", "reference"
+                v.message = f"the solution uses {found}, llm_lab's own code for this exercise"
+            if tampering:
+                v.status, v.mistake = "tampered", "tampered"
+                v.message = "0 points: the code changes the checkers / 0 分：代码改动了检查器: " + ", ".join(tampering)
+        except NameError as exc:
+            v.status, v.mistake, v.message = "missing", "missing", str(exc)
+        except TimeoutError:
             v.status = v.mistake = "timeout"
-        else:
-            v.status, v.mistake = "error", "error"
-            v.message = died or cell_error(cell) or "the grading cell did not run"
-        own = [cell_error(p.nb.cells[i]) for i in p.solutions.get(ex.key, [])]
-        own = [e for e in own if e]
-        if own and v.status != "pass":  # the learner's own cell failed: say so, it explains the verdict
+        except (_remote.RemoteFailed, _remote.WireError) as exc:
+            v.status, v.mistake, v.message = "error", "error", kernel.died or str(exc)
+        if own and v.status not in ("pass", "reference", "tampered"):  # the learner's cell failed: say so
             v.message = f"your solution cell failed ({own[0]}); " + (v.message or "")
             if own[0] == "timeout":
                 v.status = v.mistake = "timeout"
         v.points = pts if v.status == "pass" else 0
         verdicts.append(v)
-    return verdicts
+    return sorted(verdicts, key=lambda v: [e.key for e in cn.exercises].index(v.key))
 
 
 def grade_one(r: Result, course, expected: tuple[str | None, str | None], cell_timeout: float,
-              max_output: int) -> Result:
+              max_output: int, sandboxed: bool = True, max_seconds: float = 600.0) -> Result:
     """Grade one submitted file in place (never raises)."""
     start = time.monotonic()
     try:
@@ -377,21 +628,24 @@ def grade_one(r: Result, course, expected: tuple[str | None, str | None], cell_t
         if want_lang and key[0] != want_lang:
             r.notes.append(f"the {key[0]} copy (the class uses {want_lang}): graded, feedback in {key[0]}")
         cn = course[key]
-        nonce = "LLMLAB-VERDICT-" + secrets.token_hex(8) + " "
-        p = plan(cn, nb, nonce)
+        p = plan(cn, nb)
         r.notes += p.notes
+        if not sandboxed:
+            r.notes.append("graded WITHOUT the sandbox (--no-sandbox): the code ran with the grader's rights")
         with tempfile.TemporaryDirectory(prefix="llm-lab-grade-") as tmp:
-            work = Path(tmp) / "work"  # one level down: "../x" written by the code still lands in tmp
-            work.mkdir()
-            cut, died = execute(p, work, cell_timeout, max_output)
-            written = sorted(str(f.relative_to(tmp)) for f in Path(tmp).rglob("*") if f.is_file())
+            with Kernel(p, Path(tmp), cell_timeout, max_output, sandboxed, max_seconds) as kernel:
+                r.verdicts = judge(cn, p, kernel)
+                cut, died = kernel.client.cut - {kernel.slot}, kernel.died
+                written = kernel.written()
+            written += sorted(str(f.relative_to(tmp)) for f in Path(tmp).rglob("*")
+                              if f.is_file() and f.parent.name not in ("kernels", "work")
+                              and f.name != "kernel.json" and not f.is_socket())
         if written:
             r.notes.append(f"the code wrote files (discarded): {', '.join(written[:5])}")
         if cut:
             r.notes.append(f"output cut at {max_output // 1000} kB in {len(cut)} cell(s)")
         if died:
             r.notes.append(died)
-        r.verdicts = read_verdicts(cn, p, nonce, died)
     except ValueError as exc:
         r.problem = str(exc)
     except Exception as exc:  # a grader bug must cost one line, not the class's run
@@ -417,23 +671,35 @@ def expected_notebook(results, course, notebook: str | None) -> tuple[str | None
     return lang, (Counter(k[1] for k in counts.elements()).most_common(1)[0][0] if counts else None)
 
 
+class SandboxMissing(RuntimeError):
+    """The sandbox cannot run here; the message names what to install (or --no-sandbox)."""
+
+
 def grade(submissions: Path, out: Path, notebook: str | None = None, jobs: int | None = None,
           cell_timeout: float = 30.0, max_output: int = 200_000, src: Path = _course.NOTEBOOKS,
-          echo=print) -> list[Result]:
-    """Grade every submission in ``submissions`` and write grades.csv, feedback/ and report.md into ``out``."""
+          echo=print, sandboxed: bool = True, max_seconds: float = 600.0) -> list[Result]:
+    """Grade every submission in ``submissions`` and write grades.csv, feedback/ and report.md into ``out``.
+    Each submission's kernel runs in the bubblewrap sandbox (``sandboxed=False``: as the grader, noted in
+    every feedback file); the verdicts are computed here."""
     if not submissions.is_dir():
         raise FileNotFoundError(f"SUBMISSIONS={submissions} is not a folder of submitted notebooks")
+    if sandboxed:
+        missing = sandbox.available()
+        if missing:
+            raise SandboxMissing(missing)
     course = load_course(src)
     results = discover(submissions)
     if not results:
         raise FileNotFoundError(f"{submissions} holds no submissions")
     expected = expected_notebook(results, course, notebook)
     todo = [r for r in results if not r.problem]
-    os.environ.setdefault("MPLBACKEND", "Agg")  # kernels inherit it: no figure windows
+    os.environ.setdefault("MPLBACKEND", "Agg")  # an unsandboxed kernel inherits it: no figure windows
     jobs = jobs or os.cpu_count() or 1
-    echo(f"grading {len(todo)} notebook(s) from {submissions} with {jobs} kernel(s) in parallel")
+    mode = "in the bubblewrap sandbox" if sandboxed else "WITHOUT a sandbox (--no-sandbox)"
+    echo(f"grading {len(todo)} notebook(s) from {submissions} with {jobs} kernel(s) in parallel, {mode}")
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for r in pool.map(lambda r: grade_one(r, course, expected, cell_timeout, max_output), todo):
+        for r in pool.map(lambda r: grade_one(r, course, expected, cell_timeout, max_output, sandboxed,
+                                              max_seconds), todo):
             mark = r.problem or f"{r.total}/{sum(v.max_points for v in r.verdicts)}"
             echo(f"  {r.student:<24} {r.path.name:<40} {mark}")
     if out.exists():
@@ -451,11 +717,16 @@ def main(argv=None) -> int:
     ap.add_argument("--notebook", help="the assigned notebook's number, e.g. 04 (default: the most common one)")
     ap.add_argument("--jobs", type=int, help="notebooks graded at once (default: all cores)")
     ap.add_argument("--cell-timeout", type=float, default=30.0, help="seconds per cell (default: 30)")
+    ap.add_argument("--max-seconds", type=float, default=600.0,
+                    help="seconds per submission in all, then its kernel is stopped (default: 600)")
     ap.add_argument("--max-output", type=int, default=200_000, help="output bytes kept per cell (default: 200000)")
+    ap.add_argument("--no-sandbox", action="store_true",
+                    help="run the submissions' kernels without bubblewrap, with your rights (every report says so)")
     args = ap.parse_args(argv)
     try:
-        grade(args.submissions, args.out, args.notebook, args.jobs, args.cell_timeout, args.max_output)
-    except FileNotFoundError as exc:
+        grade(args.submissions, args.out, args.notebook, args.jobs, args.cell_timeout, args.max_output,
+              sandboxed=not args.no_sandbox, max_seconds=args.max_seconds)
+    except (FileNotFoundError, SandboxMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0
