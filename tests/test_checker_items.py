@@ -472,3 +472,202 @@ def test_item6_dropout_on_the_raw_scores_is_not_called_missing(exercise):
     from test_exercise_mistakes import flex
 
     assert ex.grade(exercise, flex(place="none")).hint == "dropout_missing"  # no dropout at all: still missing
+
+
+# ---- 06: items 7 (IndexError), 8 (fixes that say unfold), 9 (unfold enforced), 10, 12 (window counts) -----------
+
+
+def windows_unfold(token_ids, max_length, stride):
+    ids = torch.tensor(token_ids, dtype=torch.long)
+    windows = ids.unfold(0, max_length + 1, stride)
+    return windows[:, :-1], windows[:, 1:]
+
+
+def windows_loop(token_ids, max_length, stride):
+    inputs, targets = [], []
+    for i in range(0, len(token_ids) - max_length, stride):
+        inputs.append(torch.tensor(token_ids[i : i + max_length]))
+        targets.append(torch.tensor(token_ids[i + 1 : i + max_length + 1]))
+    return torch.stack(inputs), torch.stack(targets)
+
+
+def windows_strided(token_ids, max_length, stride):
+    ids = torch.tensor(token_ids, dtype=torch.long)
+    n = (len(token_ids) - max_length - 1) // stride + 1
+    windows = ids.as_strided((n, max_length + 1), (stride, 1))
+    return windows[:, :-1], windows[:, 1:]
+
+
+def windows_counts_differ(token_ids, max_length, stride):
+    """Inputs cut with windows of max_length (one too many at the end), targets from ids[1:]: counts differ."""
+    ids = torch.tensor(token_ids, dtype=torch.long)
+    return ids.unfold(0, max_length, stride), ids[1:].unfold(0, max_length, stride)
+
+
+def windows_pop(token_ids, max_length, stride):
+    token_ids.append(0)
+    token_ids.pop()
+    token_ids.reverse()
+    token_ids.reverse()
+    token_ids[0] += 0
+    out = windows_unfold(token_ids, max_length, stride)
+    token_ids.pop()
+    return out
+
+
+@pytest.mark.parametrize(("fn", "hint"), [
+    (windows_loop, "windows_without_unfold"),
+    (windows_strided, "windows_as_strided"),
+    (windows_counts_differ, "extra_window"),
+    (windows_pop, "input_modified"),
+], ids=["loop", "as_strided", "counts-differ", "list-changed"])
+def test_items9_10_12_windows_requirements_and_counts(fn, hint):
+    result = ex.grade("windows", fn)
+    assert (result.status, result.hint) == ("fail", hint), result.message
+
+
+def test_item9_unfold_with_views_passes():
+    """Non-contiguous views of one unfold (as here) and contiguous copies (the notebook's) both pass."""
+    assert ex.grade("windows", windows_unfold).passed
+    assert ex.grade("windows", lambda t, m, s: tuple(w.contiguous() for w in windows_unfold(t, m, s))).passed
+
+
+def test_item8_window_fixes_say_unfold_and_no_loop():
+    for hint, fix in ex.REGISTRY["windows"].fixes.items():
+        assert "range(" not in fix["en"] and "token_ids[i" not in fix["en"], hint
+    for hint in ("targets_not_shifted", "stride_ignored", "missing_last_window", "extra_window"):
+        assert "ids.unfold(0, max_length + 1, stride)" in ex.REGISTRY["windows"].fixes[hint]["en"], hint
+        assert "ids.unfold(0, max_length + 1, stride)" in ex.REGISTRY["windows"].fixes[hint]["zh"], hint
+
+
+def embeddings(token_ids, tok_emb, pos_emb):
+    return tok_emb(token_ids) + pos_emb(torch.arange(token_ids.shape[-1]))
+
+
+@pytest.mark.parametrize(("fn", "hint"), [
+    (lambda ids, tok, pos: tok(ids) + pos(torch.arange(ids.shape[2])), "exception"),  # IndexError: tuple index
+    (lambda ids, tok, pos: tok(ids) + pos(torch.arange(ids.shape[1]) + ids.shape[1]), "exception"),
+    (lambda ids, tok, pos: tok(ids)[ids.shape[0] + 5], "exception"),
+    (lambda ids, tok, pos: tok(ids) + pos(torch.arange(1, ids.shape[1] + 1)), "positions_one_based"),
+    (lambda ids, tok, pos: tok(ids) + pos(ids), "positions_from_ids"),
+], ids=["shape[2]", "shifted-by-T", "index-past-batch", "one-based", "from-ids"])
+def test_item7_only_a_position_mistake_is_called_one(fn, hint):
+    result = ex.grade("input_embeddings", fn)
+    assert result.hint == hint, result.message
+    if hint == "exception":
+        assert "IndexError" in result.message
+
+
+def test_item10_embeddings_leave_ids_and_tables_alone():
+    def shifts_ids(token_ids, tok_emb, pos_emb):
+        token_ids += 0
+        token_ids[..., 0] = token_ids[..., 0]
+        out = embeddings(token_ids, tok_emb, pos_emb)
+        token_ids.zero_()
+        return out
+
+    def scales_table(token_ids, tok_emb, pos_emb):
+        out = embeddings(token_ids, tok_emb, pos_emb)
+        with torch.no_grad():
+            pos_emb.weight.mul_(1.5)
+        return out
+
+    assert ex.grade("input_embeddings", shifts_ids).hint == "input_modified"
+    assert ex.grade("input_embeddings", scales_table).hint == "input_modified"
+    assert ex.grade("input_embeddings", embeddings).passed
+
+
+# ---- 04 exercise 2: item 5 (an additive mask, registered as a buffer), item 12 (a 0/1 additive mask) -------------
+
+
+def additive_class(mask=None, how="buffer", forward="add"):
+    """04 exercise 2's class with switches: the stored mask (a function of context_length), how it is stored
+    (buffer, non-persistent buffer, plain attribute, nn.Parameter), and how forward applies it."""
+    from torch import nn
+
+    class Additive(nn.Module):
+        def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+            super().__init__()
+            self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+            self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+            self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+            self.dropout = nn.Dropout(dropout)
+            t = (mask or (lambda n: torch.triu(torch.full((n, n), NEG_INF), diagonal=1)))(context_length)
+            if how == "attribute":
+                self.mask = t
+            elif how == "parameter":
+                self.mask = nn.Parameter(t, requires_grad=False)
+            else:
+                self.register_buffer("mask", t, persistent=how != "non-persistent")
+
+        def forward(self, x):
+            num_tokens = x.shape[1]
+            queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+            attn_scores = queries @ keys.transpose(1, 2)
+            m = self.mask[:num_tokens, :num_tokens]
+            if forward == "masked_fill":
+                attn_scores = attn_scores.masked_fill(m.bool() if m.dtype == torch.bool else m < 0, NEG_INF)
+            elif forward == "where":
+                attn_scores = torch.where(m < 0, NEG_INF, attn_scores)
+            else:
+                attn_scores = attn_scores + m
+            attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1))
+            return attn_weights @ values
+
+    return Additive
+
+
+def test_item5_the_lessons_masked_fill_class_does_not_earn_exercise_2():
+    import llm_lab
+
+    lesson = ex.grade("additive_attention", additive_class(
+        mask=lambda n: torch.triu(torch.ones(n, n, dtype=torch.bool), 1), forward="masked_fill"))
+    assert (lesson.status, lesson.hint) == ("fail", "additive_uses_masked_fill"), lesson.message
+    assert "masked_fill" in lesson.message
+    assert ex.grade("additive_attention", additive_class(forward="where")).hint == "additive_uses_masked_fill"
+    assert ex.grade("additive_attention", llm_lab.CausalAttention).status == "reference"
+    # the same lesson class still passes exercise 4, which is about that class
+    assert ex.grade("causal_attention", additive_class(
+        mask=lambda n: torch.triu(torch.ones(n, n, dtype=torch.bool), 1), forward="masked_fill")).passed
+
+
+@pytest.mark.parametrize(("how", "hint"), [("attribute", "mask_not_buffer"), ("parameter", "mask_is_parameter")])
+def test_item5_the_mask_must_be_a_registered_buffer(how, hint):
+    result = ex.grade("additive_attention", additive_class(how=how))
+    assert (result.status, result.hint) == ("fail", hint), result.message
+    ex.set_language("zh")
+    assert "register_buffer" in ex.evaluate("additive_attention", additive_class(how=how)).message
+
+
+@pytest.mark.parametrize("mask", [
+    None,
+    lambda n: torch.triu(torch.full((n, n), -1e9), diagonal=1),
+    lambda n: torch.zeros(n, n).masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), NEG_INF),
+], ids=["-inf", "-1e9", "masked_fill-in-init"])
+@pytest.mark.parametrize("how", ["buffer", "non-persistent"])
+def test_item5_additive_buffers_pass(mask, how):
+    result = ex.grade("additive_attention", additive_class(mask=mask, how=how))
+    assert result.passed, result.message
+
+
+@pytest.mark.parametrize("mask", [lambda n: torch.triu(torch.ones(n, n), 1), lambda n: torch.tril(torch.ones(n, n))],
+                         ids=["ones-above", "ones-below"])
+def test_item12_a_0_1_additive_mask_is_named(mask):
+    result = ex.grade("additive_attention", additive_class(mask=mask))
+    assert (result.status, result.hint) == ("fail", "additive_mask_01"), result.message
+    assert "-inf" in result.fix
+
+
+def test_item5_a_bool_buffer_added_is_not_additive():
+    unused = additive_class(mask=lambda n: torch.triu(torch.ones(n, n, dtype=torch.bool), 1))
+    assert ex.grade("additive_attention", unused).hint == "additive_mask_01"  # True + score: adds 1
+
+
+def test_item5_exercise_2_has_its_own_checker_in_the_notebook():
+    from pathlib import Path
+
+    src = (Path(__file__).resolve().parent.parent / "notebooks" / "src" /
+           "04_causal_attention_class.exercises.nbsrc").read_text(encoding="utf-8")
+    assert "check_additive_attention(MyCausalAttention)" in src
+    assert "check_causal_attention(CausalAttentionFixed)" in src
+    assert ex.points("additive_attention") == ex.points("causal_attention") == 2

@@ -3,6 +3,7 @@
 import pytest
 import torch
 import torch.nn.functional as F
+from test_induction import SOLUTIONS as NOTEBOOK_08_SOLUTIONS  # notebook 08's solutions live with its tests
 from torch import nn
 
 import llm_lab
@@ -30,6 +31,14 @@ def renormalize(attn_weights):
     t = attn_weights.shape[-1]
     masked = attn_weights * torch.tril(torch.ones(t, t))
     return masked / masked.sum(dim=-1, keepdim=True)
+
+
+def window_weights(attn_scores, window):
+    weights = torch.zeros_like(attn_scores)
+    for i in range(attn_scores.shape[-1]):
+        start = max(0, i - window + 1)
+        weights[i, start : i + 1] = torch.softmax(attn_scores[i, start : i + 1], dim=0)
+    return weights
 
 
 def attention_weights(queries, keys):
@@ -99,6 +108,25 @@ def tiled_attention(queries, keys, values, block_size):
             running_max = new_max
         out[:, :, qs : qs + block_size] = acc / running_sum[..., None]
     return out
+
+
+class AdditiveAttention(nn.Module):
+    """04 exercise 2: the causal mask stored as an additive float buffer (0 / -inf) and added to the scores."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.full((context_length, context_length), NEG_INF), diagonal=1))
+
+    def forward(self, x):
+        num_tokens = x.shape[1]
+        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+        attn_scores = queries @ keys.transpose(1, 2) + self.mask[:num_tokens, :num_tokens]
+        attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1))
+        return attn_weights @ values
 
 
 class CausalAttention(nn.Module):
@@ -192,11 +220,13 @@ class MultiHeadAttention(nn.Module):
 
 
 SOLUTIONS = {
+    "window_weights": window_weights,
     "causal_mask": causal_mask,
     "renormalize": renormalize,
     "attention_weights": attention_weights,
     "causal_softmax": causal_softmax,
     "dropout": dropout,
+    "additive_attention": AdditiveAttention,
     "causal_attention": CausalAttention,
     "split_heads": split_heads,
     "merge_heads": merge_heads,
@@ -205,6 +235,7 @@ SOLUTIONS = {
     "input_embeddings": input_embeddings,
     "padded_attention": padded_attention,
     "tiled_attention": tiled_attention,
+    **NOTEBOOK_08_SOLUTIONS,
 }
 REFERENCES = {
     "causal_mask": llm_lab.causal_mask,
@@ -269,14 +300,14 @@ class HalfStubModule(nn.Module):
 
 @pytest.mark.parametrize("exercise", ex.EXERCISES)
 def test_stub_is_not_implemented(exercise, capsys):
-    obj = StubModule if exercise in ("causal_attention", "multihead") else stub
+    obj = StubModule if ex.REGISTRY[exercise].takes == "class" else stub
     result = ex.evaluate(exercise, obj)
     assert (result.status, result.hint) == ("todo", "not_implemented")
     CHECKERS[exercise](obj)
     assert capsys.readouterr().out.startswith("🚧 ")
 
 
-@pytest.mark.parametrize("exercise", ["causal_attention", "multihead"])
+@pytest.mark.parametrize("exercise", ["additive_attention", "causal_attention", "multihead"])
 def test_module_without_forward_is_not_implemented(exercise):
     assert ex.evaluate(exercise, HalfStubModule).status == "todo"
 

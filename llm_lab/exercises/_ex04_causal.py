@@ -1,10 +1,13 @@
-"""Notebook 04: a compact causal attention class."""
+# ruff: noqa: E501  (the bilingual messages read better unbroken)
+"""Notebook 04: a compact causal attention class (exercise 2: with an additive mask buffer; exercise 4: the
+masked_fill class fixed)."""
 
 from __future__ import annotations
 
 import torch
 
-from ._core import Exercise, shape_str
+from ._core import Exercise, Fail, shape_str
+from ._harness import last_observed
 from ._modules import (
     build,
     check_eval_dropout,
@@ -15,7 +18,8 @@ from ._modules import (
     qkv,
     reference_context,
 )
-from ._shared import gen, weights_variants
+from ._observe import called
+from ._shared import HELPERS, gen, tril, triu, weights_variants
 
 DROPOUT_HINTS = ("dropout_in_eval", "dropout_missing", "dropout_on_output", "dropout_on_input", "dropout_default_rate",
                  "dropout_rate_fixed", "dropout_rate_inverted", "dropout_rate_wrong", "dropout_not_scaled",
@@ -24,10 +28,46 @@ DROPOUT_HINTS = ("dropout_in_eval", "dropout_missing", "dropout_on_output", "dro
 
 def _context_variants(x: torch.Tensor, layers: dict) -> list:
     q, k, v = qkv(x, layers)
-    return [(hint, lambda make=make: make() @ v) for hint, make in weights_variants(q, k)]
+    variants = [(hint, lambda make=make: make() @ v) for hint, make in weights_variants(q, k)]
+    # an additive mask of 0/1 (the pattern right, -inf forgotten), added before or after the scaling
+    d, t = k.shape[-1], k.shape[-2]
+    s = q @ k.transpose(-2, -1)
+    for ones in (triu(t, 1).float(), tril(t, 0).float()):
+        variants += [("additive_mask_01", lambda ones=ones: torch.softmax((s + ones) / d**0.5, dim=-1) @ v),
+                     ("additive_mask_01", lambda ones=ones: torch.softmax(s / d**0.5 + ones, dim=-1) @ v)]
+    return variants
 
 
-def body_causal_attention(cls) -> list[str]:
+# forward must add the stored mask, not hide scores by writing into them
+NOT_ADDITIVE_OPS = ("masked_fill", "masked_fill_", "where", "__setitem__", "index_put", "index_put_", "masked_scatter")
+LINEARS = ("W_query", "W_key", "W_value")
+
+
+def _mask_buffer(module, context_length: int) -> tuple[str, torch.Tensor]:
+    """The registered buffer holding the causal mask: its last two dimensions are (context_length, context_length)."""
+    size = (context_length, context_length)
+    found = [(n, b) for n, b in dict(module.named_buffers()).items() if tuple(b.shape[-2:]) == size]
+    if not found:
+        for name, param in dict(module.named_parameters()).items():
+            if tuple(param.shape[-2:]) == size and not name.startswith(LINEARS):
+                raise Fail("mask_is_parameter", name=name)
+        raise Fail("mask_not_buffer", n=context_length)
+    return next(((n, b) for n, b in found if "mask" in n), found[0])
+
+
+def _check_additive_buffer(name: str, buffer: torch.Tensor, context_length: int) -> None:
+    mask = buffer.detach().cpu().reshape(-1, context_length, context_length)[0]
+    if mask.dtype == torch.bool:
+        raise Fail("mask_not_additive", name=name, got="bool")
+    visible = tril(context_length, 0)
+    mask = mask.double()
+    if bool(((mask == 0) | (mask == 1)).all()):
+        raise Fail("additive_mask_01", case=f"buffer `{name}`")
+    if not (bool((mask[visible] == 0).all()) and bool((mask[~visible] <= -1e4).all())):
+        raise Fail("mask_not_additive", name=name, got=str(buffer.dtype))
+
+
+def body_causal_attention(cls, additive: bool = False) -> list[str]:
     g = gen(505)
     cases = []
     configs = (
@@ -38,7 +78,7 @@ def body_causal_attention(cls) -> list[str]:
         d_in, d_out, context_length, dropout = args
         build_case = f"{class_name(cls)}{args}"
         module = build(cls, args, build_case, seed=100 + n)
-        layers = {name: linear(module, name, d_in, d_out) for name in ("W_query", "W_key", "W_value")}
+        layers = {name: linear(module, name, d_in, d_out) for name in LINEARS}
         module.eval()
         passed_full = False
         for shape in shapes:
@@ -47,22 +87,81 @@ def body_causal_attention(cls) -> list[str]:
             if dropout > 0:
                 check_eval_dropout(module, x, case)
             forward_case(module, x, case, reference_context(x, layers), _context_variants(x, layers),
-                         passed_full=passed_full, context_length=context_length)
+                         passed_full=passed_full, context_length=context_length, observe=additive)
+            if additive:
+                op = called(last_observed(), *NOT_ADDITIVE_OPS)
+                if op:
+                    raise Fail("additive_uses_masked_fill", ref=op, case=case)
             passed_full = passed_full or shape[1] == context_length
             cases.append(shape_str(shape))
+        if additive:  # after the forward cases: a forward still to be written is "not implemented" first
+            _check_additive_buffer(*_mask_buffer(module, context_length), context_length)
     cases.append(probe_train_dropout(cls, heads=1, with_out_proj=False))
     return cases
 
 
+def body_additive_attention(cls) -> list[str]:
+    return body_causal_attention(cls, additive=True)
+
+
+_REGISTER = "self.register_buffer(\"mask\", torch.triu(torch.full((context_length, context_length), float('-inf')), diagonal=1))"
+_ADD = "attn_scores = attn_scores + self.mask[:num_tokens, :num_tokens]"
+_ADDITIVE_MESSAGES = {
+    "additive_uses_masked_fill": {
+        "en": "{title}: right values, but forward hides the future with `{ref}` (input: {case}); this exercise stores an additive mask (0 where a query may look, -inf in the future) and adds it to the scores.",
+        "zh": "{title}：数值是对的，但 forward 用 `{ref}` 遮住了未来（输入：{case}）；这道练习要求保存一个加性遮蔽（可以看的位置为 0，未来为 -inf），并把它加到分数上。",
+    },
+    "mask_not_buffer": {
+        "en": "{title}: no registered buffer holds the ({n}, {n}) causal mask (context_length={n}): a plain tensor attribute stays on the CPU after `.to(device)` and is missing from `state_dict`; register it with `self.register_buffer(...)`.",
+        "zh": "{title}：没有任何已注册的缓冲区保存 ({n}, {n}) 的因果遮蔽（context_length={n}）：普通的张量属性在 `.to(device)` 之后仍留在 CPU 上，也不在 `state_dict` 里；请用 `self.register_buffer(...)` 注册它。",
+    },
+    "mask_is_parameter": {
+        "en": "{title}: the mask `{name}` is an nn.Parameter: the optimizer would get it as context_length² trainable numbers, though it is a constant; register it as a buffer with `self.register_buffer(...)`.",
+        "zh": "{title}：遮蔽 `{name}` 是一个 nn.Parameter：优化器会把它当成 context_length² 个可训练的数，而它其实是常量；请用 `self.register_buffer(...)` 把它注册为缓冲区。",
+    },
+    "mask_not_additive": {
+        "en": "{title}: the buffer `{name}` ({got}) is not the additive mask: that one is float, 0 on and below the diagonal and -inf above it, and forward adds it to the scores.",
+        "zh": "{title}：缓冲区 `{name}`（{got}）不是加性遮蔽：加性遮蔽是浮点张量，对角线及其以下为 0，对角线以上为 -inf，forward 把它加到分数上。",
+    },
+    "additive_mask_01": {
+        "en": "{title}: the mask added to the scores holds 0 and 1 (input: {case}): adding 1 barely changes a score, so the future stays visible; an additive mask holds 0 where a query may look and -inf in the future.",
+        "zh": "{title}：加到分数上的遮蔽只含 0 和 1（输入：{case}）：加 1 几乎不改变分数，未来仍然可见；加性遮蔽在可以看的位置为 0，在未来为 -inf。",
+    },
+}
+_ADDITIVE_FIXES = {
+    "additive_uses_masked_fill": {"en": f"In `forward`: `{_ADD}`, no `masked_fill`.", "zh": f"在 `forward` 里写 `{_ADD}`，不用 `masked_fill`。"},
+    "mask_not_buffer": {"en": f"In `__init__`: `{_REGISTER}`.", "zh": f"在 `__init__` 里写 `{_REGISTER}`。"},
+    "mask_is_parameter": {"en": f"In `__init__`: `{_REGISTER}`.", "zh": f"在 `__init__` 里写 `{_REGISTER}`。"},
+    "mask_not_additive": {"en": f"In `__init__`: `{_REGISTER}`; in `forward`: `{_ADD}`.", "zh": f"在 `__init__` 里写 `{_REGISTER}`；在 `forward` 里写 `{_ADD}`。"},
+    "additive_mask_01": {"en": f"-inf, not 1, above the diagonal: `{_REGISTER}`.", "zh": f"对角线以上用 -inf 而不是 1：`{_REGISTER}`。"},
+    # the global fixes speak of masked_fill and bool masks; here the mask is added
+    "future_open": {"en": f"Add the mask to the scores before the softmax: `{_ADD}`.", "zh": f"在 softmax 之前把遮蔽加到分数上：`{_ADD}`。"},
+    "not_renormalized": {"en": f"Add the mask before the softmax instead of zeroing weights after it: `{_ADD}`.", "zh": f"在 softmax 之前加上遮蔽，而不是在它之后把权重置零：`{_ADD}`。"},
+    "masked_with_zero": {"en": f"Add -inf instead of setting the future to 0: `{_ADD}` with `{_REGISTER}`.", "zh": f"加上 -inf，而不是把未来置为 0：`{_ADD}`，其中 `{_REGISTER}`。"},
+    "mask_inverted": {"en": f"-inf strictly above the diagonal, 0 elsewhere: `{_REGISTER}`.", "zh": f"只在对角线以上为 -inf，其余为 0：`{_REGISTER}`。"},
+    "mask_transposed": {"en": f"-inf strictly above the diagonal (j > i), not below: `{_REGISTER}`.", "zh": f"只在对角线以上（j > i）为 -inf，而不是以下：`{_REGISTER}`。"},
+    "diagonal_masked": {"en": f"`diagonal=1`, so that the diagonal stays 0: `{_REGISTER}`.", "zh": f"用 `diagonal=1`，让对角线保持为 0：`{_REGISTER}`。"},
+}
+
+_HINTS = ("diagonal_masked", "future_open", "softmax_dim", "scale_missing", "scale_twice", "scale_inverted",
+          "scale_uses_T", "mask_inverted", "mask_transposed", "masked_with_zero", "not_renormalized",
+          "mask_wrong_size", "missing_attribute", "not_module", "instance_not_class", "additive_mask_01") + DROPOUT_HINTS
+_REFERENCES = ("attention.CausalAttention", "attention.SelfAttention", "multihead.MultiHeadAttention",
+               "multihead.FusedMultiHeadAttention", "multihead.MultiHeadAttentionWrapper") + HELPERS
+
 RECORDS = [
+    Exercise(
+        name="additive_attention", notebook="04", body=body_additive_attention, points=2, takes="class",
+        signature="``cls(d_in, d_out, context_length, dropout)`` with ``W_query/W_key/W_value`` and an additive "
+        "causal mask (0 / -inf) registered as a buffer and added to the scores; ``forward(x (B, T, d_in)) -> "
+        "(B, T, d_out)``, dropout on the attention weights.",
+        hints=_HINTS + ("additive_uses_masked_fill", "mask_not_buffer", "mask_is_parameter", "mask_not_additive"),
+        references=_REFERENCES, messages=_ADDITIVE_MESSAGES, fixes=_ADDITIVE_FIXES,
+    ),
     Exercise(
         name="causal_attention", notebook="04", body=body_causal_attention, points=2, takes="class",
         signature="``cls(d_in, d_out, context_length, dropout)`` with ``W_query/W_key/W_value``; "
         "``forward(x (B, T, d_in)) -> (B, T, d_out)``, dropout on the attention weights.",
-        hints=("diagonal_masked", "future_open", "softmax_dim", "scale_missing", "scale_twice", "scale_inverted",
-               "scale_uses_T", "mask_inverted", "mask_transposed", "masked_with_zero", "not_renormalized",
-               "mask_wrong_size", "missing_attribute", "not_module", "instance_not_class") + DROPOUT_HINTS,
-        references=("attention.CausalAttention", "attention.SelfAttention", "multihead.MultiHeadAttention",
-                    "multihead.FusedMultiHeadAttention", "multihead.MultiHeadAttentionWrapper"),
+        hints=_HINTS, references=_REFERENCES, messages={"additive_mask_01": _ADDITIVE_MESSAGES["additive_mask_01"]},
     ),
 ]

@@ -178,7 +178,7 @@ _MESSAGES = {
     },
 }
 _FIXES = {
-    "uses_sdpa": {"en": "Loop over query blocks and key blocks with `range(0, T, block_size)`.", "zh": "用 `range(0, T, block_size)` 遍历查询块和键块。"},
+    "uses_sdpa": {"en": "Loop over query blocks and key blocks with `range(0, num_tokens, block_size)`.", "zh": "用 `range(0, num_tokens, block_size)` 遍历查询块和键块。"},
     "rescale_missing": {"en": "`factor = torch.exp(running_max - new_max)`; `running_sum = running_sum * factor + p.sum(-1)`; `acc = acc * factor[..., None] + p @ v_block`.", "zh": "`factor = torch.exp(running_max - new_max)`；`running_sum = running_sum * factor + p.sum(-1)`；`acc = acc * factor[..., None] + p @ v_block`。"},
     "max_not_subtracted": {"en": "`p = torch.exp(scores - new_max[..., None])`.", "zh": "`p = torch.exp(scores - new_max[..., None])`。"},
     "max_init_zero": {"en": "`running_max = torch.full(q.shape[:-1], float('-inf'))`.", "zh": "`running_max = torch.full(q.shape[:-1], float('-inf'))`。"},
@@ -186,7 +186,7 @@ _FIXES = {
     "future_open": {"en": "Inside each block hide the keys after their query: `scores = scores.masked_fill(cols > rows, float('-inf'))` with `rows = torch.arange(q_start, q_start + q.shape[2]).unsqueeze(-1)` and `cols = torch.arange(k_start, k_start + scores.shape[-1])`.", "zh": "在每一块里遮蔽位于查询之后的键：`scores = scores.masked_fill(cols > rows, float('-inf'))`，其中 `rows = torch.arange(q_start, q_start + q.shape[2]).unsqueeze(-1)`，`cols = torch.arange(k_start, k_start + scores.shape[-1])`。"},
     "scale_missing": {"en": "Scale each query block: `q = queries[:, :, q_start : q_start + block_size] / head_dim**0.5` with `head_dim = queries.shape[-1]`.", "zh": "缩放每个查询块：`q = queries[:, :, q_start : q_start + block_size] / head_dim**0.5`，其中 `head_dim = queries.shape[-1]`。"},
     "input_modified": {"en": "`q = queries[:, :, q_start : q_start + block_size] / head_dim**0.5` builds a new tensor; `q /= ...` on a slice writes into the caller's `queries`.", "zh": "`q = queries[:, :, q_start : q_start + block_size] / head_dim**0.5` 会得到一个新张量；对切片做 `q /= ...` 会写进调用者的 `queries`。"},
-    "partial_block": {"en": "Slice `q[:, :, start : start + block_size]` (slicing stops at T by itself) with `range(0, T, block_size)`.", "zh": "用 `range(0, T, block_size)` 并切片 `q[:, :, start : start + block_size]`（切片自动止于 T）。"},
+    "partial_block": {"en": "Slice `queries[:, :, q_start : q_start + block_size]` (slicing stops at T by itself) with `for q_start in range(0, num_tokens, block_size):`.", "zh": "用 `for q_start in range(0, num_tokens, block_size):` 并切片 `queries[:, :, q_start : q_start + block_size]`（切片自动止于 T）。"},
 }
 
 RECORDS = [

@@ -234,8 +234,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "{title}：dropout 用在了 `out_proj` 之后，而不是注意力权重上（p={p}）。",
     },
     "dropout_on_scores": {
-        "en": "{title}: dropout acts before the softmax (on the scores, queries or keys), not on the attention weights (p={p}): a dropped score becomes 0, which the softmax still turns into a weight, so nothing is really dropped.",
-        "zh": "{title}：dropout 作用在了 softmax 之前（分数、查询或键上），而不是注意力权重上（p={p}）：被丢弃的分数变成 0，softmax 仍会把它变成一个权重，所以其实什么也没有被丢弃。",
+        "en": "{title}: dropout acts before the softmax (on the scores, queries or keys), not on the attention weights (p={p}): a dropped score becomes 0 (NaN where it was -inf), which the softmax still turns into a weight, so nothing is really dropped.",
+        "zh": "{title}：dropout 作用在了 softmax 之前（分数、查询或键上），而不是注意力权重上（p={p}）：被丢弃的分数变成 0（原本是 -inf 的地方变成 NaN），softmax 仍会把它变成一个权重，所以其实什么也没有被丢弃。",
     },
     "dropout_on_input": {
         "en": "{title}: dropout hits the input x (or the values), not the attention weights (p={p}).",
@@ -349,7 +349,7 @@ FIXES: dict[str, dict[str, str]] = {
     "dropout_on_input": {"en": "`attn_weights = self.dropout(attn_weights)` right after the softmax, and leave x alone.", "zh": "在 softmax 之后写 `attn_weights = self.dropout(attn_weights)`，不要改动 x。"},
     "mask_wrong_size": {"en": "Slice the stored mask: `self.mask[:num_tokens, :num_tokens]`.", "zh": "截取保存的遮蔽矩阵：`self.mask[:num_tokens, :num_tokens]`。"},
     "view_without_transpose": {"en": "View as (b, num_tokens, num_heads, head_dim), then `.transpose(1, 2)`.", "zh": "先 view 成 (b, num_tokens, num_heads, head_dim)，再 `.transpose(1, 2)`。"},
-    "merge_without_transpose": {"en": "`.transpose(1, 2).contiguous().view(b, num_tokens, d_out)`.", "zh": "`.transpose(1, 2).contiguous().view(b, num_tokens, d_out)`。"},
+    "merge_without_transpose": {"en": "`.transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)`.", "zh": "`.transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)`。"},
     "transpose_not_merged": {"en": "`context_vec.transpose(1, 2).contiguous().view(b, num_tokens, num_heads * head_dim)`.", "zh": "`context_vec.transpose(1, 2).contiguous().view(b, num_tokens, num_heads * head_dim)`。"},
     "heads_interleaved": {"en": "The view must be (..., num_heads, head_dim), in that order.", "zh": "view 的最后两维必须按 (..., num_heads, head_dim) 的顺序。"},
     "out_proj_missing": {"en": "`return self.out_proj(context_vec)` after merging the heads.", "zh": "合并各头之后写 `return self.out_proj(context_vec)`。"},
