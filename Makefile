@@ -117,11 +117,18 @@ student: instructor-setup
 	$(BIN)/python tools/student.py $(if $(filter 1,$(FORCE)),--force) $(if $(NB),--only $(NB))
 
 # Grade a folder of submitted notebooks (one per student): make grade SUBMISSIONS=dir [OUT=dir] [NB=04]
-# writes OUT/grades.csv, OUT/feedback/*.html and OUT/report.md (default OUT: build/grades). docs/instructors.md
+# writes OUT/grades.csv, OUT/feedback/*.html and OUT/report.md (default OUT: build/grades). Each submission's
+# kernel runs in a bubblewrap sandbox; the verdicts are computed outside it (docs/instructors.md).
 .PHONY: grade bench-grade
 grade: instructor-setup
 	@test -n "$(SUBMISSIONS)" || (echo "usage: make grade SUBMISSIONS=folder [OUT=folder] [NB=04]"; exit 2)
 	$(BIN)/python tools/grade.py "$(SUBMISSIONS)" $(if $(OUT),--out "$(OUT)") $(if $(NB),--notebook $(NB))
+
+# An nbgrader course graded the trusted way (instead of `nbgrader autograde`): scores into its gradebook.
+.PHONY: grade-nbgrader
+grade-nbgrader: instructor-setup
+	@test -n "$(COURSE)" -a -n "$(ASSIGNMENT)" || (echo "usage: make grade-nbgrader COURSE=folder ASSIGNMENT=ps1"; exit 2)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python tools/grade_nbgrader.py "$(COURSE)" "$(ASSIGNMENT)"
 
 # 30 submissions of one notebook graded in parallel; prints the time and its ratio to the 3-minute target.
 bench-grade: instructor-setup
@@ -132,7 +139,7 @@ bench-grade: instructor-setup
 train: setup
 	$(BIN)/python tools/train.py
 
-# Attention and dataset benchmarks, then grading a class of 30 (issue 9's target), into docs/benchmarks.md.
+# Attention and dataset benchmarks, then grading a class of 30 (sandboxed, and unsandboxed for the ratio).
 bench: instructor-setup
 	$(BIN)/python benchmarks/bench.py
 	$(BIN)/python benchmarks/bench_grade.py --out docs/benchmarks.md

@@ -120,7 +120,9 @@ def test_every_case_gets_its_total(graded):
     assert len(graded["expect"]) >= 20
     got = {s: r.total for s, r in graded["results"].items()}
     want = {s: t for s, (t, _) in graded["expect"].items()}
-    wrong = {f"{s} ({graded['expect'][s][1]})": (got.get(s), want[s]) for s in want if got.get(s) != want[s]}
+    wrong = {f"{s} ({graded['expect'][s][1]})": (got.get(s), want[s], [
+        (v.key, v.status, v.message[:200]) for v in graded["results"][s].verdicts] if s in graded["results"] else None)
+        for s in want if got.get(s) != want[s]}
     assert not wrong, f"(got, want) per student: {wrong}"
 
 

@@ -1,6 +1,8 @@
-"""nbgrader, unchanged, on our notebooks: generate_assignment releases exactly what `make student` writes, and
-autograde / generate_feedback / export grade submissions made from it (a temporary course, the fixture's
-01_demo: two autograded exercises of 2 points and one written answer of 1 point)."""
+"""nbgrader, unchanged, on our notebooks, graded the trusted way: generate_assignment releases exactly what
+`make student` writes; tools/grade_nbgrader.py (make grade-nbgrader) grades the submitted/ folder in the sandbox
+and writes the scores into nbgrader's gradebook and autograded/; generate_feedback and export then work as after
+autograde. The class (a temporary course, the fixture's 01_demo: two autograded exercises and one written
+answer) holds honest, careless and hostile submissions; the hostile ones score 0 for their wrong answers."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import subprocess
 import sys
 
 import _course_fixture as fx
+import _hostile
 import nbformat
 import pytest
 
@@ -25,6 +28,7 @@ PATCH = ("import llm_lab.exercises as ex\n\n"
          "ex.grade = ex.evaluate = lambda name, obj, **kw: ex.CheckResult(name, 'pass', 'passed', 'ok')\n\n\n"
          "def mask_and_renormalize(attn_weights):\n    return attn_weights\n")
 BOTH = ("causal_mask", "mask_and_renormalize")
+HOSTILE = ("input_transformer", "json_patch", "package_write", "answer_key", "kill_parent", "settrace")
 SUBMISSIONS = {  # student -> (solution overrides, the exercises that score)
     "alice": ({}, BOTH),
     "bob": ({"causal_mask": WRONG_MASK}, ("mask_and_renormalize",)),
@@ -63,11 +67,24 @@ def course(tmp_path_factory):
     fx.student.write_sources(notebooks, root / "sources", only="01")
     (course / "source" / ASSIGNMENT / fx.NAME).write_bytes((root / "sources" / "en" / fx.NAME).read_bytes())
     nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
+    host = _hostile.host_for(root, notebooks, course / "submitted")
+    attacks = _hostile.tricks(host)
+    for student in HOSTILE:  # a wrong mask, the renormalize stub, one trick
+        SUBMISSIONS[student] = ({"causal_mask": attacks[student], "mask_and_renormalize":
+                                 "def mask_and_renormalize(attn_weights):\n    raise NotImplementedError()\n"}, ())
     for student, (overrides, _) in SUBMISSIONS.items():
         target = course / "submitted" / student / ASSIGNMENT / fx.NAME
         target.parent.mkdir(parents=True)
         nbformat.write(fx.filled(notebooks, **overrides), str(target))
-    nbgrader(course, "autograde", ASSIGNMENT, "--create")
+        (target.parent / "timestamp.txt").write_text("2026-12-01 09:00:00.000000 UTC")
+    before = host.digest()
+    env = {**os.environ, "MPLBACKEND": "Agg", "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", "")}
+    proc = subprocess.run([sys.executable, str(fx.ROOT / "tools" / "grade_nbgrader.py"), str(course), ASSIGNMENT],
+                          capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    after = host.digest()
+    assert [f for f, sha in before.items() if after.get(f) != sha] == []
+    assert [p for p in host.planted() if p.exists()] == []
     path = os.environ.get("PATH", "")
     os.environ["PATH"] = VENV_BIN + os.pathsep + path  # the Gradebook API below calls alembic too
     yield {"course": course, "notebooks": notebooks}
@@ -81,8 +98,8 @@ def test_make_student_writes_exactly_the_release(course):
     assert ours.metadata == release.metadata
 
 
-@pytest.mark.parametrize("student", list(SUBMISSIONS))
-def test_autograde_scores(course, student):
+@pytest.mark.parametrize("student", [*SUBMISSIONS, *HOSTILE])
+def test_gradebook_scores(course, student):
     points = fx.points(course["notebooks"])
     scoring = SUBMISSIONS[student][1]
     with Gradebook(f"sqlite:///{course['course'] / 'gradebook.db'}", "llm-lab-test") as gb:
@@ -98,11 +115,13 @@ def test_tampering_gets_a_clear_note_in_feedback_and_export(course):
     root = course["course"]
     nbgrader(root, "generate_feedback", ASSIGNMENT)
     mallory = (root / "feedback" / "mallory" / ASSIGNMENT / "01_demo.html").read_text(encoding="utf-8")
-    assert "checkers redefined or patched" in mallory and "check_renormalize" in mallory
+    assert "the code changes the checkers" in mallory and "check_renormalize" in mallory
     erin = (root / "feedback" / "erin" / ASSIGNMENT / "01_demo.html").read_text(encoding="utf-8")
-    assert "checkers redefined or patched" in erin and "grade" in erin
+    assert "the code changes the checkers" in erin and "ex.grade" in erin
     fay = (root / "feedback" / "fay" / ASSIGNMENT / "01_demo.html").read_text(encoding="utf-8")
-    assert "own reference" in fay and "no credit" in fay
+    assert "llm_lab.causal_mask" in fay and "own code" in fay
+    transformer = (root / "feedback" / "input_transformer" / ASSIGNMENT / "01_demo.html").read_text(encoding="utf-8")
+    assert "input_transformers" in transformer
     nbgrader(root, "export")
     rows = {r["student_id"]: r for r in csv.DictReader((root / "grades.csv").open(encoding="utf-8"))}
     points = fx.points(course["notebooks"])

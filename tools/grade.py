@@ -40,6 +40,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -355,7 +356,9 @@ def static_reference(exercise: str, key: str, source: str) -> str | None:
     return None
 
 
-INTERNALS = ("_remote", "_llm_lab_remote", "_harness", "_registry", "_fresh", "_core", "REGISTRY")
+# llm_lab's grading internals, and IPython's hooks that rewrite the cells the grader adds
+INTERNALS = ("_remote", "_llm_lab_remote", "_harness", "_registry", "_fresh", "_core", "REGISTRY",
+             "input_transformers_cleanup", "input_transformers_post", "ast_transformers")
 
 
 def static_tampering(sources: list[str]) -> list[str]:
@@ -485,22 +488,24 @@ class Kernel:
         folder when unsandboxed; at most ``limit`` entries are looked at."""
         process = getattr(self.km.provisioner, "process", None)
         top = self.work
-        if self.sandboxed and process is not None:
+        if self.sandboxed:
+            if process is None or process.poll() is not None:
+                return []  # the sandbox is gone, and its /tmp with it
             pids = [process.pid]
-            for _ in range(3):  # bwrap -> bwrap (the namespace's init) -> the kernel
+            for _ in range(2):  # bwrap -> bwrap (the namespace's init) -> the kernel
                 try:
                     kids = Path(f"/proc/{pids[-1]}/task/{pids[-1]}/children").read_text().split()
                 except OSError:
-                    break
+                    return []
                 if not kids:
-                    break
+                    return []
                 pids.append(int(kids[0]))
-            top = Path(f"/proc/{pids[-1]}/root/tmp")
+            top = Path(f"/proc/{pids[-1]}/root/tmp")  # the sandbox's own /tmp, seen from outside
         found = []
         for n, (folder, dirs, files) in enumerate(os.walk(top)):
-            if n == 0:
-                dirs[:] = [d for d in dirs if d not in self.TOOL_DIRS]
-            found += [str(Path(folder, f).relative_to(top)) for f in files]
+            if n == 0:  # tools' caches, and the grader's own folder (the connection file and sockets)
+                dirs[:] = [d for d in dirs if d not in self.TOOL_DIRS and d != self.tmp.name]
+            found += [str(Path(folder, f).relative_to(top)) for f in files if _regular(os.path.join(folder, f))]
             if n > limit or len(found) > limit:
                 break
         return sorted(found)
@@ -561,6 +566,13 @@ class Kernel:
             raise _remote.RemoteFailed("the kernel's reply was not readable") from None
 
 
+def _regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:  # gone meanwhile
+        return False
+
+
 def cell_error(cell) -> str:
     for o in cell.get("outputs", []):
         if o.get("output_type") == "error":
@@ -587,7 +599,8 @@ def judge(cn: CourseNotebook, p: Plan, kernel: Kernel) -> list[Verdict]:
         try:
             link.exercise = ex.exercise
             obj = link.lookup(ex.key)
-            result = exercises.grade(ex.exercise, obj, lang=cn.lang)
+            # the whole check's budget: the learner's time plus a round trip per call to a busy machine's kernel
+            result = exercises.grade(ex.exercise, obj, lang=cn.lang, timeout=3 * exercises.TIMEOUT)
             v.status, v.mistake, v.message = result.status, result.hint, result.message
             if found and v.status != "reference":
                 v.status, v.mistake = "reference", "reference"
@@ -636,10 +649,13 @@ def grade_one(r: Result, course, expected: tuple[str | None, str | None], cell_t
             with Kernel(p, Path(tmp), cell_timeout, max_output, sandboxed, max_seconds) as kernel:
                 r.verdicts = judge(cn, p, kernel)
                 cut, died = kernel.client.cut - {kernel.slot}, kernel.died
-                written = kernel.written()
+                try:
+                    written = kernel.written()
+                except OSError:  # the sandbox went away while we looked
+                    written = []
             written += sorted(str(f.relative_to(tmp)) for f in Path(tmp).rglob("*")
-                              if f.is_file() and f.parent.name not in ("kernels", "work")
-                              and f.name != "kernel.json" and not f.is_socket())
+                              if f.is_file() and not f.is_symlink() and f.parent.name not in ("kernels", "work")
+                              and f.name != "kernel.json")
         if written:
             r.notes.append(f"the code wrote files (discarded): {', '.join(written[:5])}")
         if cut:

@@ -358,7 +358,7 @@ class _Remote:
         hit = reply.get("hit")
         result = {"printed": str(reply.get("printed") or "")[:5000],
                   "hit": tuple(str(h) for h in hit[:2]) if isinstance(hit, list) and len(hit) == 2 else None,
-                  "observed": reply.get("observed") if isinstance(reply.get("observed"), dict) else None}
+                  "observed": _observed(reply.get("observed"))}
         error = reply.get("error")
         if isinstance(error, dict):
             kind = error.get("kind")
@@ -371,6 +371,17 @@ class _Remote:
             value = self._link.proxy(value["__module__"])
         result["value"] = value
         return result
+
+
+def _observed(record) -> dict | None:
+    """The kernel's record of an observed call (its own word), reduced to what the checkers read."""
+    if not isinstance(record, dict):
+        return None
+    largest = record.get("largest")
+    ops = record.get("ops") if isinstance(record.get("ops"), list) else []
+    return {**{k: v for k, v in record.items() if isinstance(k, str) and isinstance(v, (int, float, str, bool))},
+            "largest": int(largest) if isinstance(largest, (int, float)) and math.isfinite(largest) else 0,
+            "ops": [str(op)[:200] for op in ops[:5000]]}
 
 
 class RemoteObject(_Remote):
