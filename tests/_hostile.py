@@ -1,5 +1,5 @@
-"""Hostile submissions for the grading tests: each hands in a WRONG ``causal_mask`` (the diagonal hidden too)
 # ruff: noqa: E501  (each trick is source code in a string: it reads better unbroken)
+"""Hostile submissions for the grading tests: each hands in a WRONG ``causal_mask`` (the diagonal hidden too)
 and the ``mask_and_renormalize`` stub, plus one trick in the same cell.
 
 A trick that reaches something the sandbox should hide or refuse sets ``LEAK = True``, and then the
