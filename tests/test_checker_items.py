@@ -219,14 +219,14 @@ CORRECT_07 = {
 def test_correct_blocked_solutions_pass(name):
     result = ex.grade("tiled_attention", CORRECT_07[name])
     assert result.passed, result.message
-    assert "T=128 block=8" in result.message and "extreme scores" in result.message
+    assert "T=64 block=8" in result.message and "extreme scores" in result.message
 
 
 @pytest.mark.parametrize("fn", [full_scores, whole_rows], ids=["never-reads-block_size", "whole-rows-softmax"])
 def test_item1_attention_that_is_not_blocked_and_online_fails(fn):
     result = ex.grade("tiled_attention", fn)
     assert (result.status, result.hint) == ("fail", "not_blocked"), result.message
-    assert "T=128" in result.message or "128" in result.message
+    assert "(2, 4, 64, 2)" in result.message
     ex.set_language("zh")
     assert ex.evaluate("tiled_attention", fn).hint == "not_blocked"
 
@@ -671,3 +671,52 @@ def test_item5_exercise_2_has_its_own_checker_in_the_notebook():
     assert "check_additive_attention(MyCausalAttention)" in src
     assert "check_causal_attention(CausalAttentionFixed)" in src
     assert ex.points("additive_attention") == ex.points("causal_attention") == 2
+
+
+# ---- the same verdicts when grading runs the learner's code in another process (_remote) -------------------------
+
+
+def _through_a_kernel(exercise, obj):
+    """``obj`` as grading sees it: a proxy whose calls go, as JSON, to ``_remote``'s kernel side (here in this
+    process: the same encoding, the same ``_call``, no sandbox)."""
+    import json
+
+    from llm_lab.exercises import _remote
+
+    def send(request, timeout):
+        request = json.loads(json.dumps(request))
+        if request["op"] == "describe":
+            return json.loads(json.dumps(_remote.encode({"object": _remote._describe(obj)})))
+        return json.loads(json.dumps(_remote.encode(_remote._call(request))))
+
+    link = _remote.Link(send)
+    link.exercise = exercise
+    return link.lookup("obj")
+
+
+REMOTE_CASES = [
+    ("tiled_attention", blocked), ("tiled_attention", whole_rows), ("tiled_attention", full_scores),
+    ("tiled_attention", lambda q, k, v, b: blocked(q, k, v, b, inplace=True)),
+    ("tiled_attention", lambda q, k, v, b: blocked(q, k, v, b, init=0.0)),
+    ("tiled_attention", lambda q, k, v, b: torch.ops.aten.scaled_dot_product_attention(q, k, v, is_causal=True)),
+    ("additive_attention", additive_class()), ("additive_attention", additive_class(how="attribute")),
+    ("additive_attention", additive_class(how="parameter")),
+    ("additive_attention", additive_class(forward="masked_fill")),
+    ("additive_attention", additive_class(mask=lambda n: torch.triu(torch.ones(n, n), 1))),
+    ("padded_attention", padded_with(inplace=True)), ("padded_attention", padded_with(zero_padded_queries=True)),
+    ("padded_attention", padded_with(num_tokens=lambda q: q.shape[1])),
+    ("split_heads", LESSON_LINES[0][1]), ("merge_heads", LESSON_LINES[4][1]),
+    ("windows", windows_unfold), ("windows", windows_loop), ("windows", windows_strided),
+    ("input_embeddings", embeddings), ("input_embeddings", lambda ids, tok, pos: tok(ids) + pos(ids)),
+]
+
+
+@pytest.mark.parametrize(("exercise", "obj"), REMOTE_CASES, ids=[f"{e}-{i}" for i, (e, _) in enumerate(REMOTE_CASES)])
+def test_the_measured_requirements_hold_when_the_code_runs_in_a_kernel(exercise, obj):
+    here, there = ex.grade(exercise, obj), ex.grade(exercise, _through_a_kernel(exercise, obj))
+    assert (there.status, there.hint) == (here.status, here.hint), there.message
+
+
+def test_item6_dropout_on_scores_is_named_through_a_kernel():
+    cls = _scores_dropout_class()
+    assert ex.grade("causal_attention", _through_a_kernel("causal_attention", cls)).hint == "dropout_on_scores"

@@ -67,7 +67,7 @@ CASES = (
     (1, 2, 8, 4, 4, "large"),
     (1, 1, 4, 4, 1, "extreme"),
     (1, 1, 4, 4, 3, "extreme"),
-    (2, 4, 128, 2, 8, "long"),
+    (2, 4, 64, 2, 8, "long"),
 )
 LABELS = {"plain": "", "large": " large scores", "extreme": " extreme scores", "long": ""}
 
@@ -144,9 +144,9 @@ def body_tiled_attention(fn) -> list[str]:
             raise Fail("partial_block", case=case)
         compare(out, want, case, _variants(q, k, v, block), atol=1e-5 if kind in ("plain", "long") else 1e-4)
         limit = b * nh * t * block  # block_size whole rows of scores per batch entry and head
-        if kind == "long" and observed["largest"] >= limit:
-            unless_reference(Fail("not_blocked", largest=observed["largest"], step=b * nh * block * block, limit=limit,
-                                  case=case))
+        largest = int((observed or {}).get("largest") or 0)  # no record (a kernel that sent none): nothing seen
+        if kind == "long" and largest >= limit:
+            unless_reference(Fail("not_blocked", largest=largest, step=b * nh * block * block, limit=limit, case=case))
         cases.append(f"T={t} block={block}" + LABELS[kind])
     return cases
 
