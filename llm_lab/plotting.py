@@ -161,3 +161,62 @@ def tile_diagram(num_tokens: int = 16, block_size: int = 4, ax=None):
     ax.set_xticks(ticks)
     ax.set_yticks(ticks)
     return ax
+
+
+def _two_decimals(x: float) -> str:
+    return f"{round(float(x), 2) + 0.0:.2f}"  # + 0.0: -0.001 prints 0.00, not -0.00
+
+
+def attention_diagram(attn_scores_row, attn_weights_row, values, labels, query, causal=True, ax=None):
+    """Draw the attention of ONE query as a picture of the mechanism, not of a tensor.
+
+    Left to right: the query, a line to every key (thicker = more weight, dashed grey = hidden), the scaled
+    score of each key, its softmax weight as a bar, the value vectors, and the weighted average of the values:
+    the query's context vector. ``attn_scores_row`` (T,): the query's scaled scores; ``attn_weights_row`` (T,):
+    their (masked) softmax; ``values`` (T, d_v); ``labels``: T token strings; ``query``: the query's index.
+    ``causal``: the keys after the query are hidden, shown with the score the mask gives them, -inf (so is any
+    key whose score is -inf). All text is symbols, numbers, code names and the labels: no font beyond matplotlib's own.
+    Returns the ``Axes``; call ``plt.show()`` afterwards in a notebook.
+    """
+    scores = _as_array(torch.as_tensor(attn_scores_row).reshape(1, -1))[0]
+    weights = _as_array(torch.as_tensor(attn_weights_row).reshape(1, -1))[0]
+    vals = _as_array(values)
+    num_tokens = len(scores)
+    if not (len(weights) == vals.shape[0] == len(labels) == num_tokens):
+        raise ValueError(f"got {len(scores)} scores, {len(weights)} weights, {vals.shape[0]} values and "
+                         f"{len(labels)} labels: one of each per key")
+    if not 0 <= query < num_tokens:
+        raise ValueError(f"query={query} is not a key index 0..{num_tokens - 1}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 3.8))
+    rows = num_tokens - 1 - np.arange(num_tokens)  # key 0 at the top
+    middle = (num_tokens - 1) / 2
+    box = {"boxstyle": "round,pad=0.3", "fc": "white"}
+    ax.text(0.3, middle, f"$q$\n{labels[query]}", ha="center", va="center", bbox={**box, "ec": "C1"})
+    context = weights @ vals  # (d_v,)
+    for j, y in enumerate(rows):
+        hidden = (causal and j > query) or scores[j] == -np.inf
+        style = {"color": "0.7", "ls": "--", "lw": 0.8} if hidden else {"color": "C0", "lw": 0.5 + 6 * weights[j]}
+        ax.plot([0.8, 2.2], [middle, y], **style)
+        ax.text(2.9, y, f"$k_{{{j}}}$ {labels[j]}", ha="center", va="center", color="0.6" if hidden else "black",
+                bbox={**box, "ec": "0.7" if hidden else "C0"})
+        ax.text(4.4, y, "$-\\infty$" if hidden else f"{scores[j]:.2f}", ha="center", va="center")
+        ax.barh(y, 1.2 * weights[j], left=5.1, height=0.5, color="C0")
+        ax.text(6.4, y, f"{weights[j]:.2f}", ha="left", va="center")
+        vector = ", ".join(_two_decimals(x) for x in vals[j])
+        ax.text(7.3, y, f"$v_{{{j}}}$ = ({vector})", ha="left", va="center", alpha=1.0 if weights[j] > 0 else 0.4)
+        if weights[j] > 0:
+            ax.annotate("", xy=(10.6, middle), xytext=(9.8, y),
+                        arrowprops={"arrowstyle": "->", "color": "C0", "lw": 0.5 + 3 * weights[j]})
+    vector = ", ".join(_two_decimals(x) for x in context)
+    ax.text(11.7, middle, f"$\\sum_j\\, w_j v_j$\n({vector})", ha="center", va="center", bbox={**box, "ec": "C1"})
+    top = num_tokens - 0.2
+    # the column heads are the code names of the notebooks: no word needs a translation
+    heads = ((0.3, f"queries[{query}]"), (2.9, "keys"), (4.4, "$q \\cdot k_j / \\sqrt{d_k} + M_j$"),
+             (6.4, "attn_weights"), (8.5, "values"), (11.7, f"context_vec[{query}]"))
+    for x, head in heads:
+        ax.text(x, top, head, ha="center", va="bottom", fontsize=9, color="0.3")
+    ax.set_xlim(-0.4, 12.9)
+    ax.set_ylim(-0.7, num_tokens + 0.3)
+    ax.axis("off")
+    return ax

@@ -1,0 +1,87 @@
+"""Notebook 00's exercise: sliding-window causal weights. A correct solution in another style passes, and each
+planted mistake gets its own hint."""
+
+import pytest
+import torch
+
+from llm_lab import exercises as ex
+
+NEG_INF = float("-inf")
+
+
+@pytest.fixture(autouse=True)
+def english():
+    ex.set_language("en")
+    yield
+    ex.set_language("en")
+
+
+def loop(attn_scores, window, start_of=lambda i, w: max(0, i - w + 1), end_of=lambda i, w: i + 1):
+    weights = torch.zeros_like(attn_scores)
+    for i in range(attn_scores.shape[-1]):
+        start, end = start_of(i, window), end_of(i, window)
+        if end > start:
+            weights[i, start:end] = torch.softmax(attn_scores[i, start:end], dim=0)
+    return weights
+
+
+def with_neg_inf(attn_scores, window):
+    """A vectorized correct solution: hide the future and the keys older than the window with -inf."""
+    t = attn_scores.shape[-1]
+    i, j = torch.arange(t).unsqueeze(-1), torch.arange(t)
+    hidden = (j > i) | (j <= i - window)
+    return torch.softmax(attn_scores.masked_fill(hidden, NEG_INF), dim=-1)
+
+
+def ignores_window(attn_scores, window):
+    return loop(attn_scores, attn_scores.shape[-1])
+
+
+def too_wide(attn_scores, window):
+    return loop(attn_scores, window, start_of=lambda i, w: max(0, i - w))
+
+
+def too_narrow(attn_scores, window):
+    return loop(attn_scores, window, start_of=lambda i, w: max(0, i - w + 2))
+
+
+def excludes_self(attn_scores, window):
+    return loop(attn_scores, window, start_of=lambda i, w: max(0, i - w), end_of=lambda i, w: i)
+
+
+def sees_future(attn_scores, window):
+    t = attn_scores.shape[-1]
+    i, j = torch.arange(t).unsqueeze(-1), torch.arange(t)
+    return torch.softmax(attn_scores.masked_fill((j - i).abs() >= window, NEG_INF), dim=-1)
+
+
+def not_renormalized(attn_scores, window):
+    causal = loop(attn_scores, attn_scores.shape[-1])
+    t = attn_scores.shape[-1]
+    i, j = torch.arange(t).unsqueeze(-1), torch.arange(t)
+    return causal * (j > i - window)
+
+
+def no_mask(attn_scores, window):
+    return torch.softmax(attn_scores, dim=-1)
+
+
+@pytest.mark.parametrize("fn", [loop, with_neg_inf])
+def test_correct_solutions_pass(fn):
+    assert ex.grade("window_weights", fn).status == "pass"
+
+
+@pytest.mark.parametrize(("fn", "hint"), [
+    (ignores_window, "window_ignored"),
+    (too_wide, "window_too_wide"),
+    (too_narrow, "window_too_narrow"),
+    (excludes_self, "window_excludes_self"),
+    (sees_future, "window_sees_future"),
+    (not_renormalized, "window_not_renormalized"),
+    (no_mask, "future_open"),
+], ids=lambda x: getattr(x, "__name__", x))
+def test_planted_mistake_is_named(fn, hint):
+    result = ex.grade("window_weights", fn)
+    assert (result.status, result.hint) == ("fail", hint), result.message
+    assert result.fix, "every named mistake has its fix"
+    assert ex.grade("window_weights", fn, lang="zh").message != result.message
