@@ -79,7 +79,8 @@ def course(tmp_path_factory):
         (target.parent / "timestamp.txt").write_text("2026-12-01 09:00:00.000000 UTC")
     before = host.digest()
     env = {**os.environ, "MPLBACKEND": "Agg", "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", "")}
-    proc = subprocess.run([sys.executable, str(fx.ROOT / "tools" / "grade_nbgrader.py"), str(course), ASSIGNMENT],
+    proc = subprocess.run([sys.executable, str(fx.ROOT / "tools" / "grade_nbgrader.py"), str(course), ASSIGNMENT,
+                           "--src", str(notebooks)],
                           capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     after = host.digest()
