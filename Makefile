@@ -64,9 +64,10 @@ lint: setup
 	$(BIN)/ruff check llm_lab tests tools benchmarks notebooks/en notebooks/zh .github/scripts
 	$(BIN)/actionlint -shellcheck= -pyflakes=
 
+# Two workers, each test module on one of them (module fixtures such as a graded class are built once).
 unit: setup
 	$(BIN)/python tools/nbtool.py check
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile tests
 
 # The explorers again under ipywidgets 7.7.1, the version Colab ships (own venv: .venv-ipyw7).
 widgets7: setup
