@@ -12,12 +12,17 @@ JupyterHub and Colab) or its title, and graded the way nbgrader's autograde woul
 
 - every cell except the learner's solution cells (and cells they added) comes from the instructor version,
   so edited, deleted or reordered course cells are restored and checker cells cannot be changed;
-- each exercise is graded in its checker cell's place by a fresh copy of the checkers (a redefined
-  ``check_*``, a patched ``llm_lab.exercises`` or llm_lab's own reference scores 0, with a note);
-- each submission runs in a fresh kernel in its own temporary folder (files it writes land there and are
-  dropped; nothing in SUBMISSIONS is ever written), submissions run in parallel on all cores, a cell that
-  runs past ``--cell-timeout`` seconds is interrupted (an endless loop costs that exercise only), and output
-  past ``--max-output`` bytes per cell is dropped.
+- each submission runs in a fresh kernel inside the bubblewrap sandbox (``tools/sandbox.py``: no network, its
+  own processes only, a read-only view of Python and llm_lab, a private /tmp, limits; ``--no-sandbox`` runs it
+  with the grader's rights and every report says so), submissions in parallel on all cores; a cell that runs
+  past ``--cell-timeout`` seconds is interrupted (an endless loop costs that exercise only), a submission past
+  ``--max-seconds`` is stopped, output past ``--max-output`` bytes per cell is dropped; nothing in SUBMISSIONS
+  is ever written;
+- each exercise is judged when the notebook has run up to its checker cell, by llm_lab's checkers running in
+  THIS process: the kernel only calls the learner's object on the inputs the checker sends and answers with
+  data (``llm_lab.exercises._remote``), so nothing in the kernel can change a verdict; the submitted source
+  is read too (``_grade_source``): llm_lab's own reference handed in, or code that changes the checkers,
+  scores 0 with a note.
 
 Written into OUT (default ``build/grades``): ``grades.csv`` (``student, notebook, <one column per exercise>,
 total, max``), ``feedback/<student>[--<notebook>].html`` (each exercise's verdict and hint, in the
@@ -25,26 +30,18 @@ notebook's language) and ``report.md`` (per exercise: how many passed, the most 
 every submission that could not be graded normally, with the reason). Written Predict/Explain answers are
 graded by hand (docs/instructors.md). Exit status 0 unless SUBMISSIONS is missing or holds nothing.
 
-Usage: python tools/grade.py SUBMISSIONS [--out DIR] [--notebook 04] [--jobs N] [--cell-timeout S]
+Usage: python tools/grade.py SUBMISSIONS [--out DIR] [--notebook 04] [--jobs N] [--cell-timeout S] [--no-sandbox]
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
-import base64
-import binascii
 import json
-import math
 import os
 import re
-import secrets
 import shutil
-import stat
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -52,13 +49,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import _course
+import _grade_kernel
 import _grade_report
+import _grade_source
 import nbformat
 import sandbox
-from jupyter_client import AsyncKernelManager
-from jupyter_client.kernelspec import KernelSpecManager
-from nbclient import NotebookClient
-from nbclient.exceptions import DeadKernelError
 
 import llm_lab.exercises as exercises
 from llm_lab.exercises import _remote
@@ -295,294 +290,7 @@ def plan(cn: CourseNotebook, sub) -> Plan:
     return Plan(nb, grading, solutions, notes, learner)
 
 
-# ---- what the source says (no kernel can change it) ---------------------------------------------------------
-
-
-def _llm_lab_names(tree: ast.AST) -> tuple[set[str], dict[str, str]]:
-    """Names bound to the llm_lab package or its modules, and names imported from it (name -> dotted)."""
-    modules, imported = set(), {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                if a.name.split(".")[0] == "llm_lab":
-                    modules.add((a.asname or a.name).split(".")[0])
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "llm_lab":
-            for a in node.names:
-                imported[a.asname or a.name] = f"{node.module}.{a.name}"
-    return modules, imported
-
-
-def static_reference(exercise: str, key: str, source: str) -> str | None:
-    """What in the submitted solution source hands in llm_lab's own answer for ``exercise``, or None.
-
-    Read from the text the learner submitted (it is parsed, never run), so no trick in the kernel changes it:
-    ``key`` imported from llm_lab or assigned from it, or the code that defines ``key`` (and the functions of the
-    solution it calls) naming one of the exercise's reference objects through llm_lab, or llm_lab's checkers.
-    Code that hides the name (``getattr`` with a computed string) is not found here; the kernel's own report of
-    what ran is the second check (``llm_lab.exercises._registry.watch_for``)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return None
-    record = exercises.REGISTRY.get(exercise)
-    refs = {d.rpartition(".")[2] for d in (record.references if record else ())}
-    modules, imported = _llm_lab_names(tree)
-    defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    for node in tree.body:  # key = llm_lab.causal_mask / key = imported_reference
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == key for t in node.targets):
-            defs[key] = node
-    if key in imported and key not in defs:
-        return f"`{imported[key]}`"
-    seen, todo = set(), [key]
-    while todo:
-        name = todo.pop()
-        if name in seen or name not in defs:
-            continue
-        seen.add(name)
-        for node in ast.walk(defs[name]):
-            if isinstance(node, ast.ClassDef):
-                todo += [b.id for b in node.bases if isinstance(b, ast.Name)]
-            if isinstance(node, ast.Name):
-                if node.id in imported and (imported[node.id].rpartition(".")[2] in refs
-                                            or ".exercises" in imported[node.id]):
-                    return f"`{imported[node.id]}`"
-                todo.append(node.id)
-            elif isinstance(node, ast.Attribute) and node.attr in refs | {"exercises"}:
-                base = node.value
-                while isinstance(base, ast.Attribute):
-                    base = base.value
-                if isinstance(base, ast.Name) and (base.id in modules or base.id in imported):
-                    return f"`llm_lab...{node.attr}`"
-    return None
-
-
-# llm_lab's grading internals, and IPython's hooks that rewrite the cells the grader adds
-INTERNALS = ("_remote", "_llm_lab_remote", "_harness", "_registry", "_fresh", "_core", "REGISTRY",
-             "input_transformers_cleanup", "input_transformers_post", "ast_transformers")
-
-
-def static_tampering(sources: list[str]) -> list[str]:
-    """What the learner's code does to the checkers, read from its text: a ``check_*`` redefined, an attribute
-    of llm_lab set or deleted, the grading internals or ``sys.modules`` touched. The verdicts are computed
-    outside the kernel, so none of this can change them; it is reported (and scores 0) because it has no honest
-    use, and because a kernel whose answering code is patched could hand in llm_lab's own results."""
-    found: list[str] = []
-    for chunk in sources:  # one cell at a time: a syntax error costs only its cell
-        try:
-            tree = ast.parse(chunk)
-        except SyntaxError:
-            continue
-        modules, imported = _llm_lab_names(tree)
-        roots = modules | set(imported)
-
-        def rooted(node, roots=roots) -> bool:
-            while isinstance(node, (ast.Attribute, ast.Subscript)):
-                node = node.value
-            return isinstance(node, ast.Name) and node.id in roots
-
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
-                    and node.name.startswith("check_"):
-                found.append(f"`{node.name}` redefined")
-            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-                targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-                for t in targets:
-                    if isinstance(t, ast.Name) and t.id.startswith("check_"):
-                        found.append(f"`{t.id}` replaced")
-                    elif isinstance(t, (ast.Attribute, ast.Subscript)) and rooted(t):
-                        found.append(f"`{ast.unparse(t)}` replaced")
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-                    and node.func.id in ("setattr", "delattr") and node.args and rooted(node.args[0]):
-                found.append(f"`{ast.unparse(node)[:80]}`")
-            elif isinstance(node, ast.Attribute) and (node.attr in INTERNALS or node.attr == "modules"
-                                                      and isinstance(node.value, ast.Name)
-                                                      and node.value.id == "sys"):
-                found.append(f"`{node.attr}` reached")
-            elif isinstance(node, ast.alias) and any(part in INTERNALS for part in node.name.split(".")):
-                found.append(f"`{node.name}` imported")
-    return list(dict.fromkeys(found))
-
-
-# ---- running -----------------------------------------------------------------------------------------------
-
-
-class CappedClient(NotebookClient):
-    """nbclient that keeps at most ``max_output`` bytes of output per cell (the rest is dropped and noted);
-    ``limits`` gives some cells (the grader's requests) a larger allowance."""
-
-    def __init__(self, nb, max_output: int, **kw):
-        super().__init__(nb, **kw)
-        self.max_output, self.sizes, self.cut, self.limits = max_output, Counter(), set(), {}
-
-    def output(self, outs, msg, display_id, cell_index):
-        size = len(json.dumps(msg.get("content", {})))
-        self.sizes[cell_index] += size
-        if self.sizes[cell_index] > self.limits.get(cell_index, self.max_output):
-            self.cut.add(cell_index)
-            return None
-        return super().output(outs, msg, display_id, cell_index)
-
-
-class Kernel:
-    """One submission's kernel: in the bubblewrap sandbox (``tools/sandbox.py``) unless ``sandboxed`` is False.
-
-    ``run()`` executes the plan's cells; ``send(request, timeout)`` is the grader's round trip to the kernel
-    (``llm_lab.exercises._remote``): one request cell, whose printed reply is read back as data. Used as a
-    context manager; leaving it ends the kernel and, with the sandbox, every process the submission started."""
-
-    def __init__(self, p: Plan, tmp: Path, cell_timeout: float, max_output: int, sandboxed: bool,
-                 max_seconds: float):
-        self.p, self.tmp, self.cell_timeout = p, tmp, cell_timeout
-        self.sandboxed, self.max_seconds = sandboxed, max_seconds
-        self.conn = tmp / "conn"
-        self.conn.mkdir()
-        self.work = tmp / "work"  # the kernel's folder without the sandbox ("../x" written still lands in tmp)
-        self.work.mkdir()
-        specs = tmp / "kernels"
-        spec = specs / "llm-lab-grading"
-        spec.mkdir(parents=True)
-        argv = sandbox.kernel_argv()
-        if sandboxed:
-            argv = sandbox.wrap(argv, [str(self.conn)])
-        (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "llm-lab grading",
-                                                      "language": "python", "interrupt_mode": "message"}))
-        kw = {"transport": "ipc", "ip": str(self.conn / "k")} if sandboxed else {}
-        self.km = AsyncKernelManager(kernel_name="llm-lab-grading", kernel_spec_manager=KernelSpecManager(
-            kernel_dirs=[str(specs)]), connection_file=str(self.conn / "kernel.json"), **kw)
-        self.km.write_connection_file()
-        if sandboxed:
-            sandbox.prepare(self.conn)
-        self.client = CappedClient(
-            p.nb, max_output, km=self.km, timeout=math.ceil(cell_timeout), allow_errors=True, interrupt_on_timeout=True,
-            startup_timeout=120, error_on_timeout={"ename": "CellTimeout", "evalue": f"the cell ran past "
-                                                   f"{cell_timeout:g} s", "traceback": []},
-            resources={"metadata": {"path": str(self.work)}})
-        self.slot = len(p.nb.cells)
-        self.next = 0  # the next plan cell to run
-        self.died = ""
-        self._timer: threading.Timer | None = None
-
-    def __enter__(self):
-        self._ctx = self.client.setup_kernel(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self._ctx.__enter__()
-        self._timer = threading.Timer(self.max_seconds, self._out_of_time)
-        self._timer.daemon = True
-        self._timer.start()
-        return self
-
-    def __exit__(self, *exc):
-        if self._timer:
-            self._timer.cancel()
-        try:
-            self._ctx.__exit__(None, None, None)
-        except Exception:  # a kernel that is already gone
-            pass
-        finally:
-            self._kill()
-        return False
-
-    TOOL_DIRS = (".ipython", ".matplotlib", ".cache", ".local", ".config", ".jupyter")
-
-    def written(self, limit: int = 1000) -> list[str]:
-        """Files the code wrote in its private /tmp (read through the kernel's /proc root, names only), or in its
-        folder when unsandboxed; at most ``limit`` entries are looked at."""
-        process = getattr(self.km.provisioner, "process", None)
-        top = self.work
-        if self.sandboxed:
-            if process is None or process.poll() is not None:
-                return []  # the sandbox is gone, and its /tmp with it
-            pids = [process.pid]
-            for _ in range(2):  # bwrap -> bwrap (the namespace's init) -> the kernel
-                try:
-                    kids = Path(f"/proc/{pids[-1]}/task/{pids[-1]}/children").read_text().split()
-                except OSError:
-                    return []
-                if not kids:
-                    return []
-                pids.append(int(kids[0]))
-            top = Path(f"/proc/{pids[-1]}/root/tmp")  # the sandbox's own /tmp, seen from outside
-        found = []
-        for n, (folder, dirs, files) in enumerate(os.walk(top)):
-            if n == 0:  # tools' caches, and the grader's own folder (the connection file and sockets)
-                dirs[:] = [d for d in dirs if d not in self.TOOL_DIRS and d != self.tmp.name]
-            found += [str(Path(folder, f).relative_to(top)) for f in files if _regular(os.path.join(folder, f))]
-            if n > limit or len(found) > limit:
-                break
-        return sorted(found)
-
-    def _kill(self) -> None:
-        """End the kernel's process now: with the sandbox, its PID namespace and every process in it."""
-        process = getattr(self.km.provisioner, "process", None)
-        if process is not None and process.poll() is None:
-            process.kill()
-            process.wait()
-
-    def _out_of_time(self):
-        self.died = f"the submission ran past {self.max_seconds:g} s in all and was stopped"
-        self._kill()  # nbclient notices the dead kernel within a second
-
-    def run(self, until: int | None = None) -> None:
-        """The plan's cells up to (not including) ``until``, from where the last run stopped; a cell that errs
-        or times out does not stop the others."""
-        stop = len(self.p.nb.cells) if until is None else min(until, self.slot)
-        while self.next < stop and not self.died:
-            try:
-                self.client.execute_cell(self.p.nb.cells[self.next], self.next)
-            except DeadKernelError:
-                self.died = self.died or "the kernel died (the code called os._exit, crashed or ran out of memory)"
-            self.next += 1
-
-    def send(self, request: dict, timeout: float) -> object:
-        """One round trip: the request as a cell that prints the kernel's reply; the reply as parsed JSON."""
-        if self.died:
-            raise _remote.RemoteFailed(self.died)
-        nonce = "LLMLAB-REPLY-" + secrets.token_hex(8) + " "
-        payload = base64.b64encode(json.dumps({**request, "nonce": nonce}).encode()).decode()
-        cell = nbformat.v4.new_code_cell(f"import llm_lab.exercises._remote as _llm_lab_remote\n"
-                                         f"_llm_lab_remote.serve({payload!r})")
-        if len(self.p.nb.cells) == self.slot:
-            self.p.nb.cells.append(cell)
-        self.p.nb.cells[self.slot] = cell
-        self.client.sizes[self.slot] = 0
-        self.client.limits[self.slot] = 4 * _remote.MAX_BYTES
-        self.client.timeout = max(1, math.ceil(timeout))  # nbclient wants whole seconds
-        try:
-            self.client.execute_cell(cell, self.slot, store_history=False)
-        except DeadKernelError:
-            self.died = self.died or "the kernel died (the code called os._exit, crashed or ran out of memory)"
-            raise _remote.RemoteFailed(self.died) from None
-        finally:
-            self.client.timeout = math.ceil(self.cell_timeout)
-        text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
-        replies = [line[len(nonce):] for line in text.splitlines() if line.startswith(nonce)]
-        if not replies:
-            if cell_error(cell) == "timeout":
-                raise TimeoutError
-            raise _remote.RemoteFailed("the kernel did not answer" + (f" ({cell_error(cell)})"
-                                                                       if cell_error(cell) else ""))
-        try:
-            return json.loads(base64.b64decode(replies[-1], validate=True))
-        except (ValueError, binascii.Error):
-            raise _remote.RemoteFailed("the kernel's reply was not readable") from None
-
-
-def _regular(path: str) -> bool:
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:  # gone meanwhile
-        return False
-
-
-def cell_error(cell) -> str:
-    for o in cell.get("outputs", []):
-        if o.get("output_type") == "error":
-            if o.get("ename") in ("CellTimeout", "KeyboardInterrupt"):  # the grader's interrupt: the time limit
-                return "timeout"
-            return f"{o.get('ename')}: {_one_line(o.get('evalue'))}"
-    return ""
-
-
-def judge(cn: CourseNotebook, p: Plan, kernel: Kernel) -> list[Verdict]:
+def judge(cn: CourseNotebook, p: Plan, kernel: _grade_kernel.Kernel) -> list[Verdict]:
     """Each exercise's verdict, computed HERE by llm_lab's checkers on the learner's object in the kernel, right
     after the notebook ran up to that exercise's checker cell (a later cell that kills the kernel costs only the
     exercises after it)."""
@@ -592,10 +300,10 @@ def judge(cn: CourseNotebook, p: Plan, kernel: Kernel) -> list[Verdict]:
         kernel.run(until=p.grading[ex.key] + 1)
         pts = int(cn.nb.cells[ex.checker].metadata["nbgrader"]["points"])
         v = Verdict(ex.key, "error", max_points=pts)
-        own = [e for e in (cell_error(p.nb.cells[i]) for i in p.solutions.get(ex.key, [])) if e]
-        found = static_reference(ex.exercise, ex.key, "\n\n".join(p.nb.cells[i].source
+        own = [e for e in (_grade_kernel.cell_error(p.nb.cells[i]) for i in p.solutions.get(ex.key, [])) if e]
+        found = _grade_source.static_reference(ex.exercise, ex.key, "\n\n".join(p.nb.cells[i].source
                                                                     for i in p.solutions.get(ex.key, [])))
-        tampering = static_tampering(p.written_before(ex.key))
+        tampering = _grade_source.static_tampering(p.written_before(ex.key))
         try:
             link.exercise = ex.exercise
             obj = link.lookup(ex.key)
@@ -646,7 +354,7 @@ def grade_one(r: Result, course, expected: tuple[str | None, str | None], cell_t
         if not sandboxed:
             r.notes.append("graded WITHOUT the sandbox (--no-sandbox): the code ran with the grader's rights")
         with tempfile.TemporaryDirectory(prefix="llm-lab-grade-") as tmp:
-            with Kernel(p, Path(tmp), cell_timeout, max_output, sandboxed, max_seconds) as kernel:
+            with _grade_kernel.Kernel(p, Path(tmp), cell_timeout, max_output, sandboxed, max_seconds) as kernel:
                 r.verdicts = judge(cn, p, kernel)
                 cut, died = kernel.client.cut - {kernel.slot}, kernel.died
                 try:
