@@ -120,7 +120,7 @@ def test_tampering_gets_a_clear_note_in_feedback_and_export(course):
     erin = (root / "feedback" / "erin" / ASSIGNMENT / "01_demo.html").read_text(encoding="utf-8")
     assert "the code changes the checkers" in erin and "ex.grade" in erin
     fay = (root / "feedback" / "fay" / ASSIGNMENT / "01_demo.html").read_text(encoding="utf-8")
-    assert "llm_lab.causal_mask" in fay and "own code" in fay
+    assert "llm_lab.causal_mask" in fay and "no credit" in fay
     transformer = (root / "feedback" / "input_transformer" / ASSIGNMENT / "01_demo.html").read_text(encoding="utf-8")
     assert "input_transformers" in transformer
     nbgrader(root, "export")
