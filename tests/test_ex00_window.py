@@ -71,16 +71,21 @@ def test_correct_solutions_pass(fn):
     assert ex.grade("window_weights", fn).status == "pass"
 
 
-@pytest.mark.parametrize(("fn", "hint"), [
-    (ignores_window, "window_ignored"),
-    (too_wide, "window_too_wide"),
-    (too_narrow, "window_too_narrow"),
-    (excludes_self, "window_excludes_self"),
-    (sees_future, "window_sees_future"),
-    (not_renormalized, "window_not_renormalized"),
-    (no_mask, "future_open"),
-], ids=lambda x: getattr(x, "__name__", x))
-def test_planted_mistake_is_named(fn, hint):
+# (exercise, wrong implementation, hint): also checked by tests/test_exercises.py and, through grading's kernel
+# proxies, by tests/test_remote.py
+PLANTED = [
+    ("window_weights", ignores_window, "window_ignored"),
+    ("window_weights", too_wide, "window_too_wide"),
+    ("window_weights", too_narrow, "window_too_narrow"),
+    ("window_weights", excludes_self, "window_excludes_self"),
+    ("window_weights", sees_future, "window_sees_future"),
+    ("window_weights", not_renormalized, "window_not_renormalized"),
+    ("window_weights", no_mask, "future_open"),
+]
+
+
+@pytest.mark.parametrize(("exercise", "fn", "hint"), PLANTED, ids=[h for _, _, h in PLANTED])
+def test_planted_mistake_is_named(exercise, fn, hint):
     result = ex.grade("window_weights", fn)
     assert (result.status, result.hint) == ("fail", hint), result.message
     assert result.fix, "every named mistake has its fix"

@@ -3,6 +3,7 @@
 import pytest
 import torch
 import torch.nn.functional as F
+from test_ex00_window import PLANTED as NOTEBOOK_00_PLANTED  # notebook 00's planted mistakes live with its tests
 from test_induction import SOLUTIONS as NOTEBOOK_08_SOLUTIONS  # notebook 08's solutions live with its tests
 from torch import nn
 
@@ -541,6 +542,7 @@ PLANTED = [
     ("input_embeddings", embeddings_no_positions, "positions_missing"),
     ("input_embeddings", embeddings_positions_from_ids, "positions_from_ids"),
     ("input_embeddings", embeddings_full_context, "positions_wrong_length"),
+    *NOTEBOOK_00_PLANTED,
 ]
 
 
