@@ -9,8 +9,20 @@ BROWSER ?= 0
 NB     ?=
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
-.PHONY: setup instructor-setup lab lab-instructor test-browser test lint unit widgets7 nbval test-wheel test-perturbed test-gpu test-torch execute student bench train \
+.PHONY: help setup instructor-setup lab lab-instructor test-browser test lint unit widgets7 nbval test-wheel test-perturbed test-gpu test-torch execute student bench train \
 	colab-links release clean
+
+# A bare `make` says what there is (nothing is installed or built by it).
+help:
+	@echo "llm-lab: make lab (JupyterLab on the notebooks) · make test (everything CI runs before the browser)"
+	@echo "  learners:     lab [PORT=8890 BROWSER=1]"
+	@echo "  tests:        test · unit · lint · test-wheel · test-perturbed · nbval · widgets7 · test-browser ·"
+	@echo "                test-site · test-gpu · test-torch TORCH=2.11.0   (NB=01,06 selects notebooks)"
+	@echo "  authors:      execute [NB=03] · site · train · bench"
+	@echo "  instructors:  student [NB=04] · grade SUBMISSIONS=dir · grade-nbgrader COURSE=dir ASSIGNMENT=ps1 ·"
+	@echo "                lab-instructor"
+	@echo "  releases:     release VERSION=0.1.1 · colab-links REPO=owner/name · clean"
+	@echo "README.md and docs/ say more about each."
 
 # The venv is rebuilt only when the requirements or the package metadata change.
 $(STAMP): requirements.txt pyproject.toml
@@ -65,7 +77,7 @@ lint: setup
 	$(BIN)/actionlint -shellcheck= -pyflakes=
 
 # Two workers, each test module on one of them (module fixtures such as a graded class are built once).
-unit: setup
+unit: setup instructor-setup
 	$(BIN)/python tools/nbtool.py check
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile tests
 
