@@ -7,6 +7,7 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -17,6 +18,9 @@ from llm_lab import exercises as ex
 from llm_lab.exercises import _messages
 
 NEG_INF = float("-inf")
+# notebooks whose exercises exist (notebooks/src/NN_slug.exercises.nbsrc): the registry's notebook numbers
+WITH_EXERCISES = {p.name[:2] for p in (Path(__file__).resolve().parent.parent / "notebooks" / "src").glob(
+    "[0-9][0-9]_*.exercises.nbsrc")}
 
 
 @pytest.fixture(autouse=True)
@@ -46,9 +50,11 @@ def test_registry_drives_names_checks_and_points():
         assert f"check_{name}" in ex.__all__ and check.__name__ == f"check_{name}"
         assert check.__doc__ == record.signature
         assert ex.points(name) == record.points > 0
-        assert record.takes in ("function", "class") and record.notebook in {f"{i:02d}" for i in range(1, 8)}
+        assert record.takes in ("function", "class") and record.notebook in WITH_EXERCISES
     assert ex.exercises_of("05") == ("split_heads", "merge_heads", "multihead", "padded_attention")
     assert ex.exercises_of("07") == ("tiled_attention",)
+    assert ex.exercises_of("08") == ("induction_score", "find_induction_head")
+    assert {record.notebook for record in ex.REGISTRY.values()} <= WITH_EXERCISES
 
 
 def test_every_hint_of_every_record_has_both_languages():

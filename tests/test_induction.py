@@ -1,0 +1,289 @@
+"""llm_lab.induction: the repeated-tokens data, the attention-only model and its ablation switch, the scores,
+training; and notebook 08's exercise checkers (solutions pass, planted mistakes are named)."""
+
+import math
+
+import pytest
+import torch
+
+from llm_lab import exercises as ex
+from llm_lab import induction
+
+CONFIG = induction.InductionConfig()
+SMALL = induction.InductionConfig(vocab_size=16, context_length=12, d_model=16, num_heads=2, num_layers=2)
+
+
+# ---- configuration and data ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"d_model": 30}, "d_model=30 must be divisible by num_heads=4"),
+    ({"context_length": 63}, "context_length=63 must be even"),
+    ({"num_layers": 0}, "num_layers"),
+])
+def test_config_names_the_bad_value(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        induction.InductionConfig(**kwargs)
+
+
+def test_repeat_batch_copies_n_places_back_with_varying_offsets():
+    ids, offsets = induction.repeat_batch(64, CONFIG, torch.Generator().manual_seed(0))
+    assert ids.shape == (64, 64) and ids.dtype == torch.long and offsets.shape == (64,)
+    assert int(offsets.min()) >= 4 and int(offsets.max()) <= 32 and len(set(offsets.tolist())) > 10
+    for row, n in zip(ids, offsets.tolist(), strict=True):
+        assert torch.equal(row[32:], row[32 - n : 64 - n])
+    again, _ = induction.repeat_batch(64, CONFIG, torch.Generator().manual_seed(0))
+    assert torch.equal(ids, again)
+
+
+def test_repeat_batch_leaves_the_global_stream_alone_and_checks_min_offset():
+    torch.manual_seed(0)
+    expected = torch.rand(2)
+    torch.manual_seed(0)
+    induction.repeat_batch(2, CONFIG, torch.Generator().manual_seed(1))
+    assert torch.equal(torch.rand(2), expected)
+    with pytest.raises(ValueError, match="min_offset=33 must be an int between 1 and context_length // 2 = 32"):
+        induction.repeat_batch(2, CONFIG, torch.Generator(), min_offset=33)
+
+
+def test_probe_is_one_half_twice():
+    probe = induction.repeated_sequences(5, CONFIG, seed=3)
+    assert probe.shape == (5, 64) and torch.equal(probe[:, :32], probe[:, 32:])
+    assert torch.equal(probe, induction.repeated_sequences(5, CONFIG, seed=3))
+
+
+# ---- the model ---------------------------------------------------------------------------------------------------
+
+
+def small_model(seed=0):
+    torch.manual_seed(seed)
+    return induction.AttentionOnlyTransformer(SMALL).eval()
+
+
+def test_forward_shapes_and_weights():
+    model = small_model()
+    ids = torch.randint(0, 16, (3, 12))
+    logits, weights = model(ids, return_attn_weights=True)
+    assert logits.shape == (3, 12, 16) and weights.shape == (3, 2, 2, 12, 12)
+    assert torch.allclose(weights.sum(dim=-1), torch.ones(3, 2, 2, 12))
+    with torch.no_grad():  # causal: the first 5 positions do not see the rest
+        assert torch.allclose(model(ids[:, :5]), logits[:, :5], atol=1e-6)
+
+
+@pytest.mark.parametrize(("ids", "message"), [
+    (torch.zeros(2, 13, dtype=torch.long), "num_tokens=13 must be between 1 and context_length=12"),
+    (torch.full((1, 4), 16), r"ids must lie in \[0, 16\), got 16..16"),
+    (torch.zeros(4), "ids must be an integer tensor"),
+])
+def test_forward_names_bad_ids(ids, message):
+    with pytest.raises(ValueError, match=message):
+        small_model()(ids)
+
+
+def test_ablation_zeroes_exactly_one_heads_slice_before_out_proj():
+    model = small_model()
+    ids = torch.randint(0, 16, (2, 12), generator=torch.Generator().manual_seed(1))
+    seen = {}
+
+    def record(module, args):
+        seen["in"] = args[0].clone()
+
+    handle = model.attn[0].out_proj.register_forward_pre_hook(record)
+    with torch.no_grad():
+        whole = model(ids)
+        before = seen["in"]
+        ablated = model(ids, ablate=[(0, 1)])
+        after = seen["in"]
+    handle.remove()
+    hs = SMALL.d_model // SMALL.num_heads
+    assert torch.equal(after[..., :hs], before[..., :hs]) and (after[..., hs:] == 0).all()
+    assert not torch.allclose(whole, ablated)
+    assert torch.equal(model(ids), whole)  # the switch is off again after the call
+    with torch.no_grad():
+        assert torch.equal(model(ids, ablate=[(1, 0), (1, 1)]), model(ids, ablate=[(1, 1), (1, 0)]))
+
+
+@pytest.mark.parametrize(("ablate", "message"), [
+    ([(2, 0)], r"layer=2 in ablate must be an int in \[0, 2\)"),
+    ([(0, 5)], r"head=5 in ablate must be an int in \[0, 2\)"),
+    ([3], "ablate takes \\(layer, head\\) pairs, got 3"),
+])
+def test_ablation_names_bad_pairs(ablate, message):
+    with pytest.raises(ValueError, match=message):
+        small_model()(torch.zeros(1, 4, dtype=torch.long), ablate=ablate)
+
+
+# ---- the scores --------------------------------------------------------------------------------------------------
+
+
+def pattern(t, key_of_row):
+    """(T, T) weights with all of row i on key_of_row(i) (rows whose key is out of range: on key 0)."""
+    w = torch.zeros(t, t)
+    for i in range(t):
+        j = key_of_row(i)
+        w[i, j if 0 <= j <= i else 0] = 1.0
+    return w
+
+
+def test_scores_of_perfect_heads_and_of_an_even_spread():
+    t = 16
+    prev = pattern(t, lambda i: i - 1)
+    ind = pattern(t, lambda i: i - t // 2 + 1)
+    weights = torch.stack([torch.stack([prev, ind])])  # (L=1, nh=2, T, T): one sequence
+    assert torch.allclose(induction.previous_token_scores(weights), torch.tensor([[1.0, 1 / 15]]))
+    assert torch.allclose(induction.induction_scores(weights), torch.tensor([[0.0, 1.0]]))
+    batched = weights.expand(3, 1, 2, t, t)  # (B, L, nh, T, T) averages over the batch too
+    assert torch.equal(induction.induction_scores(batched), induction.induction_scores(weights))
+    even = torch.ones(t, t).tril()
+    even = (even / even.sum(dim=-1, keepdim=True)).expand(1, 1, t, t)
+    expected = induction.even_scores(t)
+    assert math.isclose(float(induction.previous_token_scores(even)[0, 0]), expected["previous token"], rel_tol=1e-6)
+    assert math.isclose(float(induction.induction_scores(even)[0, 0]), expected["induction"], rel_tol=1e-6)
+    with pytest.raises(ValueError, match="T must be even, got T=5"):
+        induction.induction_scores(torch.ones(1, 1, 5, 5))
+    with pytest.raises(ValueError, match=r"got \(4, 4\)"):
+        induction.previous_token_scores(torch.ones(4, 4))
+
+
+def test_half_losses_split_the_predictions():
+    t, v = 8, 5
+    ids = torch.tensor([[0, 1, 2, 3, 0, 1, 2, 3]])
+    logits = torch.zeros(1, t, v)  # uniform everywhere ...
+    logits[0, torch.arange(4, 7), ids[0, 5:]] = 50.0  # ... except the repeated half, predicted perfectly
+    first, repeated = induction.half_losses(logits, ids)
+    assert math.isclose(first, math.log(v), rel_tol=1e-6) and repeated < 1e-6
+
+
+# ---- training ----------------------------------------------------------------------------------------------------
+
+
+def test_lr_schedule_holds_then_decays_to_the_final_ratio():
+    s = induction.TrainSettings(steps=100, decay_from=60, final_lr_ratio=0.1)
+    assert induction.lr_factor(0, s) == induction.lr_factor(60, s) == 1.0
+    assert math.isclose(induction.lr_factor(80, s), 0.55) and math.isclose(induction.lr_factor(100, s), 0.1)
+
+
+def test_train_is_deterministic_and_leaves_the_caller_state_alone():
+    settings = induction.TrainSettings(steps=6, batch_size=4, measure_every=3, probe_size=2, decay_from=3)
+    threads = torch.get_num_threads()
+    calls = []
+    first = induction.train(small_model(), settings, progress=lambda step, m, s: calls.append(step))
+    assert torch.get_num_threads() == threads
+    assert calls == first.steps == [0, 3, 6] and len(first.train_loss) == 6
+    assert first.scores("induction").shape == (3, 2, 2) and first.scores("previous").shape == (3, 2, 2)
+    second = induction.train(small_model(), settings)
+    assert first.train_loss == second.train_loss and first.repeated_half == second.repeated_half
+    with pytest.raises(ValueError, match="'previous' or 'induction'"):
+        first.scores("first token")
+
+
+def test_train_draws_its_data_from_its_own_generator():
+    model = small_model()
+    settings = induction.TrainSettings(steps=2, batch_size=2, measure_every=2, probe_size=1)
+    torch.manual_seed(9)
+    induction.train(model, settings)
+    after_training = torch.rand(3)
+    torch.manual_seed(9)
+    assert torch.equal(torch.rand(3), after_training)
+
+
+# ---- notebook 08's exercises ------------------------------------------------------------------------------------
+
+
+def induction_score_from_tokens(attn_weights, token_ids):
+    t = token_ids.shape[0]
+    targets = torch.zeros(t, t, dtype=torch.bool)
+    targets[:, 1:] = token_ids[:, None] == token_ids[None, :-1]
+    targets &= torch.ones(t, t, dtype=torch.bool).tril(diagonal=-1)
+    rows = targets.any(dim=-1)
+    return (attn_weights * targets).sum(dim=-1)[..., rows].mean(dim=-1)
+
+
+def score_factory(same_token=False, current=False, all_rows=False):
+    def score(attn_weights, token_ids):
+        t = token_ids.shape[0]
+        if same_token:
+            targets = token_ids[:, None] == token_ids[None, :]
+        else:
+            targets = torch.zeros(t, t, dtype=torch.bool)
+            targets[:, 1:] = token_ids[:, None] == token_ids[None, :-1]
+        targets &= torch.ones(t, t, dtype=torch.bool).tril(diagonal=0 if current else -1)
+        per_row = (attn_weights * targets).sum(dim=-1)
+        return per_row.mean(dim=-1) if all_rows else per_row[..., targets.any(dim=-1)].mean(dim=-1)
+
+    return score
+
+
+def find_induction_head(attn_weights):
+    t = attn_weights.shape[-1]
+    rows = torch.arange(t // 2, t)
+    scores = attn_weights[..., rows, rows - t // 2 + 1].mean(dim=-1)
+    return divmod(int(scores.argmax()), attn_weights.shape[1])
+
+
+def finder_factory(key_offset=1, swap=False, every_row=False):
+    def find(attn_weights):
+        t = attn_weights.shape[-1]
+        if every_row:  # the previous-token score: key i - 1 on every row
+            rows = torch.arange(1, t)
+            scores = attn_weights[..., rows, rows - 1].mean(dim=-1)
+        else:
+            rows = torch.arange(t // 2, t)
+            scores = attn_weights[..., rows, rows - t // 2 + key_offset].mean(dim=-1)
+        layer, head = divmod(int(scores.argmax()), attn_weights.shape[1])
+        return (head, layer) if swap else (layer, head)
+
+    return find
+
+
+SOLUTIONS = {"induction_score": induction_score_from_tokens, "find_induction_head": find_induction_head}
+PLANTED = [
+    ("induction_score", score_factory(same_token=True), "same_token_not_next"),
+    ("induction_score", score_factory(current=True), "current_included"),
+    ("induction_score", score_factory(all_rows=True), "rows_without_target"),
+    ("find_induction_head", finder_factory(every_row=True), "picked_previous"),
+    ("find_induction_head", finder_factory(key_offset=0), "picked_duplicate"),
+    ("find_induction_head", finder_factory(swap=True), "layer_head_swapped"),
+    ("find_induction_head", lambda w: int(find_induction_head(w)[1]), "not_layer_head"),
+    ("find_induction_head", lambda w: (9, 0), "not_a_head"),
+    ("find_induction_head", lambda w: (0, 0) if find_induction_head(w) != (0, 0) else (0, 1), None),
+]
+
+
+@pytest.mark.parametrize("name", list(SOLUTIONS))
+def test_solutions_pass(name):
+    result = ex.grade(name, SOLUTIONS[name])
+    assert result.passed, result.message
+
+
+@pytest.mark.parametrize(("name", "fn", "hint"), PLANTED, ids=[f"{n}-{h}" for n, _, h in PLANTED])
+def test_planted_mistakes_are_named(name, fn, hint):
+    result = ex.grade(name, fn)
+    assert result.status == "fail", result.message
+    if hint is not None:
+        assert result.hint == hint, result.message
+    else:  # a wrong head of some other kind: the hint says which kind it picked
+        assert result.hint in ("picked_previous", "picked_duplicate", "picked_other"), result.message
+    zh = ex.grade(name, fn, lang="zh")
+    assert zh.hint == result.hint and zh.message != result.message
+
+
+def test_find_head_accepts_tensors_and_checkers_only_see_tensors():
+    seen = []
+
+    def spy(attn_weights):
+        seen.append(type(attn_weights))
+        layer, head = find_induction_head(attn_weights)
+        return torch.tensor([layer, head])
+
+    assert ex.grade("find_induction_head", spy).passed
+    assert set(seen) == {torch.Tensor}
+
+
+def test_the_lesson_score_equals_the_token_score_on_the_probe():
+    """On a probe of distinct tokens the token-based score (exercise 2) is the lesson's position-based one."""
+    t = 16
+    half = torch.randperm(40, generator=torch.Generator().manual_seed(0))[: t // 2]
+    ids = torch.cat([half, half])
+    w = torch.softmax(torch.randn(2, 3, t, t).masked_fill(~torch.ones(t, t, dtype=torch.bool).tril(), -torch.inf), -1)
+    assert torch.allclose(induction_score_from_tokens(w, ids), induction.induction_scores(w))
