@@ -720,3 +720,25 @@ def test_the_measured_requirements_hold_when_the_code_runs_in_a_kernel(exercise,
 def test_item6_dropout_on_scores_is_named_through_a_kernel():
     cls = _scores_dropout_class()
     assert ex.grade("causal_attention", _through_a_kernel("causal_attention", cls)).hint == "dropout_on_scores"
+
+
+# ---- docs/checks.md: per exercise, what is checked automatically and what by hand --------------------------------
+
+
+def test_the_checks_page_covers_every_notebook_with_exercises_in_both_languages():
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    pages = {lang: (docs / name).read_text(encoding="utf-8")
+             for lang, name in (("en", "checks.md"), ("zh", "checks.zh-CN.md"))}
+    notebooks = [f"{n:02d}" for n in range(8)]  # 00-07 (08's exercises are their author's to document)
+    assert set(notebooks) <= {r.notebook for r in ex.REGISTRY.values()}
+    for lang, text in pages.items():
+        for nn in notebooks:
+            assert f"### {nn} · " in text, (lang, nn)
+        assert "check_additive_attention" in text and "block_size" in text
+    rows = {lang: sum(line.startswith("| ") for line in text.splitlines()) for lang, text in pages.items()}
+    assert rows["en"] == rows["zh"]
+    for name in ("additive_attention", "causal_attention", "split_heads", "merge_heads", "multihead",
+                 "padded_attention", "windows", "input_embeddings", "tiled_attention"):
+        assert ex.points(name) >= 1
