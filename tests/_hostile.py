@@ -130,6 +130,8 @@ def tricks(h: Host) -> dict[str, str]:
         "connection_files": "import glob\nmine = glob.glob('/tmp/llm-lab-grade-*/conn/kernel.json')\n"
                             f"LEAK = len(mine) > 1 or bool(glob.glob({str(Path.home())!r} + "
                             "'/.local/share/jupyter/runtime/*.json'))\n",
+        "socket_swap": "import glob\nsock = sorted(glob.glob('/tmp/llm-lab-grade-*/conn/k-*'))[0]\nos.unlink(sock)\n"
+                       "os.symlink('/run/some-host.sock', sock)\nLEAK = True\n",
         "torch_patch": "torch.allclose = lambda *a, **k: True\ntorch.equal = lambda *a, **k: True\n"
                        "torch.Tensor.__eq__ = lambda a, b: torch.ones_like(a, dtype=torch.bool)\n",
         "settrace": "import sys\n\ndef _t(frame, event, arg):\n    if event == 'return' and frame.f_code.co_name == 'grade':\n"

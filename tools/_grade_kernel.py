@@ -85,6 +85,8 @@ class Kernel:
     def __enter__(self):
         self._ctx = self.client.setup_kernel(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self._ctx.__enter__()
+        if self.sandboxed:
+            sandbox.seal(self.conn)  # the sockets are bound: from now on the kernel cannot touch that folder
         self._timer = threading.Timer(self.max_seconds, self._out_of_time)
         self._timer.daemon = True
         self._timer.start()

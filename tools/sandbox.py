@@ -141,6 +141,16 @@ def prepare(folder: Path) -> None:
     folder.chmod(0o700)
 
 
+def seal(folder: Path) -> None:
+    """Once the kernel has bound its sockets in ``folder``: make it the grader's and read-only to the kernel, so
+    that the code cannot swap a socket for a link to some other socket on the machine (which the grader would
+    follow when it reconnects). As root only: without root the kernel runs as the grader's user and could
+    undo it (one more reason to grade as root, or as a dedicated user)."""
+    if os.geteuid() == 0:
+        os.chown(folder, 0, 0)
+        folder.chmod(0o755)
+
+
 def kernel_argv() -> list[str]:
     """The kernel command (``{connection_file}`` filled in by jupyter_client) for a kernelspec."""
     return [sys.executable, "-I", "-m", "ipykernel_launcher", "-f", "{connection_file}"]
