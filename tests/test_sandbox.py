@@ -39,12 +39,15 @@ def test_the_sandbox_hides_the_course_and_the_network():
 
 @pytest.mark.skipif(sandbox.available() is not None, reason=str(sandbox.available()))
 def test_inside_the_sandbox():
-    probe = ("import os, socket\n"
-             "print(os.path.exists(%r), len([p for p in os.listdir('/proc') if p.isdigit()]) <= 3, os.environ.get('HOME'))\n"
-             "try:\n    socket.create_connection(('127.0.0.1', 22), timeout=1)\nexcept OSError:\n    print('no-net')\n"
-             "open('/tmp/x', 'w').write('x')\n"
-             "try:\n    open(%r, 'a')\nexcept OSError:\n    print('read-only')\n"
-             % (str(fx.ROOT / "notebooks"), str(fx.ROOT / "llm_lab" / "__init__.py")))
+    notebooks, package = str(fx.ROOT / "notebooks"), str(fx.ROOT / "llm_lab" / "__init__.py")
+    probe = "\n".join([
+        "import os, socket",
+        f"print(os.path.exists({notebooks!r}), len([p for p in os.listdir('/proc') if p.isdigit()]) <= 3,"
+        " os.environ.get('HOME'))",
+        "try:\n    socket.create_connection(('127.0.0.1', 22), timeout=1)\nexcept OSError:\n    print('no-net')",
+        "open('/tmp/x', 'w').write('x')",
+        f"try:\n    open({package!r}, 'a')\nexcept OSError:\n    print('read-only')",
+    ])
     out = subprocess.run(sandbox.wrap([sys.executable, "-I", "-c", probe], []), capture_output=True, text=True,
                          timeout=120)
     assert out.stdout.split() == ["False", "True", "/tmp", "no-net", "read-only"], out.stderr
