@@ -1,4 +1,4 @@
-"""make grade (tools/grade.py): a synthetic class of 24 submissions, each careless or bad case a student hands in, asserted totals.
+"""make grade (tools/grade.py): a synthetic class of 24 submissions, each a careless or bad case, asserted totals.
 
 The class hands in the small fixture course's 01_demo (two autograded exercises, 2 points each, see
 tests/_course_fixture.py); grading it once takes about a minute on 2 cores, shared by every test below.
