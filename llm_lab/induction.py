@@ -10,7 +10,7 @@ head* whose keys read that information attends from ``i`` to the position right 
 
     config = InductionConfig()                  # V=64, T=64, d=64, 2 layers of 4 heads
     model = AttentionOnlyTransformer(config)
-    history = train(model, TrainSettings())     # a few hundred steps on the CPU
+    history = train(model, TrainSettings())     # 1,000 steps on the CPU; induction forms after a few hundred
     probe = repeated_sequences(32, config)      # (32, T): random first half, second half a copy
     logits, weights = model(probe, return_attn_weights=True)   # weights: (B, L, nh, T, T)
     induction_scores(weights)                   # (L, nh)

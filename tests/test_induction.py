@@ -287,3 +287,13 @@ def test_the_lesson_score_equals_the_token_score_on_the_probe():
     ids = torch.cat([half, half])
     w = torch.softmax(torch.randn(2, 3, t, t).masked_fill(~torch.ones(t, t, dtype=torch.bool).tril(), -torch.inf), -1)
     assert torch.allclose(induction_score_from_tokens(w, ids), induction.induction_scores(w))
+
+
+@pytest.mark.parametrize(("name", "fn", "hint"), [p for p in PLANTED if p[2] is not None],
+                         ids=[f"{n}-{h}" for n, _, h in PLANTED if h is not None])
+def test_planted_mistakes_get_the_same_verdict_through_the_grading_protocol(name, fn, hint):
+    """The checkers see the learner's function only through tensors and plain data (grading's kernel proxies)."""
+    from test_remote import remote_grade
+
+    remote = remote_grade(name, fn)
+    assert (remote.status, remote.hint) == ("fail", hint), remote.message
