@@ -87,6 +87,7 @@ class Kernel:
         self._ctx.__enter__()
         if self.sandboxed:
             sandbox.seal(self.conn)  # the sockets are bound: from now on the kernel cannot touch that folder
+        self._warm_up()
         self._timer = threading.Timer(self.max_seconds, self._out_of_time)
         self._timer.daemon = True
         self._timer.start()
@@ -131,6 +132,22 @@ class Kernel:
             if n > limit or len(found) > limit:
                 break
         return sorted(found)
+
+    WARM_UP = "import torch\nimport llm_lab.exercises._remote"
+
+    def _warm_up(self) -> None:
+        """Import torch and the answering code before the first cell, with time to spare: on a busy machine a
+        first cell's ``import torch`` can outlast the cell timeout, and an import interrupted half way leaves
+        torch unusable for the rest of the notebook."""
+        cell = nbformat.v4.new_code_cell(self.WARM_UP)
+        self.p.nb.cells.append(cell)
+        self.client.timeout = max(180, math.ceil(self.cell_timeout))
+        try:
+            self.client.execute_cell(cell, self.slot, store_history=False)
+        except DeadKernelError:
+            self.died = "the kernel died while starting"
+        finally:
+            self.client.timeout = math.ceil(self.cell_timeout)
 
     def _kill(self) -> None:
         """End the kernel's process now: with the sandbox, its PID namespace and every process in it."""
