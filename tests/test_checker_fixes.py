@@ -1,5 +1,5 @@
 # ruff: noqa: E501  (the planted and fixed lines read better unbroken)
-"""Every second-step fix of notebooks 04-07 is itself a correct move for its exercise (issue 16).
+"""Every second-step fix of notebooks 04-07 is itself a correct move for its exercise.
 
 Each case starts from a correct solution written as source text, plants one mistake by replacing a line, checks
 that the checker names it, then APPLIES THE FIX: replaces the planted line with code that uses the fix text's

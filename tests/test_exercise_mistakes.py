@@ -1,4 +1,4 @@
-"""Issue 9's checker cases: correct-but-different solutions pass, each wrong one is named by its own hint;
+"""Checker cases from an adversarial round: correct-but-different solutions pass, each wrong one is named by its own hint;
 dropout in the attention modules read statistically; the transfer exercises (05 padded heads, 07 tiled)."""
 
 import pytest
@@ -26,7 +26,7 @@ def english():
     ex.set_language("en")
 
 
-# ---- issue 9: correct-but-different solutions pass, each wrong one is named -----------------------------------
+# ---- correct-but-different solutions pass, each wrong one is named -----------------------------------
 
 
 class Flex(nn.Module):
@@ -162,7 +162,7 @@ def test_correct_but_different_solutions_pass(exercise, obj):
     assert result.status == "pass", result.message
 
 
-ISSUE_MISTAKES = [
+ROUND_MISTAKES = [
     # dropout in the attention modules: placement, rate, rescale, independence
     ("causal_attention", flex(place="context"), "dropout_on_output"),
     ("causal_attention", flex(place="x"), "dropout_on_input"),
@@ -197,9 +197,9 @@ ISSUE_MISTAKES = [
 ]
 
 
-@pytest.mark.parametrize(("exercise", "obj", "hint"), ISSUE_MISTAKES,
-                         ids=[f"{e}-{h}-{i}" for i, (e, _, h) in enumerate(ISSUE_MISTAKES)])
-def test_issue_mistake_is_named(exercise, obj, hint):
+@pytest.mark.parametrize(("exercise", "obj", "hint"), ROUND_MISTAKES,
+                         ids=[f"{e}-{h}-{i}" for i, (e, _, h) in enumerate(ROUND_MISTAKES)])
+def test_round_mistake_is_named(exercise, obj, hint):
     result = ex.grade(exercise, obj)
     assert (result.status, result.hint) == ("fail", hint), result.message
     assert "{" not in result.message and result.message.count("\n") == 0
