@@ -1,4 +1,4 @@
-"""What each statement of 04-07 requires, checked: the requirements of 04-07 measured (blocked, online, buffer, inputs left
+"""The statements of 04-07, checked: their requirements measured (blocked, online, buffer, inputs left
 alone, the named ops), stability, hints and fixes that fit their exercise; the observation hook they rely on."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""Checker cases from an adversarial round: correct-but-different solutions pass, each wrong one is named by its own hint;
+"""Checker cases from adversarial rounds: correct-but-different solutions pass, each wrong one is named by its own hint;
 dropout in the attention modules read statistically; the transfer exercises (05 padded heads, 07 tiled)."""
 
 import pytest
