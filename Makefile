@@ -147,7 +147,7 @@ grade-nbgrader: instructor-setup
 bench-grade: instructor-setup
 	$(BIN)/python benchmarks/bench_grade.py
 
-# Retrain the tiny model whose heads notebook 06 shows: data/heads-verdict.pt (a few minutes on 2 CPU cores);
+# Retrain the tiny model llm_lab.heads.load_trained() returns: data/heads-verdict.pt (a few minutes on 2 CPU cores);
 # then put the sha256 it prints in llm_lab/resources.py and data/README.md.
 train: setup
 	$(BIN)/python tools/train.py
@@ -187,3 +187,43 @@ test-site: site
 
 clean:
 	rm -rf $(VENV) .venv-ipyw7 .venv-torch* .venv-wheel* .venv-site build .pytest_cache
+
+# The course on a local JupyterHub (tools/hub/hub.py; docs/hub.md): real Unix users (so it needs root), an
+# instructor with formgrader, HUB_STUDENTS students with the assignment list, nbgrader's exchange, notebook
+# HUB_NB released in both languages. Ctrl-C (or `make hub-stop`) stops it; `make hub-remove` deletes its users
+# and HUB_DIR. JupyterHub goes into .venv (requirements-hub.txt); its proxy, configurable-http-proxy, from the
+# npm registry at the version locked in tools/hub/proxy/; the learners' servers run from HUB_DIR/venv.
+.PHONY: hub hub-stop hub-remove test-hub
+HUB_DIR      ?= /srv/llm-lab-hub
+HUB_PORT     ?= 8765
+HUB_STUDENTS ?= 3
+HUB_NB       ?= 01
+HUB_PROXY    := build/hub/proxy/node_modules/.bin/configurable-http-proxy
+HUB_ARGS      = --dir $(HUB_DIR) --port $(HUB_PORT) --students $(HUB_STUDENTS) --notebook $(HUB_NB)
+
+$(VENV)/.installed-hub: $(VENV)/.installed-instructor requirements-hub.txt
+	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements-hub.txt
+	@touch $@
+
+$(HUB_PROXY): tools/hub/proxy/package.json tools/hub/proxy/package-lock.json
+	@if ! command -v npm >/dev/null; then \
+		echo "the hub needs node and npm (Debian: apt-get install nodejs npm); make test-hub skips without them"; \
+	else \
+		mkdir -p build/hub/proxy && \
+		cp tools/hub/proxy/package.json tools/hub/proxy/package-lock.json build/hub/proxy/ && \
+		npm ci --prefix build/hub/proxy --no-audit --no-fund --loglevel=error && touch $@; \
+	fi
+
+hub: $(VENV)/.installed-hub $(HUB_PROXY)
+	$(BIN)/python tools/hub/hub.py start $(HUB_ARGS)
+
+hub-stop: $(VENV)/.installed-hub
+	$(BIN)/python tools/hub/hub.py stop $(HUB_ARGS)
+
+hub-remove: $(VENV)/.installed-hub
+	$(BIN)/python tools/hub/hub.py remove $(HUB_ARGS)
+
+# The semester loop on that hub, in headless Chromium where it says so (tests/hub/): release, fetch, submit,
+# collect, grade (tools/grade_nbgrader.py, sandboxed), feedback; isolation. Own HUB_DIR and users, removed after.
+test-hub: $(VENV)/.installed-hub $(VENV)/.installed-browser $(HUB_PROXY)
+	LLM_LAB_TEST_HUB=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/hub

@@ -50,7 +50,8 @@ def fused_lines(results) -> list[str]:
 # Sections other tools write into the same report (tools/browser_test.py: per-notebook browser timings;
 # bench_grade.py: grading a class);
 # a rewrite of the benchmark part keeps them as they are.
-KEPT = (("<!-- browser:begin -->", "<!-- browser:end -->"), ("<!-- grade:begin -->", "<!-- grade:end -->"))
+KEPT = (("<!-- browser:begin -->", "<!-- browser:end -->"), ("<!-- grade:begin -->", "<!-- grade:end -->"),
+        ("<!-- training:begin -->", "<!-- training:end -->"))
 
 
 def kept_sections(path: Path) -> str:

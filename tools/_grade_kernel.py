@@ -104,7 +104,7 @@ class Kernel:
             self._kill()
         return False
 
-    TOOL_DIRS = (".ipython", ".matplotlib", ".cache", ".local", ".config", ".jupyter")
+    TOOL_DIRS = (".ipython", ".matplotlib", ".cache", ".local", ".config", ".jupyter", "data-gym-cache")
 
     def written(self, limit: int = 1000) -> list[str]:
         """Files the code wrote in its private /tmp (read through the kernel's /proc root, names only), or in its
