@@ -125,9 +125,12 @@ class Kernel:
                 pids.append(int(kids[0]))
             top = Path(f"/proc/{pids[-1]}/root/tmp")  # the sandbox's own /tmp, seen from outside
         found = []
+        mounted = set(sandbox.read_only_paths()) | {str(self.conn)}  # bound into /tmp: not written by the code
         for n, (folder, dirs, files) in enumerate(os.walk(top)):
-            if n == 0:  # tools' caches, and the grader's own folder (the connection file and sockets)
-                dirs[:] = [d for d in dirs if d not in self.TOOL_DIRS and d != self.tmp.name]
+            if n == 0:  # tools' caches
+                dirs[:] = [d for d in dirs if d not in self.TOOL_DIRS]
+            inside = "/tmp/" + str(Path(folder).relative_to(top))
+            dirs[:] = [d for d in dirs if os.path.normpath(f"{inside}/{d}") not in mounted]
             found += [str(Path(folder, f).relative_to(top)) for f in files if _regular(os.path.join(folder, f))]
             if n > limit or len(found) > limit:
                 break

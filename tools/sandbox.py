@@ -58,6 +58,11 @@ def _python_paths() -> list[str]:
     return kept
 
 
+def read_only_paths() -> list[str]:
+    """What ``wrap`` binds read-only (besides /usr and a few /etc files), as bound."""
+    return [p for p in _python_paths() if os.path.exists(p)]
+
+
 def available() -> str | None:
     """``None`` when sandboxed grading can run here, else one sentence naming what to install or allow."""
     if not sys.platform.startswith("linux"):
@@ -96,6 +101,8 @@ def wrap(argv: list[str], writable: list[str], env: dict[str, str] | None = None
         cmd += ["--unshare-user", "--disable-userns"]
     cmd += ["--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
             "--symlink", "usr/sbin", "/sbin"]
+    # the private /tmp first: binds below it (a checkout or venv under /tmp) must come after, or it hides them
+    cmd += ["--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
     bound: list[str] = []
     for p in [*SYSTEM, *_python_paths()]:
         if os.path.exists(p) and not any(p == b or p.startswith(b + os.sep) for b in bound):
@@ -103,7 +110,7 @@ def wrap(argv: list[str], writable: list[str], env: dict[str, str] | None = None
                 cmd += _dirs_to(p)
             cmd += ["--ro-bind", p, p]
             bound.append(p)
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
+    cmd += ["--proc", "/proc", "--dev", "/dev"]
     for w in writable:
         cmd += [*_dirs_to(w), "--bind", w, w]
     cmd += ["--chdir", "/tmp", "--clearenv"]
