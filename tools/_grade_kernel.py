@@ -62,8 +62,9 @@ class Kernel:
         spec = specs / "llm-lab-grading"
         spec.mkdir(parents=True)
         argv = sandbox.kernel_argv()
+        self.uid = sandbox.new_uid()
         if sandboxed:
-            argv = sandbox.wrap(argv, [str(self.conn)])
+            argv = sandbox.wrap(argv, [str(self.conn)], uid=self.uid)
         (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "llm-lab grading",
                                                       "language": "python", "interrupt_mode": "message"}))
         kw = {"transport": "ipc", "ip": str(self.conn / "k")} if sandboxed else {}
@@ -71,7 +72,7 @@ class Kernel:
             kernel_dirs=[str(specs)]), connection_file=str(self.conn / "kernel.json"), **kw)
         self.km.write_connection_file()
         if sandboxed:
-            sandbox.prepare(self.conn)
+            sandbox.prepare(self.conn, self.uid)
         self.client = CappedClient(
             p.nb, max_output, km=self.km, timeout=math.ceil(cell_timeout), allow_errors=True, interrupt_on_timeout=True,
             startup_timeout=120, error_on_timeout={"ename": "CellTimeout", "evalue": f"the cell ran past "

@@ -13,8 +13,9 @@ What the graded code gets (``kernel_argv``):
   other kernels' connection files);
 - **a private writable /tmp** (a tmpfs of ``TMP_BYTES``, the kernel's home and working folder, gone afterwards),
   plus the one folder that holds its connection file and sockets;
-- **limits**: as root (CI, a course server) the kernel runs as the unprivileged user ``nobody`` with no
-  capabilities, so ``RLIMIT_NPROC`` caps its processes (a fork storm stops at ``NPROC``); every process may map
+- **limits**: as root (CI, a course server) the kernel runs as an unprivileged uid of its own (``new_uid``)
+  with no capabilities, so ``RLIMIT_NPROC`` caps its processes (a fork storm stops at ``NPROC`` and cannot
+  starve the other submissions' kernels); every process may map
   at most ``MEMORY_BYTES`` (an over-limit allocation raises ``MemoryError``/``RuntimeError`` in the kernel);
   files it writes are capped at ``FILE_BYTES`` each; wall time is the grader's (it kills the sandbox).
 
@@ -27,13 +28,20 @@ processes, so the cap is set to the current count plus ``NPROC``.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
-NOBODY = 65534
+# As root, each sandbox gets a uid of its own from this range (no account needed): RLIMIT_NPROC counts a
+# uid's processes machine-wide, so with one shared uid a fork storm in one submission would stop the kernels
+# of the others from starting.
+UIDS = range(200_000, 300_000)
+_next_uid = itertools.count()
+_uid_lock = threading.Lock()
 NPROC = 64
 MEMORY_BYTES = 6 * 2**30  # address space per process: torch maps ~1.5 GiB at import; a notebook needs < 2 GiB
 FILE_BYTES = 64 * 2**20
@@ -92,8 +100,15 @@ def _dirs_to(path: str) -> list[str]:
     return args
 
 
-def wrap(argv: list[str], writable: list[str], env: dict[str, str] | None = None) -> list[str]:
-    """The bwrap command that runs ``argv`` in the sandbox; ``writable`` folders are bound read-write."""
+def new_uid() -> int:
+    """A uid no other sandbox of this grader uses now (as root; the range is 100,000 long)."""
+    with _uid_lock:
+        return UIDS[next(_next_uid) % len(UIDS)]
+
+
+def wrap(argv: list[str], writable: list[str], env: dict[str, str] | None = None, uid: int | None = None) -> list[str]:
+    """The bwrap command that runs ``argv`` in the sandbox; ``writable`` folders are bound read-write. As root the
+    code runs as ``uid`` (default: a fresh one, ``new_uid()``), with no capabilities."""
     root = os.geteuid() == 0
     cmd = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc",
            "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
@@ -114,14 +129,15 @@ def wrap(argv: list[str], writable: list[str], env: dict[str, str] | None = None
     for w in writable:
         cmd += [*_dirs_to(w), "--bind", w, w]
     cmd += ["--chdir", "/tmp", "--clearenv"]
-    base_env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin", "HOME": "/tmp", "USER": "nobody",
+    base_env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin", "HOME": "/tmp", "USER": "learner",
                 "LANG": "C.UTF-8", "MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp/.matplotlib",
                 "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
     for key, value in {**base_env, **(env or {})}.items():
         cmd += ["--setenv", key, value]
     cmd.append("--")
     if root:
-        cmd += ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all",
+        uid = new_uid() if uid is None else uid
+        cmd += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
                 "--bounding-set=-all", "--no-new-privs"]
         nproc = NPROC
     else:
@@ -140,11 +156,11 @@ def _processes_of(uid: int) -> int:
     return n
 
 
-def prepare(folder: Path) -> None:
-    """Make ``folder`` (and what is in it) usable by the sandboxed kernel's user."""
+def prepare(folder: Path, uid: int) -> None:
+    """Make ``folder`` (and what is in it) usable by the sandboxed kernel's user ``uid``."""
     if os.geteuid() == 0:
         for p in [folder, *folder.rglob("*")]:
-            os.chown(p, NOBODY, NOBODY)
+            os.chown(p, uid, uid)
     folder.chmod(0o700)
 
 
