@@ -15,12 +15,7 @@ import pytest
 from llm_lab import exercises as ex
 from llm_lab.exercises._messages import FIXES
 
-
-@pytest.fixture(autouse=True)
-def english():
-    ex.set_language("en")
-    yield
-    ex.set_language("en")
+pytestmark = pytest.mark.usefixtures("english")  # the checkers speak English here (tests/conftest.py)
 
 
 # ---- the correct solutions the mistakes are planted in ------------------------------------------------------------

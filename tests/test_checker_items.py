@@ -12,11 +12,7 @@ from llm_lab.exercises._core import LearnerError
 NEG_INF = float("-inf")
 
 
-@pytest.fixture(autouse=True)
-def english():
-    ex.set_language("en")
-    yield
-    ex.set_language("en")
+pytestmark = pytest.mark.usefixtures("english")  # the checkers speak English here (tests/conftest.py)
 
 
 # ---- the observation hook (_observe, _harness.call(..., observe=True)) ------------------------------------------

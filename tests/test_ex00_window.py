@@ -9,11 +9,7 @@ from llm_lab import exercises as ex
 NEG_INF = float("-inf")
 
 
-@pytest.fixture(autouse=True)
-def english():
-    ex.set_language("en")
-    yield
-    ex.set_language("en")
+pytestmark = pytest.mark.usefixtures("english")  # the checkers speak English here (tests/conftest.py)
 
 
 def loop(attn_scores, window, start_of=lambda i, w: max(0, i - w + 1), end_of=lambda i, w: i + 1):

@@ -18,12 +18,7 @@ from torch import nn
 
 from llm_lab import exercises as ex
 
-
-@pytest.fixture(autouse=True)
-def english():
-    ex.set_language("en")
-    yield
-    ex.set_language("en")
+pytestmark = pytest.mark.usefixtures("english")  # the checkers speak English here (tests/conftest.py)
 
 
 # ---- correct-but-different solutions pass, each wrong one is named -----------------------------------

@@ -14,11 +14,7 @@ from llm_lab.exercises import _messages
 NEG_INF = float("-inf")
 
 
-@pytest.fixture(autouse=True)
-def english():
-    ex.set_language("en")
-    yield
-    ex.set_language("en")
+pytestmark = pytest.mark.usefixtures("english")  # the checkers speak English here (tests/conftest.py)
 
 
 # ---- correct solutions -------------------------------------------------------------------------------------
