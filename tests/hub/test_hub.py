@@ -1,0 +1,465 @@
+"""A semester on the local JupyterHub (tools/hub/hub.py), end to end, with real Unix users.
+
+The fixture course (tests/_course_fixture.py, 01_demo: two autograded exercises and one written answer) is made
+into ``ps1-en`` and ``ps1-zh``. The instructor releases both; three students fetch in their own servers:
+alice in headless Chromium through the hub's pages (log in, Assignments tab: Fetch, Submit, Fetch Feedback),
+bob (Chinese, a partial answer) and mallory (a hostile notebook) through their servers' REST API (nbgrader's
+assignment-list handlers, called with a hub service token). The instructor collects, grades with
+tools/grade_nbgrader.py (each submission in the bubblewrap sandbox; run as the instructor's Unix user), checks
+the scores in formgrader in Chromium, generates and releases feedback; each student fetches their own
+feedback and no one else's. Isolation and the exchange's permissions are checked as the users themselves.
+Memory per user (server alone; server + kernel after running the notebook) and timings are written to
+build/hub/sizing.json (docs/hub-sizing.md quotes them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import re
+import shutil
+import socket
+import stat
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(ROOT / "tools" / "hub"))
+import _course_fixture as fx  # noqa: E402
+import hub as hubmod  # noqa: E402
+
+TEACHER, ALICE, BOB, MALLORY = "lt-teacher", "lt-alice", "lt-bob", "lt-mallory"
+STUDENTS = (ALICE, BOB, MALLORY)
+EN, ZH = "ps1-en", "ps1-zh"
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-dev-shm-usage"]
+HUB_DIR = ROOT / "build" / "hub" / "test"  # its venv is kept between runs (rebuilt when requirements change)
+SIZING = ROOT / "build" / "hub" / "sizing.json"
+STATE: dict = {}
+
+# mallory's notebook: the answer key read from the instructor's course folder (refused: her own server runs as
+# her, and the grader's sandbox sees no course), a checker redefined, a loop that never ends at import time is
+# not needed: these are enough to show the sandboxed grading of a hostile notebook.
+HOSTILE_MASK = """import glob
+import json
+import os
+
+LEAKED = []
+for pattern in ("/home/*/llm-lab/instructor-notebooks/en/*.ipynb", "/home/*/llm-lab/source/*/*.ipynb",
+                "/home/*/llm-lab/gradebook.db", "/home/lt-alice/*/*.ipynb"):
+    for path in glob.glob(pattern):
+        try:
+            LEAKED.append(open(path).read())
+        except OSError:
+            pass
+
+
+def causal_mask(num_tokens):
+    return torch.ones(num_tokens, num_tokens, dtype=torch.bool).triu()  # wrong: the diagonal is masked
+"""
+HOSTILE_RENORM = ("def mask_and_renormalize(attn_weights):\n    raise NotImplementedError()\n\n\n"
+                  "def check_renormalize(fn):\n    print('✅ mask_and_renormalize: correct')\n")
+
+
+def free_port() -> int:
+    """A base port with PORT, PORT+1 and PORT+2 free on 127.0.0.1."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port > 60000:
+            continue
+        try:
+            for p in (port + 1, port + 2):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", p))
+            return port
+        except OSError:
+            continue
+    raise RuntimeError("no three free ports on 127.0.0.1")
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    notebooks = fx.build_course(tmp_path_factory.mktemp("hub-course"))
+    SIZING.unlink(missing_ok=True)
+    for sub in ("state", "exchange", "config"):
+        shutil.rmtree(HUB_DIR / sub, ignore_errors=True)
+    h = hubmod.Hub(HUB_DIR, free_port(), TEACHER, list(STUDENTS), notebook="01", notebooks=notebooks,
+                   assignment="ps1")
+    t0 = time.monotonic()
+    for user in h.users:  # leftovers of an interrupted run
+        if _exists(user):
+            hubmod.run(["userdel", "--remove", user], check=False)
+    h.setup()
+    record("setup_s", round(time.monotonic() - t0, 1))
+    t0 = time.monotonic()
+    h.start()
+    record("hub_start_s", round(time.monotonic() - t0, 1))
+    STATE["notebooks"] = notebooks
+    try:
+        yield h
+    finally:
+        h.remove_users_and_state()
+
+
+def _exists(user: str) -> bool:
+    try:
+        pwd.getpwnam(user)
+        return True
+    except KeyError:
+        return False
+
+
+# ---- hub REST API (a service token with admin:servers and access:servers) ---------------------------------
+def api(h, method: str, path: str, data: dict | None = None, timeout: float = 120):
+    body = json.dumps(data).encode() if data is not None else None
+    req = urllib.request.Request(f"{h.url}{path}", data=body, method=method,
+                                 headers={"Authorization": f"token {h.service_token}",
+                                          **({"Content-Type": "application/json"} if body else {})})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        text = r.read().decode()
+        return json.loads(text) if text.strip() else None
+
+
+def start_server(h, user: str, timeout: float = 120) -> None:
+    try:
+        api(h, "POST", f"/hub/api/users/{user}/server")
+    except urllib.error.HTTPError as exc:
+        if exc.code != 400:  # 400: already running
+            raise
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        model = api(h, "GET", f"/hub/api/users/{user}")
+        server = model.get("servers", {}).get("", {})
+        if server.get("ready"):
+            return
+        time.sleep(1)
+    raise AssertionError(f"{user}'s server did not start within {timeout} s")
+
+
+def nbgrader_action(h, user: str, action: str, assignment: str) -> dict:
+    """nbgrader's assignment-list handler in ``user``'s own server: fetch, submit or fetch_feedback."""
+    return api(h, "POST", f"/user/{user}/assignments/{action}?course_id=llm-lab&assignment_id={assignment}")
+
+
+def put_notebook(h, user: str, path: str, nb) -> None:
+    api(h, "PUT", f"/user/{user}/api/contents/{path}",
+        {"type": "notebook", "format": "json", "content": json.loads(nbformat.writes(nb))})
+
+
+def get_notebook(h, user: str, path: str):
+    return nbformat.from_dict(api(h, "GET", f"/user/{user}/api/contents/{path}?content=1")["content"])
+
+
+def solve(nb, notebooks: Path, lang: str, **replace: str):
+    """The fetched notebook with the instructor's solutions (or ``replace``'s) in its solution cells."""
+    sols = fx.solutions(notebooks, lang)
+    for cell in fx.solution_cells(nb):
+        cell.source = sols[cell.id]
+        for key, source in replace.items():
+            if f"def {key}(" in sols[cell.id]:
+                cell.source = source
+    for cell in nb.cells:
+        if "answer" in cell.metadata.get("tags", []):
+            cell.source = "它自己的值不属于未来。" if lang == "zh" else "Its own value is not in the future."
+    return nb
+
+
+# ---- a browser -------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def login(browser, h, user: str):
+    ctx = browser.new_context(viewport={"width": 1366, "height": 900})
+    ctx.set_default_timeout(60_000)
+    page = ctx.new_page()
+    page.goto(f"{h.url}/hub/login")
+    page.fill("#username_input", user)
+    page.fill("#password_input", h.passwords[user])
+    page.click("#login_submit")
+    page.wait_for_url(f"**/user/{user}/lab**", timeout=120_000)
+    page.wait_for_selector("#jp-main-dock-panel", timeout=120_000)
+    return ctx, page
+
+
+def open_assignment_list(page):
+    page.get_by_text("Nbgrader", exact=True).first.click()
+    page.get_by_text("Assignment List", exact=True).first.click()
+    page.wait_for_selector("#nbgrader-assignment-list", timeout=60_000)
+
+
+def kernels_idle(h, user: str, timeout: float, want: int = 1) -> bool:
+    """True once ``user``'s server has ``want`` kernels or more, all idle three polls in a row."""
+    deadline, idle = time.monotonic() + timeout, 0
+    while time.monotonic() < deadline and idle < 3:
+        kernels = api(h, "GET", f"/user/{user}/api/kernels")
+        ok = len(kernels) >= want and all(k["execution_state"] == "idle" for k in kernels)
+        idle = idle + 1 if ok else 0
+        time.sleep(2)
+    return idle >= 3
+
+
+def run_all(page, h, user: str, path: str, kernels: int, timeout: float = 420) -> None:
+    """Open ``path`` in JupyterLab, wait for its kernel, Run All Cells, wait until every kernel is idle again."""
+    page.goto(f"{h.url}/user/{user}/lab/tree/{path}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
+    assert kernels_idle(h, user, 180, want=kernels), f"{path}: no idle kernel within 180 s"
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    time.sleep(5)
+    if not kernels_idle(h, user, timeout, want=kernels):
+        screenshot(page, f"{user}-run-all-timeout")
+        raise AssertionError(f"{path} did not finish within {timeout} s")
+
+
+def screenshot(page, name: str) -> None:
+    out = ROOT / "build" / "hub" / "screens"
+    out.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(out / f"{name}.png"), full_page=True)
+
+
+def record(key: str, value) -> None:
+    """Timings and memory, into build/hub/sizing.json as they are measured (docs/hub-sizing.md quotes them)."""
+    SIZING.parent.mkdir(parents=True, exist_ok=True)
+    data = json.loads(SIZING.read_text()) if SIZING.is_file() else {}
+    data[key] = value
+    SIZING.write_text(json.dumps(data, indent=2))
+
+
+def memory_of(user: str) -> dict:
+    """RSS and PSS (shared pages split among their users) summed over every process of ``user``."""
+    uid = pwd.getpwnam(user).pw_uid
+    rss = pss = n = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.stat(f"/proc/{pid}").st_uid != uid:
+                continue
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Rss:"):
+                    rss += int(line.split()[1])
+                elif line.startswith("Pss:"):
+                    pss += int(line.split()[1])
+            n += 1
+        except OSError:
+            continue
+    return {"processes": n, "rss_mib": round(rss / 1024, 1), "pss_mib": round(pss / 1024, 1)}
+
+
+# ---- the semester, in order -------------------------------------------------------------------------------
+def test_01_learners_and_instructor_see_different_labs(hub, browser):
+    ctx, page = login(browser, hub, ALICE)
+    STATE["alice"] = (ctx, page)
+    page.get_by_text("Nbgrader", exact=True).first.click()
+    items = page.locator(".lm-Menu-itemLabel").all_inner_texts()
+    page.keyboard.press("Escape")
+    assert "Assignment List" in items and "Formgrader" not in items, items
+    assert page.request.get(f"{hub.url}/user/{ALICE}/formgrader").status == 404
+    record("alice_lab_open_no_kernel", memory_of(ALICE))
+    tctx, tpage = login(browser, hub, TEACHER)
+    STATE["teacher"] = (tctx, tpage)
+    tpage.get_by_text("Nbgrader", exact=True).first.click()
+    items = tpage.locator(".lm-Menu-itemLabel").all_inner_texts()
+    tpage.keyboard.press("Escape")
+    assert "Formgrader" in items, items
+    assert tpage.request.get(f"{hub.url}/user/{TEACHER}/formgrader").status == 200
+
+
+def test_02_release_both_languages_and_exchange_permissions(hub):
+    for assignment in (EN, ZH):
+        hub.nbgrader(TEACHER, "release_assignment", assignment, cwd=hub.course)
+    course = hub.exchange / "llm-lab"
+    mode = {p: stat.S_IMODE(os.stat(p).st_mode) for p in (hub.exchange, course / "inbound", course / "outbound",
+                                                         course / "outbound" / EN)}
+    assert mode[hub.exchange] == 0o1777  # anyone may create their course folder; no one removes another's
+    assert mode[course / "inbound"] == 0o2733  # students drop submissions in, cannot list them
+    assert mode[course / "outbound"] == 0o755 and mode[course / "outbound" / EN] == 0o755
+    assert pwd.getpwuid(os.stat(course).st_uid).pw_name == TEACHER
+    listed = hub.nbgrader(ALICE, "list")
+    released = listed.stderr + listed.stdout
+    assert f"llm-lab {EN}" in released and f"llm-lab {ZH}" in released, released
+    zh = nbformat.read(str(course / "outbound" / ZH / fx.NAME), as_version=4)
+    assert "在这里写你的代码" in "".join(c.source for c in fx.solution_cells(zh))
+    assert "BEGIN SOLUTION" not in json.dumps(zh)
+
+
+def test_03_alice_fetches_solves_and_submits_in_chromium(hub):
+    ctx, page = STATE["alice"]
+    open_assignment_list(page)
+    row = page.locator("#released_assignments_list .list_item", has_text=EN)
+    row.get_by_role("button", name="Fetch").click()
+    page.locator("#fetched_assignments_list", has_text=EN).wait_for(timeout=60_000)
+    screenshot(page, "alice-fetched")
+    path = f"{EN}/{fx.NAME}"
+    assert (hub.home(ALICE) / EN / fx.NAME).is_file()
+    assert pwd.getpwuid(os.stat(hub.home(ALICE) / EN / fx.NAME).st_uid).pw_name == ALICE
+    put_notebook(hub, ALICE, path, solve(get_notebook(hub, ALICE, path), STATE["notebooks"], "en"))
+    # Run All in JupyterLab: the checkers answer in alice's own kernel, and the memory of a working learner
+    run_all(page, hub, ALICE, path, kernels=1)
+    screenshot(page, "alice-ran")
+    assert page.locator(".jp-OutputArea-output", has_text="✅").count() == 2  # both checkers, in her kernel
+    record("alice_after_run_all_fixture_notebook", memory_of(ALICE))
+    page.keyboard.press("Control+s")
+    time.sleep(1)
+    open_assignment_list(page)
+    row = page.locator("#fetched_assignments_list .list_item", has_text=EN)
+    row.get_by_role("button", name="Submit").click()
+    page.locator("#submitted_assignments_list", has_text=EN).wait_for(timeout=60_000)
+    screenshot(page, "alice-submitted")
+
+
+def test_04_bob_and_mallory_in_their_own_servers(hub):
+    notebooks = STATE["notebooks"]
+    for user, assignment, lang, replace in (
+            (BOB, ZH, "zh", {"mask_and_renormalize": "def mask_and_renormalize(attn_weights):\n"
+                                                     "    raise NotImplementedError()\n"}),
+            (MALLORY, EN, "en", {"causal_mask": HOSTILE_MASK, "mask_and_renormalize": HOSTILE_RENORM})):
+        start_server(hub, user)
+        listing = nbgrader_action(hub, user, "fetch", assignment)
+        assert listing["success"], listing
+        path = f"{assignment}/{fx.NAME}"
+        put_notebook(hub, user, path, solve(get_notebook(hub, user, path), notebooks, lang, **replace))
+        out = nbgrader_action(hub, user, "submit", assignment)
+        assert out.get("success"), out
+        record(f"{user}_server_no_kernel", memory_of(user))
+    inbound = hub.exchange / "llm-lab" / "inbound"
+    entries = sorted(p.name for p in inbound.iterdir())
+    assert [e.split("+")[:2] for e in entries] == sorted([[ALICE, EN], [BOB, ZH], [MALLORY, EN]])
+    assert all(len(e.split("+")) == 4 for e in entries)  # a random part: no one guesses another's folder
+
+
+def test_05_isolation_as_the_students(hub):
+    """Each read is attempted by the student's own Unix user; every one must be refused."""
+    course, alice = hub.course, hub.home(ALICE)
+    targets = {
+        "another student's home": str(alice),
+        "another student's notebook": str(alice / EN / fx.NAME),
+        "the course folder": str(course),
+        "the instructor notebooks": str(course / "instructor-notebooks" / "en" / fx.NAME),
+        "the source notebook": str(course / "source" / EN / fx.NAME),
+        "the release notebook": str(course / "release" / EN / fx.NAME),
+        "the gradebook": str(course / "gradebook.db"),
+        "the exchange's inbound listing": str(hub.exchange / "llm-lab" / "inbound"),
+        "the hub's passwords": str(hub.state / "passwords.json"),
+    }
+    probe = ("import json, os, sys\nout = {}\nfor name, path in json.loads(sys.argv[1]).items():\n"
+             "    try:\n        os.listdir(path) if os.path.isdir(path) else open(path, 'rb').read(1)\n"
+             "        out[name] = 'READ'\n    except OSError as exc:\n        out[name] = type(exc).__name__\n"
+             "print(json.dumps(out))\n")
+    for user in (BOB, MALLORY):
+        mine = {k: v for k, v in targets.items() if not (user == ALICE and "another" in k)}
+        got = json.loads(hub.as_user(user, hub.venv / "bin" / "python", "-c", probe, json.dumps(mine)).stdout)
+        assert set(got) == set(mine)
+        assert {k: v for k, v in got.items() if v == "READ"} == {}, f"{user} read {got}"
+        assert set(got.values()) == {"PermissionError"}, got
+    # each home is its owner's alone
+    for user in (*STUDENTS, TEACHER):
+        assert stat.S_IMODE(os.stat(hub.home(user)).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(course).st_mode) == 0o700
+
+
+def test_06_collect_and_grade_the_trusted_way(hub):
+    for assignment in (EN, ZH):
+        hub.nbgrader(TEACHER, "collect", assignment, cwd=hub.course)
+    assert sorted(p.parent.name for p in (hub.course / "submitted").glob(f"*/{EN}")) == [ALICE, MALLORY]
+    assert sorted(p.parent.name for p in (hub.course / "submitted").glob(f"*/{ZH}")) == [BOB]
+    t0 = time.monotonic()
+    for assignment in (EN, ZH):
+        proc = hub.as_user(TEACHER, hub.venv / "bin" / "python", ROOT / "tools" / "grade_nbgrader.py",
+                           hub.course, assignment, "--src", hub.course / "instructor-notebooks", cwd=hub.course,
+                           timeout=900)
+        assert "in the bubblewrap sandbox" in proc.stdout, proc.stdout
+    record("grade_two_assignments_s", round(time.monotonic() - t0, 1))
+    points = fx.points(STATE["notebooks"])
+    full = sum(points.values())
+    want = {(ALICE, EN): full, (BOB, ZH): points["causal_mask"], (MALLORY, EN): 0}
+    probe = ("import json, sys\nfrom nbgrader.api import Gradebook\nout = []\n"
+             "with Gradebook('sqlite:///' + sys.argv[1], 'llm-lab') as gb:\n"
+             "    for a in sys.argv[2:]:\n"
+             "        for s in gb.assignment_submissions(a):\n"
+             "            out.append([s.student.id, a, s.code_score, s.max_code_score])\n"
+             "print(json.dumps(out))\n")
+    got = json.loads(hub.as_user(TEACHER, hub.venv / "bin" / "python", "-c", probe, hub.course / "gradebook.db",
+                                 EN, ZH, cwd=hub.course).stdout)
+    assert {(s, a): score for s, a, score, _ in got} == want
+    assert {m for *_, m in got} == {full}
+    STATE["scores"] = want
+
+
+def test_07_formgrader_in_chromium_shows_the_scores(hub):
+    ctx, page = STATE["teacher"]
+    page.goto(f"{hub.url}/user/{TEACHER}/formgrader/manage_students")
+    table = page.locator("#main-table")
+    table.get_by_text(ALICE, exact=True).wait_for(timeout=60_000)
+    text = table.inner_text()
+    screenshot(page, "formgrader-students")
+    for user in STUDENTS:
+        assert user in text
+    full = sum(fx.points(STATE["notebooks"]).values())
+    for user, assignment in ((ALICE, EN), (BOB, ZH), (MALLORY, EN)):
+        page.goto(f"{hub.url}/user/{TEACHER}/formgrader/manage_students/{user}")
+        page.get_by_text(assignment, exact=True).wait_for(timeout=60_000)
+        screenshot(page, f"formgrader-{user}")
+        cells = [t.strip() for t in page.locator("tr", has_text=assignment).first.locator("td").all_inner_texts()]
+        code = STATE["scores"][(user, assignment)]
+        # overall (the written answer is not graded yet), code, written
+        assert cells[1:4] == [f"{code} / {full + 1}", f"{code} / {full}", "0 / 1"], (user, cells)
+
+
+def test_08_feedback_reaches_each_student_only(hub):
+    # release_feedback reads autograded/<student>/<assignment>/submission_secret.txt, which `nbgrader autograde`
+    # copies from submitted/ and tools/grade_nbgrader.py does not (yet): the instructor copies it (docs/hub.md)
+    hub.as_user(TEACHER, "sh", "-c", 'for d in submitted/*/*/submission_secret.txt; do '
+                'cp "$d" "autograded/${d#submitted/}"; done', cwd=hub.course)
+    for assignment in (EN, ZH):
+        hub.nbgrader(TEACHER, "generate_feedback", assignment, cwd=hub.course)
+        hub.nbgrader(TEACHER, "release_feedback", assignment, cwd=hub.course)
+    feedback = hub.exchange / "llm-lab" / "feedback"
+    assert stat.S_IMODE(os.stat(feedback).st_mode) == 0o711  # students open their own file, list nothing
+    # alice in Chromium: Fetch Feedback in the Assignments tab
+    ctx, page = STATE["alice"]
+    open_assignment_list(page)
+    row = page.locator("#submitted_assignments_list .list_item", has_text=EN).first
+    row.get_by_role("button", name="Fetch Feedback").click()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list((hub.home(ALICE) / EN / "feedback").glob("*/*.html")):
+        time.sleep(1)
+    screenshot(page, "alice-feedback")
+    for user, assignment in ((BOB, ZH), (MALLORY, EN)):
+        assert nbgrader_action(hub, user, "fetch_feedback", assignment)["success"]
+    full = sum(fx.points(STATE["notebooks"]).values())
+    for user, assignment in ((ALICE, EN), (BOB, ZH), (MALLORY, EN)):
+        files = list((hub.home(user) / assignment / "feedback").glob("*/*.html"))
+        assert len(files) == 1, (user, files)
+        html = files[0].read_text(encoding="utf-8")
+        score = STATE["scores"][(user, assignment)]
+        assert f"{fx.NAME[:-6]} (Score: {score:.1f} / {full + 1:.1f})" in html, (user, score)
+        # their own code and no one else's: alice's renormalize (keepdim), bob's Chinese answer, mallory's LEAKED
+        own = {ALICE: "keepdim", BOB: "它自己的值不属于未来", MALLORY: "LEAKED"}
+        for other, marker in own.items():
+            assert (marker in html) == (other == user), (user, marker)
+    mallory = next((hub.home(MALLORY) / EN / "feedback").glob("*/*.html")).read_text(encoding="utf-8")
+    assert "the code changes the checkers" in mallory and "check_renormalize" in mallory
+    # no one lists the feedback folder, so no one picks another's file
+    probe = ("import os, sys\ntry:\n    os.listdir(sys.argv[1])\n    print('LISTED')\nexcept OSError as e:\n"
+             "    print(type(e).__name__)\n")
+    listed = hub.as_user(MALLORY, hub.venv / "bin" / "python", "-c", probe, feedback).stdout.strip()
+    assert listed == "PermissionError"
