@@ -11,7 +11,9 @@ nbgrader's own API:
   score of every autograded cell, and the verdict as the comment of the exercise's solution cell;
 - writes ``COURSE/autograded/<student>/ASSIGNMENT/<notebook>.ipynb``: the released notebook with the learner's
   solution and answer cells put in and each checker cell showing its verdict. No output of the learner's
-  kernel is copied (nothing the submission printed or displayed reaches formgrader's pages).
+  kernel is copied (nothing the submission printed or displayed reaches formgrader's pages). The submission's
+  ``timestamp.txt`` and ``submission_secret.txt`` go beside it, as ``autograde`` puts them
+  (``release_feedback`` needs the secret).
 
 Then formgrader (manual grading of the written answers), ``nbgrader generate_feedback``, ``release_feedback``
 and ``export`` work as after ``autograde``. The assignment must have been generated first (``nbgrader
@@ -126,6 +128,9 @@ def write_gradebook(course: Path, assignment: str, results: list[grade.Result], 
                            str(target / r.path.name))
             if stamps.get(r.student):
                 (target / "timestamp.txt").write_text(stamps[r.student], encoding="utf-8")
+            secret = course / "submitted" / r.student / assignment / "submission_secret.txt"
+            if secret.is_file() and not secret.is_symlink() and secret.stat().st_size < 4096:
+                shutil.copyfile(secret, target / secret.name)  # release_feedback looks for it here, as autograde
             written += 1
     return written
 

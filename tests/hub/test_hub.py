@@ -425,10 +425,8 @@ def test_07_formgrader_in_chromium_shows_the_scores(hub):
 
 
 def test_08_feedback_reaches_each_student_only(hub):
-    # release_feedback reads autograded/<student>/<assignment>/submission_secret.txt, which `nbgrader autograde`
-    # copies from submitted/ and tools/grade_nbgrader.py does not (yet): the instructor copies it (docs/hub.md)
-    hub.as_user(TEACHER, "sh", "-c", 'for d in submitted/*/*/submission_secret.txt; do '
-                'cp "$d" "autograded/${d#submitted/}"; done', cwd=hub.course)
+    # release_feedback reads autograded/<student>/<assignment>/submission_secret.txt: tools/grade_nbgrader.py
+    # put it there, as nbgrader autograde does
     for assignment in (EN, ZH):
         hub.nbgrader(TEACHER, "generate_feedback", assignment, cwd=hub.course)
         hub.nbgrader(TEACHER, "release_feedback", assignment, cwd=hub.course)
