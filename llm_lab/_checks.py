@@ -91,3 +91,19 @@ def square_scores(name: str, scores) -> int:
     if not scores.is_floating_point():
         raise TypeError(f"{name} must be a floating-point tensor, got dtype {scores.dtype}")
     return scores.shape[-1]
+
+
+def token_ids(ids, vocab_size: int, context_length: int, hint: str = "") -> None:
+    """``ids`` must be an integer ``(batch, num_tokens)`` tensor, ``1 <= num_tokens <= context_length``, every id
+    in ``[0, vocab_size)``; ``hint`` is added to the last error (how to get such ids)."""
+    tensor("ids", ids)
+    if ids.dim() != 2 or ids.is_floating_point() or ids.dtype == torch.bool:
+        raise ValueError(
+            f"ids must be an integer tensor (batch, num_tokens), got shape {tuple(ids.shape)}, dtype {ids.dtype}"
+        )
+    if not 1 <= ids.shape[1] <= context_length:
+        raise ValueError(f"num_tokens={ids.shape[1]} must be between 1 and context_length={context_length}")
+    if ids.numel() and (ids.min() < 0 or ids.max() >= vocab_size):
+        where = f"[0, {vocab_size})" + (" (the model's own vocabulary)" if hint else "")
+        got = f"got {int(ids.min())}..{int(ids.max())}"
+        raise ValueError(f"ids must lie in {where}, {got}" + (f"; {hint}" if hint else ""))

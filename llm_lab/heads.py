@@ -353,18 +353,8 @@ class TinyAttentionLM(nn.Module):
 
 
 def _check_local_ids(ids, config: TinyConfig) -> None:
-    _checks.tensor("ids", ids)
-    if ids.dim() != 2 or ids.is_floating_point() or ids.dtype == torch.bool:
-        raise ValueError(
-            f"ids must be an integer tensor (batch, num_tokens), got shape {tuple(ids.shape)}, dtype {ids.dtype}"
-        )
-    if not 1 <= ids.shape[1] <= config.context_length:
-        raise ValueError(f"num_tokens={ids.shape[1]} must be between 1 and context_length={config.context_length}")
-    if ids.numel() and (ids.min() < 0 or ids.max() >= config.vocab_size):
-        raise ValueError(
-            f"ids must lie in [0, {config.vocab_size}) (the model's own vocabulary), got {ids.min()}..{ids.max()}; "
-            "turn GPT-2 ids into model ids with TrainedHeads.encode or .to_local"
-        )
+    _checks.token_ids(ids, config.vocab_size, config.context_length,
+                      hint="turn GPT-2 ids into model ids with TrainedHeads.encode or .to_local")
 
 
 @dataclass(frozen=True)

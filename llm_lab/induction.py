@@ -112,15 +112,7 @@ class AttentionOnlyTransformer(nn.Module):
 
 
 def _check_ids(ids, config: InductionConfig) -> None:
-    _checks.tensor("ids", ids)
-    if ids.dim() != 2 or ids.is_floating_point() or ids.dtype == torch.bool:
-        raise ValueError(
-            f"ids must be an integer tensor (batch, num_tokens), got shape {tuple(ids.shape)}, dtype {ids.dtype}"
-        )
-    if not 1 <= ids.shape[1] <= config.context_length:
-        raise ValueError(f"num_tokens={ids.shape[1]} must be between 1 and context_length={config.context_length}")
-    if ids.numel() and (ids.min() < 0 or ids.max() >= config.vocab_size):
-        raise ValueError(f"ids must lie in [0, {config.vocab_size}), got {int(ids.min())}..{int(ids.max())}")
+    _checks.token_ids(ids, config.vocab_size, config.context_length)
 
 
 def _ablation_plan(ablate, config: InductionConfig) -> dict[int, list[int]]:
