@@ -7,6 +7,8 @@ PORT   ?= 8888
 # BROWSER=1 opens a browser tab when the lab starts.
 BROWSER ?= 0
 NB     ?=
+# Both stored versions of every notebook: the learner's (notebooks/LANG) and the instructor's (notebooks/instructor/LANG).
+ALL_NOTEBOOKS := notebooks/en notebooks/zh notebooks/instructor/en notebooks/instructor/zh
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
 .PHONY: help setup instructor-setup lab lab-instructor test-browser test lint unit widgets7 nbval test-wheel test-perturbed test-gpu test-torch execute student bench train \
@@ -64,7 +66,8 @@ test-browser: instructor-setup $(VENV)/.installed-browser
 	$(BIN)/python tools/browser_test.py
 
 # nbval runs on what learners get: the built wheel installed in its own venv, each notebook alone in an empty
-# folder (test-wheel), then once more with float32 results nudged (test-perturbed). `make nbval` checks the
+# folder, both versions (learner and instructor) in both languages (test-wheel), then the instructor versions
+# (every exercise solved) once more with float32 results nudged (test-perturbed). `make nbval` checks the
 # working tree's editable install, for maintainers.
 test: setup instructor-setup lint unit widgets7 test-wheel test-perturbed
 
@@ -86,7 +89,7 @@ widgets7: setup
 	bash tools/test_widgets7.sh
 
 nbval: setup
-	$(BIN)/python -m pytest -q $(NBVAL) notebooks/en notebooks/zh
+	$(BIN)/python -m pytest -q $(NBVAL) $(ALL_NOTEBOOKS)
 
 # Both languages on the installed wheel, notebooks alone in empty folders (tools/standalone.py), two at a time.
 # WHEEL_REQS=tests/colab-versions.txt PYTHON=python3.13 builds a full venv from those versions instead.
@@ -100,11 +103,11 @@ test-wheel: $(if $(WHEEL_REQS),,setup)
 # one copy and down in the other (--signs 1,-1), so a printed number on a rounding boundary fails either way.
 # English only: the zh notebooks run the same code with the same outputs (tests/test_notebooks.py checks that).
 test-perturbed: setup
-	$(BIN)/python tools/standalone.py --perturb --signs 1,-1 --langs en $(if $(NB),--only $(NB)) $(XDIST)
+	$(BIN)/python tools/standalone.py --perturb --signs 1,-1 --langs en --versions instructor $(if $(NB),--only $(NB)) $(XDIST)
 
 # nbval with a CUDA GPU visible (06 and 07 compute on llm_lab.get_device()); says so and stops without one.
 test-gpu: setup
-	$(BIN)/python -m llm_lab.gpu_check notebooks/en notebooks/zh
+	$(BIN)/python -m llm_lab.gpu_check $(ALL_NOTEBOOKS)
 
 # The unit tests and nbval under another torch, e.g. Colab's: make test-torch TORCH=2.11.0
 # (own venv .venv-torch<version>; PyPI's Linux wheels of other versions pull CUDA libraries, a few GB).
@@ -118,7 +121,7 @@ test-torch:
 	$(TVENV)/bin/python -m pip install -q --disable-pip-version-check --no-deps -e .
 	$(TVENV)/bin/python -c "import torch; print('torch', torch.__version__)"
 	$(TVENV)/bin/python -m pytest -q -p no:cacheprovider tests --deselect tests/test_lab.py
-	$(TVENV)/bin/python -m pytest -q $(NBVAL) notebooks/en notebooks/zh
+	$(TVENV)/bin/python -m pytest -q $(NBVAL) $(ALL_NOTEBOOKS)
 
 # Regenerate the notebooks from notebooks/src and store fresh outputs (NB=01,03 for a subset).
 execute: setup

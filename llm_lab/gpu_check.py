@@ -76,7 +76,8 @@ def main(argv=None) -> int:
         tmp = Path(tmp)
         if args.fetch:
             clone = fetch(*args.fetch, tmp)
-            paths = [clone / "notebooks" / "en", clone / "notebooks" / "zh"]
+            paths = [clone / "notebooks" / lang for lang in ("en", "zh")]  # the learner versions
+            paths += [p for p in (clone / "notebooks" / "instructor" / lang for lang in ("en", "zh")) if p.is_dir()]
             sanitize = args.sanitize or clone / "tests" / "nbval_sanitize.cfg"
         else:
             paths, sanitize = args.paths, args.sanitize or Path("tests") / "nbval_sanitize.cfg"

@@ -8,6 +8,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
+import _course  # noqa: E402
 import nbtool  # noqa: E402
 
 GLOSSARY = ROOT / "docs" / "glossary.md"
@@ -55,6 +56,9 @@ def chinese_texts(src: Path) -> list[tuple[str, str, str]]:
 
 ROWS = glossary()
 TEXTS = [t for src in SOURCES for t in chinese_texts(src)]
+# the exercises' how-to paragraph and the instructor version's header note, written by the builder
+TEXTS += [(f"tools/_course.py HOWTO[{v!r}]", text["zh"], text["en"]) for v, text in _course.HOWTO.items()]
+TEXTS += [("tools/_course.py INSTRUCTOR_NOTE", _course.INSTRUCTOR_NOTE["zh"], _course.INSTRUCTOR_NOTE["en"])]
 
 
 def test_glossary_is_well_formed():

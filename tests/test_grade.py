@@ -20,6 +20,7 @@ import pytest
 
 sys.path.insert(0, str(fx.ROOT / "tools"))
 import grade  # noqa: E402
+import learner  # noqa: E402
 
 LOOP_FN = "def mask_and_renormalize(attn_weights):\n    while True:\n        pass\n"
 PATCH_EVALUATE = (
@@ -95,6 +96,16 @@ def class_of(notebooks: Path, subs: Path) -> dict[str, tuple[int, str]]:
     helper.cells.insert(helper.cells.index(fx.solution_cells(helper)[0]), nbformat.v4.new_code_cell(
         "def helper(n):\n    return torch.ones(n, n, dtype=torch.bool).triu(diagonal=1)\n"))
     put("xan", helper, "both", "adds a helper cell")
+    # a learner version (what Colab opens): handed in as it comes, and with its folded solutions pasted in
+    instructor = nbformat.read(str(notebooks / "en" / fx.NAME), as_version=4)
+    own = learner.learner_version(instructor, "en")
+    put("yan", own, "none", "learner version untouched")
+    pasted = learner.learner_version(instructor, "en")
+    by_id = {c.id: c.source for c in instructor.cells}
+    for c in pasted.cells:
+        if "solution" in c.metadata.get("tags", []):
+            c.source = learner.shown_solution(by_id[c.id])
+    put("zed", pasted, "both", "learner version, folded solutions pasted in")
     return expect
 
 

@@ -84,6 +84,11 @@ def test_make_lab_serves_the_notebooks_without_nbgrader(tmp_path):
         assert status == 200
         served = sorted(item["name"] for item in json.loads(body)["content"] if item["name"].endswith(".ipynb"))
         assert served == sorted(p.name for p in (ROOT / "notebooks" / "en").glob("*.ipynb"))
+        # the learner versions: exercises to write, and the instructor versions' folder is not listed
+        nb = json.loads(get(f"{base}/api/contents/en/{served[1]}?token={token}")[1])["content"]
+        assert any("YOUR CODE HERE" in "".join(c["source"]) for c in nb["cells"])
+        status, body = get(f"{base}/api/contents?token={token}")
+        assert "instructor" not in {item["name"] for item in json.loads(body)["content"]}
         # the front end skips nbgrader's lab extension: no Nbgrader menu, Create Assignment sidebar, Validate
         config = page_config(base, token)
         assert NBGRADER_LAB in config["disabledExtensions"]
@@ -106,8 +111,12 @@ def test_make_lab_instructor_has_nbgrader(tmp_path):
 def test_learner_config_names_every_nbgrader_extension():
     """The learner config switches off exactly what nbgrader enables, so a new nbgrader part shows up here."""
     learner = ROOT / "jupyter-config" / "learner"
-    server = json.loads((learner / "jupyter_server_config.json").read_text())["ServerApp"]["jpserver_extensions"]
-    assert server == dict.fromkeys(NBGRADER_SERVER, False)
+    config = json.loads((learner / "jupyter_server_config.json").read_text())
+    assert config["ServerApp"]["jpserver_extensions"] == dict.fromkeys(NBGRADER_SERVER, False)
+    # the default hidden patterns kept, plus the instructor versions' folder
+    from jupyter_server.services.contents.filemanager import FileContentsManager
+
+    assert config["ContentsManager"]["hide_globs"] == [*FileContentsManager().hide_globs, "instructor"]
     lab = json.loads((learner / "labconfig" / "page_config.json").read_text())
     assert lab == {"disabledExtensions": {NBGRADER_LAB: True}}
     # what nbgrader itself enables when installed (pip puts it in the venv's etc/jupyter)

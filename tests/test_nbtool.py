@@ -22,7 +22,7 @@ def write(tmp_path, text, name="01_demo.nbsrc"):
 def test_parse_pairs_languages_and_substitutes_lang(tmp_path):
     src = write(tmp_path, "%% title\nDemo\n%% title zh\n演示\n%% md\nHello\n%% md zh\n你好\n"
                           "%% code tags=checker\nset_language({{LANG}})\n")
-    nb = nbtool.build_one(src, "zh", "me/repo", "v1")
+    nb = nbtool.build_one(src, "zh", "me/repo", "v1", "learner")
     assert nb.cells[0].source.startswith("# 演示")
     assert "github/me/repo/blob/v1/notebooks/zh/01_demo.ipynb" in nb.cells[0].source
     assert nb.cells[1].source == nbtool.setup_code("me/repo", "v1", "zh")
@@ -57,9 +57,10 @@ def test_set_repo_rewrites_badges_setup_cells_and_readme(tmp_path, monkeypatch):
     repo, ref = nbtool.colab_config()
     src = write(tmp_path, "%% title\nA\n%% title zh\nB\n%% code\nprint(1)\n")
     for lang in nbtool.LANGS:
-        nb = nbtool.build_one(src, lang, repo, ref)
+        nb = nbtool.build_one(src, lang, repo, ref, "learner")
         nb.cells[2].outputs = [nbformat.v4.new_output("stream", name="stdout", text="1\n")]
         nbtool.write(nb, tmp_path / "notebooks" / lang / "01_demo.ipynb")
+        nbtool.write(nbtool.build_one(src, lang, repo, ref), tmp_path / "notebooks/instructor" / lang / "01_demo.ipynb")
     (tmp_path / "README.md").write_text(f"pip install 'x @ git+https://github.com/{repo}@{ref}'\n"
                                         f"{nbtool.TABLE_BEGIN}\nold\n{nbtool.TABLE_END}\n")
     monkeypatch.setattr(nbtool, "SRC", tmp_path)
@@ -69,6 +70,8 @@ def test_set_repo_rewrites_badges_setup_cells_and_readme(tmp_path, monkeypatch):
     assert "github/someone/fork/blob/v2.0/notebooks/zh/01_demo.ipynb" in "".join(nb["cells"][0]["source"])
     assert "git+https://github.com/someone/fork@v2.0" in "".join(nb["cells"][1]["source"])
     assert "".join(nb["cells"][2]["outputs"][0]["text"]) == "1\n"  # outputs survive: nothing re-run
+    instructor = json.loads((tmp_path / "notebooks/instructor/zh/01_demo.ipynb").read_text())
+    assert "git+https://github.com/someone/fork@v2.0" in "".join(instructor["cells"][1]["source"])
     readme = (tmp_path / "README.md").read_text()
     assert "git+https://github.com/someone/fork@v2.0" in readme
     assert "github/someone/fork/blob/v2.0/notebooks/en/01_demo.ipynb" in readme and "old" not in readme

@@ -9,12 +9,24 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
+import _course  # noqa: E402
+import learner  # noqa: E402
 import nbtool  # noqa: E402
 
 LANGS = ("en", "zh")
+# the learner versions (notebooks/LANG, what Colab and `make lab` open) and the instructor versions
 NOTEBOOKS = {lang: sorted((ROOT / "notebooks" / lang).glob("[0-9][0-9]_*.ipynb")) for lang in LANGS}
-ALL = [p for lang in LANGS for p in NOTEBOOKS[lang]]
+INSTRUCTOR = {lang: sorted((_course.INSTRUCTOR / lang).glob("[0-9][0-9]_*.ipynb")) for lang in LANGS}
+ALL = [p for lang in LANGS for p in NOTEBOOKS[lang] + INSTRUCTOR[lang]]
 IGNORE = "# NBVAL_IGNORE_OUTPUT"
+
+
+def version_of(path: Path) -> str:
+    return _course.INSTRUCTOR_VERSION if path.parent.parent.name == "instructor" else _course.LEARNER
+
+
+def shown(path: Path) -> str:
+    return f"{'instructor/' if version_of(path) == _course.INSTRUCTOR_VERSION else ''}{path.parent.name}/{path.name}"
 
 
 def load(path):
@@ -46,29 +58,40 @@ def test_series_is_numbered_contiguously_and_twinned():
     numbers = {lang: [p.name[:2] for p in NOTEBOOKS[lang]] for lang in LANGS}
     assert numbers["en"], "no notebooks found"
     assert [p.name for p in NOTEBOOKS["en"]] == [p.name for p in NOTEBOOKS["zh"]]
+    assert [p.name for p in NOTEBOOKS["en"]] == [p.name for p in INSTRUCTOR["en"]] == [p.name for p in INSTRUCTOR["zh"]]
     first = int(numbers["en"][0])
     assert first in (0, 1), "the series starts at 00 (an optional opener) or 01"
     assert numbers["en"] == [f"{i:02d}" for i in range(first, first + len(numbers["en"]))]
 
 
-@pytest.mark.parametrize("path", ALL, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", ALL, ids=shown)
 def test_notebook_hygiene(path):
     nb = load(path)
     lang = path.parent.name
     assert nb["metadata"]["kernelspec"]["name"] == "python3"
     assert "widgets" not in nb["metadata"], "widget state stored in metadata"
     repo, ref = nbtool.colab_config()
-    header = nb["cells"][0]
-    assert header["cell_type"] == "markdown"
-    assert nbtool.badge_markdown(repo, ref, lang, path.name) in "".join(header["source"])
+    header = "".join(nb["cells"][0]["source"])
+    assert nb["cells"][0]["cell_type"] == "markdown"
+    if version_of(path) == _course.LEARNER:  # the badge opens this very notebook
+        assert nbtool.badge_markdown(repo, ref, lang, path.name) in header
+    else:  # the instructor version says what it is and where learners go; no badge (it would open the other)
+        assert _course.INSTRUCTOR_NOTE[lang].format(name=path.name) in header and "colab-badge" not in header
     setup = "".join(nb["cells"][1]["source"])
     assert setup == nbtool.setup_code(repo, ref, lang)
     counts = []
+    start = learner.exercises_start(nbtool.nbformat.reads(json.dumps(nb), as_version=4))
     for i, cell in enumerate(code_cells(nb)):
         src = "".join(cell["source"])
         if not src.strip():
             continue
         where = f"{path.name} code cell {i}"
+        checker = "checker" in cell.get("metadata", {}).get("tags", [])
+        if cell["execution_count"] is None and version_of(path) == _course.LEARNER and not checker:
+            # the learner version's exercises keep no output but the checkers' (nothing given away)
+            assert start is not None and nb["cells"].index(cell) > start, f"{where}: not executed"
+            assert not cell["outputs"], f"{where}: outputs without an execution count"
+            continue
         assert cell["execution_count"] is not None, f"{where}: not executed (nbval would skip it)"
         counts.append(cell["execution_count"])
         assert not any(o["output_type"] == "error" for o in cell["outputs"]), f"{where}: stored error"
@@ -82,13 +105,16 @@ def test_notebook_hygiene(path):
             text = text_of(out)
             assert "grad_fn=" not in text, f"{where}: grad_fn in output"
             assert not re.search(r"at 0x[0-9a-f]{6,}", text), f"{where}: memory address in output"
-    assert counts == list(range(1, len(counts) + 1)), f"{path.name}: execution counts not contiguous: {counts}"
+    if version_of(path) == _course.INSTRUCTOR_VERSION:
+        assert counts == list(range(1, len(counts) + 1)), f"{path.name}: execution counts not contiguous: {counts}"
+    else:  # one run from the top, some exercise outputs cleared afterwards
+        assert counts == sorted(set(counts)) and counts[0] == 1, f"{path.name}: not one run in order: {counts}"
 
 
 HEADINGS = {"en": ("## Learning objectives", "## Summary"), "zh": ("## 学习目标", "## 小结")}
 
 
-@pytest.mark.parametrize("path", ALL, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", ALL, ids=shown)
 def test_objectives_first_summary_last_then_exercises(path):
     nb = load(path)
     objectives, summary = HEADINGS[path.parent.name]
@@ -104,9 +130,10 @@ def test_objectives_first_summary_last_then_exercises(path):
         assert at[0] == len(prose) - 1, "the summary is the last prose cell"
 
 
+@pytest.mark.parametrize("version", _course.VERSIONS)
 @pytest.mark.parametrize("name", [p.name for p in NOTEBOOKS["en"]])
-def test_languages_share_code_and_outputs(name):
-    en, zh = (load(ROOT / "notebooks" / lang / name) for lang in LANGS)
+def test_languages_share_code_and_outputs(name, version):
+    en, zh = (load(_course.version_dir(version) / lang / name) for lang in LANGS)
     en_code, zh_code = code_cells(en), code_cells(zh)
     assert len(en_code) == len(zh_code), "different number of code cells"
     for i, (a, b) in enumerate(zip(en_code, zh_code, strict=True)):

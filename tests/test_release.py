@@ -15,7 +15,9 @@ sys.path.insert(0, str(ROOT / "tools"))
 import nbtool  # noqa: E402
 import release  # noqa: E402
 
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[a-z][a-z]/[0-9][0-9]_*.ipynb")) + [ROOT / nbtool.GPU_NOTEBOOK]
+NOTEBOOKS = (sorted((ROOT / "notebooks").glob("[a-z][a-z]/[0-9][0-9]_*.ipynb"))  # learner versions
+             + sorted((ROOT / "notebooks" / "instructor").glob("[a-z][a-z]/[0-9][0-9]_*.ipynb"))
+             + [ROOT / nbtool.GPU_NOTEBOOK])
 COLAB_REF = re.compile(r"colab\.research\.google\.com/github/([\w.-]+/[\w.-]+)/blob/([^/\s)]+)/")
 GIT_REF = re.compile(r"git\+https://github\.com/([\w.-]+/[\w.-]+)@([^\s\"')]+)")
 
@@ -55,7 +57,7 @@ def test_readmes_name_the_version_tag():
 
 
 def test_release_sets_version_and_repoints_everything(tmp_path, monkeypatch, capsys):
-    for sub in ("notebooks/en", "notebooks/zh", "llm_lab"):
+    for sub in ("notebooks/en", "notebooks/zh", "notebooks/instructor/en", "notebooks/instructor/zh", "llm_lab"):
         (tmp_path / sub).mkdir(parents=True)
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     shutil.copy(ROOT / "llm_lab" / "__init__.py", tmp_path / "llm_lab" / "__init__.py")
@@ -67,7 +69,8 @@ def test_release_sets_version_and_repoints_everything(tmp_path, monkeypatch, cap
     src = tmp_path / "01_demo.nbsrc"
     src.write_text("%% title\nA\n%% title zh\nB\n%% code\nprint(1)\n")
     for lang in nbtool.LANGS:
-        nbtool.write(nbtool.build_one(src, lang, repo, ref), tmp_path / "notebooks" / lang / "01_demo.ipynb")
+        for version in ("learner", "instructor"):
+            nbtool.write(nbtool.build_one(src, lang, repo, ref, version), nbtool.out_path(src, lang, version))
     (tmp_path / "README.md").write_text(f"pip install 'x @ git+https://github.com/{repo}@{ref}'\n"
                                         f"[gpu](https://colab.research.google.com/github/{repo}/blob/{ref}/tools/x.ipynb)\n")
     monkeypatch.setattr(nbtool, "SRC", tmp_path)
@@ -82,7 +85,8 @@ def test_release_sets_version_and_repoints_everything(tmp_path, monkeypatch, cap
     changelog = (tmp_path / "CHANGELOG.md").read_text()
     assert re.search(r"## \[Unreleased\]\n\n## \[0\.2\.0\] - \d{4}-\d\d-\d\d\n\n- new things", changelog)
     for lang in nbtool.LANGS:
-        assert refs_in(nb_text(tmp_path / "notebooks" / lang / "01_demo.ipynb")) == {(repo, "v0.2.0")}
+        for folder in (tmp_path / "notebooks", tmp_path / "notebooks" / "instructor"):
+            assert refs_in(nb_text(folder / lang / "01_demo.ipynb")) == {(repo, "v0.2.0")}
     assert refs_in(nb_text(tmp_path / nbtool.GPU_NOTEBOOK)) == {(repo, "v0.2.0")}
     assert refs_in((tmp_path / "README.md").read_text()) == {(repo, "v0.2.0")}
 

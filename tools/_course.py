@@ -24,10 +24,67 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = ROOT / "notebooks"
+NOTEBOOKS = ROOT / "notebooks"  # the learner versions, NOTEBOOKS/{lang}/: what Colab badges and `make lab` open
+INSTRUCTOR = NOTEBOOKS / "instructor"  # the instructor versions, INSTRUCTOR/{lang}/: solutions and hidden tests
 SRC = NOTEBOOKS / "src"
 LANGS = ("en", "zh")
 PATTERN = "[0-9][0-9]_*.ipynb"
+# The two stored versions of every notebook (tools/learner.py derives the first from the second).
+LEARNER, INSTRUCTOR_VERSION = "learner", "instructor"
+VERSIONS = (LEARNER, INSTRUCTOR_VERSION)
+
+
+def version_dir(version: str, root: Path | None = None) -> Path:
+    """Where a version's ``{lang}/`` folders live: ``notebooks`` (learner) or ``notebooks/instructor``."""
+    if version not in VERSIONS:
+        raise ValueError(f"unknown notebook version {version!r}: use one of {', '.join(VERSIONS)}")
+    base = NOTEBOOKS if root is None else Path(root)
+    return base if version == LEARNER else base / "instructor"
+
+
+# The exercises section's how-to paragraph (``{{HOWTO}}`` in an exercises source), one per version and language.
+HOWTO = {
+    INSTRUCTOR_VERSION: {
+        "en": "*Instructor version:* each cell marked *your turn* holds the reference solution and each checker cell "
+              "its hidden tests. The learner version (`notebooks/en/`, what the Colab badge opens) has the cells to "
+              "write instead and each solution folded under its checker; `make student` writes the class's copies, "
+              "with no solutions at all. The checker prints ✅ correct, 🚧 not written yet, or ❌ with a hint naming "
+              "the likely mistake. A Predict/Explain model answer sits in the cell under its question.",
+        "zh": "*教师版：* 每个标着“轮到你了”的单元格里是参考答案，每个检查单元格里带着隐藏测试。"
+              "学习版（`notebooks/zh/`，"
+              "Colab 徽章打开的就是它）里这些单元格留给学习者来写，参考答案折叠在检查单元格下面；`make student` "
+              "生成的学生版则完全不含答案。检查器输出 ✅ 表示正确，🚧 表示还没写，❌ 会附上一条指出可能错误的提示。"
+              "预测题和解释题的参考答案在题目下方的单元格里。",
+    },
+    LEARNER: {
+        "en": "Write your code in each cell marked *your turn* (it says YOUR CODE HERE), then run the checker cell "
+              "below it: ✅ correct, 🚧 not written yet, ❌ with a hint naming the likely mistake. A solution is "
+              "folded under each checker, one click away: try first. Predict and Explain: write your answer in the "
+              "cell under the question, then open the model answer folded below it.",
+        "zh": "把你的代码写在每个标着“轮到你了”的单元格里（那里写着 YOUR CODE HERE），然后运行它下面的检查单元格："
+              "✅ 表示正确，🚧 表示还没写，❌ 会附上一条指出可能错误的提示。每个检查单元格下面都折叠着一份参考答案，"
+              "点一下就能展开：先自己试。预测题和解释题：把答案写在题目下方的单元格里，再展开它下面折叠的参考答案。",
+    },
+    "student": {
+        "en": "Write your code in each cell marked *your turn*, where it raises `NotImplementedError`, then run the "
+              "checker cell below it: ✅ correct, 🚧 not written yet, ❌ with a hint naming the likely mistake. "
+              "Predict and Explain answers go in the cell right under the question (YOUR ANSWER HERE); they are "
+              "graded by hand.",
+        "zh": "把你的代码写在每个标着“轮到你了”的单元格里（它会抛出 `NotImplementedError`），"
+              "然后运行它下面的检查单元格："
+              "✅ 表示正确，🚧 表示还没写，❌ 会附上一条指出可能错误的提示。"
+              "预测题和解释题的答案写在题目正下方的单元格里"
+              "（在这里写下你的答案），由老师批改。",
+    },
+}
+# The instructor version's header says what it is, instead of a Colab badge (the badge opens the learner version).
+INSTRUCTOR_NOTE = {
+    "en": "*Instructor version, with the solutions, model answers and hidden tests. Learners open "
+          "[the learner version](../../en/{name}) (its Colab badge); `make student` writes a class's copies.*",
+    "zh": "*教师版，含参考答案、参考解答和隐藏测试。学习者请打开[学习版](../../zh/{name})（或点它的 Colab 徽章）；"
+          "`make student` 生成班级用的学生版。*",
+}
+EXERCISES_TAG = "exercises"  # the exercises section's heading cell (the first cell of NN_*.exercises.nbsrc)
 
 SOLUTION, CHECKER, ANSWER = "solution", "checker", "answer"
 ANSWER_POINTS = 1  # a Predict or Explain answer, graded by hand
@@ -57,8 +114,9 @@ def parse_only(only: str | None) -> tuple[str, ...] | None:
     return tuple(p.zfill(2) for p in parts)
 
 
-def find_notebooks(src: Path = NOTEBOOKS, only: str | None = None, langs=LANGS) -> list[Path]:
-    """``src/{lang}/NN_*.ipynb`` for every language, optionally only the numbers in ``only``."""
+def find_notebooks(src: Path = INSTRUCTOR, only: str | None = None, langs=LANGS) -> list[Path]:
+    """``src/{lang}/NN_*.ipynb`` for every language, optionally only the numbers in ``only``
+    (default ``src``: the instructor versions)."""
     prefixes = parse_only(only)
     found = [p for lang in langs for p in sorted((Path(src) / lang).glob(PATTERN))]
     return [p for p in found if prefixes is None or p.name[:2] in prefixes]

@@ -3,8 +3,9 @@
     .venv/bin/python tools/browser_test.py                 # what `make test-browser` runs
     .venv/bin/python tools/browser_test.py --only 02,06 --lang en --no-bench
 
-For every notebook in ``notebooks/{en,zh}`` (a copy in a temporary folder; ``notebooks/`` is never touched),
-opened in the learner's lab (``jupyter-config/learner``, the configuration ``make lab`` uses):
+For every notebook in ``notebooks/{en,zh}`` (the learner versions) and ``notebooks/instructor/{en,zh}`` (a copy
+in a temporary folder; ``notebooks/`` is never touched), opened in the learner's lab (``jupyter-config/learner``,
+the configuration ``make lab`` uses):
 
 1. before running: no ``VBox(children=...`` text in the stored outputs (explorers show a short hint);
 2. clear all outputs, Run All, time it (open -> every cell executed);
@@ -16,7 +17,9 @@ opened in the learner's lab (``jupyter-config/learner``, the configuration ``mak
    buttons are each exercised at least once over the run;
 5. no glyph drawn as a box ("tofu"): every non-ASCII character of the page's text is drawn on a canvas in
    its element's font and compared with a character no font has (U+10FFFD); a positive control makes sure
-   the comparison can fail.
+   the comparison can fail;
+6. learner versions: every checker says 🚧 (not written yet) after Run All, and each folded solution is closed
+   until its summary is clicked, then shows its code.
 
 Then the lab UI: ``make lab`` shows no nbgrader UI (the Nbgrader menu, the "Create Assignment" sidebar,
 the notebook's "Validate" button) while ``make lab-instructor`` shows all three.
@@ -460,6 +463,10 @@ def check_notebook(page, rel: str, shots: Path, stats: dict) -> dict:
     for index in range(num_explorers):
         problems += check_explorer(page, explorers.nth(index), index, f"{tag}-explorer{index}", shots, stats)
 
+    # 6. learner versions: stubs run, checkers say "not written yet", solutions folded until clicked
+    if not rel.startswith("instructor/"):
+        problems += check_learner_version(page, cells, tag, shots)
+
     # 5. tofu, over the outputs before clearing and after running
     tofu_after = page.evaluate(JS_TOFU)
     for tofu in (tofu_before, tofu_after):
@@ -485,6 +492,36 @@ def check_notebook(page, rel: str, shots: Path, stats: dict) -> dict:
     if problems:
         raise Failure(f"{rel}:\n  - " + "\n  - ".join(problems))
     return {"seconds": elapsed, "cells": len(cells), "figures": len(figures), "explorers": num_explorers}
+
+
+def check_learner_version(page, cells: list[dict], tag: str, shots: Path) -> list[str]:
+    """The exercises as a learner meets them: each checker's verdict on the stub is 🚧, each solution is folded
+    (its code hidden) and one click on its summary shows it."""
+    problems = []
+    verdicts = [c for c in cells if re.match(r"^check_\w+\(\w+\)$", c["source"].strip())]
+    for c in verdicts:
+        text = "".join(o["text"] for o in c["outputs"])
+        if not text.startswith("🚧"):
+            problems.append(f"{c['source'].strip()}: the verdict on the stub is {text[:120]!r}, not 🚧")
+    folded = page.locator(".jp-MarkdownOutput details")
+    if verdicts and not folded.count():
+        return problems + ["exercises without a folded solution in the rendered notebook"]
+    if not folded.count():
+        return problems
+    first = folded.first
+    scroll_to(page, first)
+    state = first.evaluate("d => ({open: d.open, code: d.querySelector('pre') ? "
+                           "d.querySelector('pre').getBoundingClientRect().height : -1})")
+    if state["open"] or state["code"] > 0:
+        problems.append(f"a folded solution is open before any click: {state}")
+    first.locator("summary").click()
+    page.wait_for_timeout(300)
+    state = first.evaluate("d => ({open: d.open, code: d.querySelector('pre') ? "
+                           "d.querySelector('pre').getBoundingClientRect().height : -1})")
+    if not state["open"] or state["code"] <= 0:
+        problems.append(f"clicking a folded solution's summary did not show it: {state}")
+    page.screenshot(path=str(shots / f"{tag}-solution-open.png"))
+    return problems
 
 
 def scroll_to(page, locator) -> None:
@@ -643,7 +680,7 @@ def _http_status(url: str) -> int:
 
 def write_bench(path: Path, timings: dict, meta: dict) -> None:
     names = sorted({name for lang in timings for name in timings[lang]})
-    langs = [lang for lang in ("en", "zh") if lang in timings]
+    langs = [lang for lang in ("en", "zh", "en (instructor)", "zh (instructor)") if lang in timings]
     lines = [
         BENCH_BEGIN,
         "## Notebooks in a real browser (`make test-browser`)",
@@ -652,6 +689,8 @@ def write_bench(path: Path, timings: dict, meta: dict) -> None:
         f"{meta['jupyterlab']} in headless {meta['chromium']}, window 1366x768, on {meta['cpus']} logical "
         f"cores ({meta['machine']}), load average {meta['load']}. Time from opening the notebook (kernel start "
         "included) to every cell executed after Clear All Outputs + Run All.",
+        "",
+        "Columns: the learner versions (what Colab and `make lab` open), then the instructor versions.",
         "",
         "| notebook | " + " | ".join(f"{lang} (s)" for lang in langs) + " |",
         "|---|" + "---:|" * len(langs),
@@ -678,6 +717,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", help="comma-separated notebook numbers, e.g. 02,06 (default: all)")
     parser.add_argument("--lang", choices=["en", "zh"], action="append", help="default: both")
+    parser.add_argument("--versions", default="learner,instructor",
+                        help="learner (notebooks/LANG), instructor (notebooks/instructor/LANG) or both (default)")
     parser.add_argument("--out", default="build/browser", help="screenshot folder (default build/browser)")
     parser.add_argument("--bench", default="docs/benchmarks.md", help="benchmark report to update")
     parser.add_argument("--no-bench", action="store_true", help="do not write the benchmark report")
@@ -706,13 +747,19 @@ def main(argv=None) -> int:
     shots.mkdir(parents=True)
     tmp = Path(tempfile.mkdtemp(prefix="llm-lab-browser-"))
     notebooks = []
-    for lang in langs:
-        (tmp / "nb" / lang).mkdir(parents=True)
-        for path in sorted((ROOT / "notebooks" / lang).glob("*.ipynb")):
-            if only and path.name[:2] not in only:
-                continue
-            shutil.copy2(path, tmp / "nb" / lang / path.name)
-            notebooks.append(f"{lang}/{path.name}")
+    versions = {"learner": "", "instructor": "instructor/"}
+    for version in args.versions.split(","):
+        if version not in versions:
+            print(f"browser_test: --versions: unknown {version!r}, use learner, instructor or both", file=sys.stderr)
+            return 2
+        for lang in langs:
+            prefix = versions[version] + lang
+            (tmp / "nb" / prefix).mkdir(parents=True)
+            for path in sorted((ROOT / "notebooks" / prefix).glob("*.ipynb")):
+                if only and path.name[:2] not in only:
+                    continue
+                shutil.copy2(path, tmp / "nb" / prefix / path.name)
+                notebooks.append(f"{prefix}/{path.name}")
     if not notebooks:
         print("browser_test: no notebook selected", file=sys.stderr)
         return 2
@@ -737,10 +784,11 @@ def main(argv=None) -> int:
                 page = context.new_page()
                 load_lab(page, lab)
                 for rel in notebooks:
-                    lang, name = rel.split("/")
+                    *where, name = rel.split("/")
+                    column = " ".join(reversed(where)).replace("instructor", "(instructor)")
                     try:
                         result = check_notebook(page, rel, shots, stats)
-                        timings[lang][name.removesuffix(".ipynb")] = result
+                        timings.setdefault(column, {})[name.removesuffix(".ipynb")] = result
                         print(f"browser_test: {rel}: {result['seconds']:.1f} s open -> all executed, "
                               f"{result['cells']} code cells, {result['figures']} figures, "
                               f"{result['explorers']} explorer(s): OK", flush=True)

@@ -163,7 +163,7 @@ class CourseNotebook:
         return self.nb.cells[0].source.splitlines()[0].lstrip("# ").strip()
 
 
-def load_course(src: Path = _course.NOTEBOOKS) -> dict[tuple[str, str], CourseNotebook]:
+def load_course(src: Path = _course.INSTRUCTOR) -> dict[tuple[str, str], CourseNotebook]:
     """(lang, number) -> the instructor notebook, for every notebook with autograded exercises."""
     course = {}
     for path in _course.find_notebooks(src):
@@ -400,7 +400,7 @@ class SandboxMissing(RuntimeError):
 
 
 def grade(submissions: Path, out: Path, notebook: str | None = None, jobs: int | None = None,
-          cell_timeout: float = 30.0, max_output: int = 200_000, src: Path = _course.NOTEBOOKS,
+          cell_timeout: float = 30.0, max_output: int = 200_000, src: Path = _course.INSTRUCTOR,
           echo=print, sandboxed: bool = True, max_seconds: float = 600.0) -> list[Result]:
     """Grade every submission in ``submissions`` and write grades.csv, feedback/ and report.md into ``out``.
     Each submission's kernel runs in the bubblewrap sandbox (``sandboxed=False``: as the grader, noted in

@@ -162,8 +162,8 @@ def main(argv=None) -> int:
     ap.add_argument("assignment", help="the assignment's name, e.g. ps1")
     ap.add_argument("--jobs", type=int, help="notebooks graded at once (default: all cores)")
     ap.add_argument("--no-sandbox", action="store_true", help="run kernels without bubblewrap (reports say so)")
-    ap.add_argument("--src", type=Path, default=_course.NOTEBOOKS,
-                    help="the instructor notebooks (default: this checkout's notebooks/)")
+    ap.add_argument("--src", type=Path, default=_course.INSTRUCTOR,
+                    help="the instructor notebooks (default: this checkout's notebooks/instructor/)")
     args = ap.parse_args(argv)
     try:
         run(args.course.resolve(), args.assignment, jobs=args.jobs, sandboxed=not args.no_sandbox, src=args.src)

@@ -1,9 +1,12 @@
 """Build, execute and re-point the notebook series.
 
 Each notebook has one source, ``notebooks/src/NN_slug.nbsrc``, holding its code once and its prose in
-English and Chinese. ``build`` writes ``notebooks/{en,zh}/NN_slug.ipynb``; ``execute`` runs them with
-nbclient so every stored output comes from a real run; ``set-repo`` re-points every Colab badge and
-setup cell at another GitHub repository/ref without re-running anything.
+English and Chinese. ``build`` writes two versions of it per language: the instructor version
+``notebooks/instructor/{en,zh}/NN_slug.ipynb`` (solutions, model answers, hidden tests) and the learner version
+``notebooks/{en,zh}/NN_slug.ipynb`` derived from it by tools/learner.py (exercises to write, each solution
+folded; what Colab badges and `make lab` open). ``execute`` runs both with nbclient so every stored output
+comes from a real run; ``set-repo`` re-points every Colab badge and setup cell at another GitHub repository/ref
+without re-running anything.
 
 Source format: blocks start with a marker line.
 
@@ -29,7 +32,9 @@ Code comments: the code is shared, a comment may have a Chinese twin that replac
 
 ``python tools/nbtool.py comments [--only NN]`` lists the English prose comments still without a twin.
 
-An optional ``NN_slug.exercises.nbsrc`` (same format, no title) is appended: the exercises section.
+An optional ``NN_slug.exercises.nbsrc`` (same format, no title) is appended: the exercises section. Its first
+cell is the section's heading (tagged ``exercises`` by the builder); ``{{HOWTO}}`` in it becomes the how-to
+paragraph of the version being built (tools/_course.py HOWTO).
 
 Usage: python tools/nbtool.py build|execute|check|readme|comments|set-repo [...]
 """
@@ -42,6 +47,7 @@ import sys
 from pathlib import Path
 
 import _course  # tools/ is on sys.path: nbtool runs as a script and the tests import it from there
+import learner
 import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -221,11 +227,17 @@ def notebook_name(src: Path) -> str:
     return src.name.removesuffix(".nbsrc") + ".ipynb"
 
 
-def build_one(src: Path, lang: str, repo: str, ref: str) -> nbformat.NotebookNode:
+def build_one(src: Path, lang: str, repo: str, ref: str, version: str = _course.INSTRUCTOR_VERSION
+              ) -> nbformat.NotebookNode:
+    """One notebook, unexecuted: the instructor version, or (``version="learner"``) the learner version."""
+    if version not in _course.VERSIONS:
+        raise ValueError(f"unknown notebook version {version!r}: use one of {', '.join(_course.VERSIONS)}")
     spec = parse(src)
     exercises = src.with_name(src.name.removesuffix(".nbsrc") + ".exercises.nbsrc")
+    first_exercise = len(spec["cells"])
     if exercises.exists():
         spec["cells"] += parse(exercises, need_title=False)["cells"]
+        spec["cells"][first_exercise]["tags"] = [*spec["cells"][first_exercise]["tags"], _course.EXERCISES_TAG]
     name = notebook_name(src)
     nb = nbformat.v4.new_notebook()
     nb.metadata = {
@@ -235,9 +247,10 @@ def build_one(src: Path, lang: str, repo: str, ref: str) -> nbformat.NotebookNod
     }
     header = f"# {spec['title'][lang]}\n\n{badge_markdown(repo, ref, lang, name)}"
     cells = [nbformat.v4.new_markdown_cell(header), nbformat.v4.new_code_cell(setup_code(repo, ref, lang))]
+    howto = _course.HOWTO[_course.INSTRUCTOR_VERSION][lang]
     for c in spec["cells"]:
         if c["type"] == "md":
-            cells.append(nbformat.v4.new_markdown_cell(c[lang]))
+            cells.append(nbformat.v4.new_markdown_cell(c[lang].replace("{{HOWTO}}", howto)))
             if c.get("tags"):  # e.g. answer: a Predict/Explain model answer, graded by hand under nbgrader
                 cells[-1].metadata["tags"] = c["tags"]
         else:
@@ -250,18 +263,20 @@ def build_one(src: Path, lang: str, repo: str, ref: str) -> nbformat.NotebookNod
         cell["id"] = f"{lang}-{name[:2]}-{i:03d}"  # stable ids keep diffs small
     _course.nbgrader_metadata(cells, name[:2])  # points, hidden tests, answer cells: from the tags
     nb.cells = cells
+    if version == _course.LEARNER:
+        return learner.learner_version(nb, lang)  # keeps the header's badge: it opens this very version
+    cells[0].source = f"# {spec['title'][lang]}\n\n{_course.INSTRUCTOR_NOTE[lang].format(name=name)}"
     return nb
 
 
 def sources(only: str | None = None) -> list[Path]:
     found = sorted(p for p in SRC.glob("[0-9][0-9]_*.nbsrc") if not p.name.endswith(".exercises.nbsrc"))
-    if only:
-        found = [p for p in found if p.name.startswith(tuple(only.split(",")))]
-    return found
+    wanted = _course.parse_only(only)  # "3,06" -> ("03", "06"): notebook numbers, one meaning everywhere
+    return [p for p in found if wanted is None or p.name[:2] in wanted]
 
 
-def out_path(src: Path, lang: str) -> Path:
-    return ROOT / "notebooks" / lang / notebook_name(src)
+def out_path(src: Path, lang: str, version: str = _course.INSTRUCTOR_VERSION) -> Path:
+    return _course.version_dir(version, ROOT / "notebooks") / lang / notebook_name(src)
 
 
 def write(nb, path: Path) -> None:
@@ -284,11 +299,15 @@ def cmd_build(args) -> None:
     repo, ref = colab_config()
     for src in sources(args.only):
         for lang in LANGS:
-            nb = build_one(src, lang, repo, ref)
-            if args.execute:
-                print(f"executing {lang}/{notebook_name(src)}", flush=True)
-                execute(nb, out_path(src, lang))
-            write(nb, out_path(src, lang))
+            for version in args.versions.split(",") if getattr(args, "versions", None) else _course.VERSIONS:
+                nb = build_one(src, lang, repo, ref, version)
+                path = out_path(src, lang, version)
+                if args.execute:
+                    print(f"executing {path.relative_to(ROOT)}", flush=True)
+                    execute(nb, path)
+                    if version == _course.LEARNER:
+                        learner.clear_exercise_outputs(nb)
+                write(nb, path)
     write(gpu_notebook(repo, ref), ROOT / GPU_NOTEBOOK)  # no outputs: it only runs on a GPU runtime
 
 
@@ -339,16 +358,17 @@ def cmd_check(args) -> int:
     problems = []
     for src in sources(args.only):
         for lang in LANGS:
-            path = out_path(src, lang)
-            if not path.exists():
-                problems.append(f"{path} missing: run make execute")
-                continue
-            want = build_one(src, lang, repo, ref)
-            have = nbformat.read(str(path), as_version=4)
-            w = [(c.cell_type, c.source) for c in want.cells]
-            h = [(c.cell_type, c.source) for c in have.cells]
-            if w != h:
-                problems.append(f"{path} differs from {src.name}: run make execute NB={src.name[:2]}")
+            for version in _course.VERSIONS:
+                path = out_path(src, lang, version)
+                if not path.exists():
+                    problems.append(f"{path} missing: run make execute")
+                    continue
+                want = build_one(src, lang, repo, ref, version)
+                have = nbformat.read(str(path), as_version=4)
+                w = [(c.cell_type, c.source) for c in want.cells]
+                h = [(c.cell_type, c.source) for c in have.cells]
+                if w != h:
+                    problems.append(f"{path} differs from {src.name}: run make execute NB={src.name[:2]}")
     gpu = ROOT / GPU_NOTEBOOK
     if not gpu.exists() or [c.source for c in nbformat.read(str(gpu), as_version=4).cells] != [
             c.source for c in gpu_notebook(repo, ref).cells]:
@@ -369,17 +389,18 @@ def cmd_set_repo(args) -> None:
     text = re.sub(r'(?m)^repo = ".*"$', f'repo = "{args.repo}"', text, count=1)
     text = re.sub(r'(?m)^ref = ".*"$', f'ref = "{ref}"', text, count=1)
     pp.write_text(text)
-    for lang in LANGS:
-        for path in sorted((ROOT / "notebooks" / lang).glob("[0-9][0-9]_*.ipynb")):
-            nb = nbformat.read(str(path), as_version=4)
-            for cell in nb.cells:
-                if cell.cell_type == "markdown" and BADGE_IMG in cell.source:
-                    cell.source = cell.source.replace(
-                        badge_url(old_repo, old_ref, lang, path.name), badge_url(args.repo, ref, lang, path.name)
-                    )
-                elif cell.cell_type == "code" and cell.source.startswith(SETUP_MARK):
-                    cell.source = setup_code(args.repo, ref, lang)
-            write(nb, path)
+    for version in _course.VERSIONS:
+        for lang in LANGS:
+            for path in sorted((_course.version_dir(version, ROOT / "notebooks") / lang).glob(_course.PATTERN)):
+                nb = nbformat.read(str(path), as_version=4)
+                for cell in nb.cells:
+                    if cell.cell_type == "markdown" and BADGE_IMG in cell.source:
+                        cell.source = cell.source.replace(
+                            badge_url(old_repo, old_ref, lang, path.name), badge_url(args.repo, ref, lang, path.name)
+                        )
+                    elif cell.cell_type == "code" and cell.source.startswith(SETUP_MARK):
+                        cell.source = setup_code(args.repo, ref, lang)
+                write(nb, path)
     write(gpu_notebook(args.repo, ref), ROOT / GPU_NOTEBOOK)
     for filename, lang in README_LANG.items():
         readme = ROOT / filename
@@ -398,9 +419,11 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="write notebooks from sources (without outputs)")
     b.add_argument("--only", help="comma-separated number prefixes, e.g. 01,03")
+    b.add_argument("--versions", help="learner, instructor or both (default: both)")
     b.set_defaults(func=cmd_build, execute=False)
     e = sub.add_parser("execute", help="build and run every notebook, storing the outputs")
     e.add_argument("--only")
+    e.add_argument("--versions", help="learner, instructor or both (default: both)")
     e.set_defaults(func=cmd_build, execute=True)
     c = sub.add_parser("check", help="fail if a stored notebook no longer matches its source")
     c.add_argument("--only")

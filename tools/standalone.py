@@ -149,7 +149,8 @@ def stage(notebooks: list[Path], where: Path, signs: tuple[int, ...] = ()) -> li
     staged = []
     for nb in notebooks:
         for sign in signs or (None,):
-            folder = where / (f"{nb.parent.name}-{nb.stem}" + ("" if sign is None else f"{sign:+d}"))
+            version = "instructor-" if nb.parent.parent.name == "instructor" else ""
+            folder = where / (f"{version}{nb.parent.name}-{nb.stem}" + ("" if sign is None else f"{sign:+d}"))
             folder.mkdir(parents=True)
             if sign is not None:
                 (folder / SIGN_FILE).write_text(f"{sign}\n")
@@ -168,12 +169,20 @@ def parse_signs(text: str) -> tuple[int, ...]:
     return signs
 
 
-def select(langs: list[str], only: str | None) -> list[Path]:
-    found = [p for lang in langs for p in sorted((ROOT / "notebooks" / lang).glob("[0-9][0-9]_*.ipynb"))]
+VERSION_DIRS = {"learner": ROOT / "notebooks", "instructor": ROOT / "notebooks" / "instructor"}
+
+
+def select(langs: list[str], only: str | None, versions=("learner",)) -> list[Path]:
+    """The stored notebooks of ``versions`` (learner: notebooks/{lang}, instructor: notebooks/instructor/{lang})."""
+    bad = [v for v in versions if v not in VERSION_DIRS]
+    if bad:
+        raise SystemExit(f"--versions: unknown {bad}, use learner, instructor or both")
+    found = [p for v in versions for lang in langs for p in sorted((VERSION_DIRS[v] / lang).glob("[0-9][0-9]_*.ipynb"))]
     if only:
-        found = [p for p in found if p.name.startswith(tuple(only.split(",")))]
+        wanted = tuple(n.strip().zfill(2) for n in only.split(",") if n.strip())
+        found = [p for p in found if p.name[:2] in wanted]
     if not found:
-        raise SystemExit(f"no notebooks for langs={langs} only={only!r}")
+        raise SystemExit(f"no notebooks for versions={list(versions)} langs={langs} only={only!r}")
     return found
 
 
@@ -185,14 +194,16 @@ def main(argv=None) -> int:
                     help="without --reqs: the venv whose site-packages supply the dependencies (default .venv)")
     ap.add_argument("--venv", type=Path, help="where the test venv lives (default .venv-wheel or .venv-wheel-<reqs>)")
     ap.add_argument("--langs", default=",".join(LANGS))
-    ap.add_argument("--only", help="comma-separated number prefixes, e.g. 01,06")
+    ap.add_argument("--only", help="comma-separated notebook numbers, e.g. 01,06")
+    ap.add_argument("--versions", default="learner,instructor",
+                    help="which stored versions: learner (notebooks/LANG), instructor (notebooks/instructor/LANG)")
     ap.add_argument("--perturb", action="store_true", help="nudge float32 results in the kernels (float_nudge.py)")
     ap.add_argument("--signs", type=parse_signs, default=(1,),
                     help="with --perturb: nudge directions, 1 (hashed), -1 (flipped) or 1,-1 (each notebook both ways)")
     ap.add_argument("pytest_args", nargs="*", help="extra arguments for pytest (after --)")
     args = ap.parse_args(argv)
 
-    notebooks = select(args.langs.split(","), args.only)
+    notebooks = select(args.langs.split(","), args.only, tuple(args.versions.split(",")))
     if args.reqs:
         venv = args.venv or ROOT / f".venv-wheel-{args.reqs.stem}"
         python = full_env(venv, args.python, args.reqs.resolve())

@@ -1,9 +1,9 @@
 """Write learners' copies of the notebooks: nbgrader release versions that give nothing away.
 
-For every ``notebooks/{zh,en}/NN_*.ipynb`` this writes ``build/student/{zh,en}/NN_*.ipynb``, produced by
-exactly the preprocessors ``nbgrader generate_assignment`` runs (its own list, in its order, without the
-gradebook step), so a copy is an nbgrader release: ``nbgrader autograde`` grades submissions made from it.
-In a copy
+For every instructor version ``notebooks/instructor/{zh,en}/NN_*.ipynb`` this writes
+``build/student/{zh,en}/NN_*.ipynb``, produced by exactly the preprocessors ``nbgrader generate_assignment``
+runs (its own list, in its order, without the gradebook step), so a copy is an nbgrader release:
+``nbgrader autograde`` grades submissions made from it. In a copy
 
 - each solution (between ``### BEGIN SOLUTION`` and ``### END SOLUTION``) is a stub that raises
   ``NotImplementedError``; each Predict/Explain model answer (``answer`` cells) reads "YOUR ANSWER HERE";
@@ -12,7 +12,8 @@ In a copy
   them back from the instructor version;
 - every output is cleared (nbgrader's default: no Predict output gives an answer away), checker and answer
   cells are locked or graded with nbgrader checksums;
-- the header's Open-in-Colab badge (it opens the instructor notebook) becomes a note.
+- the header's note on the instructor version (or an Open-in-Colab badge) becomes the student note, and the
+  exercises' how-to paragraph the student copy's.
 
 The badge swap happens first, on the instructor notebook: ``--nbgrader-source DIR`` writes those
 "nbgrader source" notebooks (with an ``nbgrader_config.py`` per language) for an nbgrader course, whose
@@ -44,7 +45,7 @@ from traitlets.config import Config
 
 ROOT = _course.ROOT
 LANGS = _course.LANGS
-DEFAULT_SRC = _course.NOTEBOOKS
+DEFAULT_SRC = _course.INSTRUCTOR
 DEFAULT_OUT = ROOT / "build" / "student"
 PATTERN = _course.PATTERN
 CODE_STUB, TEXT_STUB = _course.CODE_STUB, _course.TEXT_STUB
@@ -66,14 +67,23 @@ STUDENT_NOTE = {
 
 
 class StudentHeader(Preprocessor):
-    """Swap the header's Open-in-Colab badge (it opens the instructor notebook, solutions included) for a note."""
+    """Swap the header's note on the instructor version (or a Colab badge: it would open another version) for
+    the student note, and the exercises' how-to paragraph for the student copy's."""
 
     lang = Unicode("en", help="the notebook's language: en or zh")
 
     def preprocess_cell(self, cell, resources, index):
-        if index == 0 and cell.cell_type == "markdown" and "colab-badge.svg" in cell.source:
-            lines = [line for line in cell.source.splitlines() if "colab-badge.svg" not in line]
-            cell.source = "\n".join(lines).rstrip() + "\n\n" + STUDENT_NOTE.get(self.lang, STUDENT_NOTE["en"])
+        if cell.cell_type != "markdown":
+            return cell, resources
+        lang = self.lang if self.lang in STUDENT_NOTE else "en"
+        note = _course.INSTRUCTOR_NOTE[lang].split("{name}")[0]
+        if index == 0 and ("colab-badge.svg" in cell.source or note in cell.source):
+            lines = [line for line in cell.source.splitlines()
+                     if "colab-badge.svg" not in line and not line.startswith(note)]
+            cell.source = "\n".join(lines).rstrip() + "\n\n" + STUDENT_NOTE[lang]
+        howto = _course.HOWTO[_course.INSTRUCTOR_VERSION][lang]
+        if howto in cell.source:
+            cell.source = cell.source.replace(howto, _course.HOWTO["student"][lang])
         return cell, resources
 
 
@@ -240,7 +250,7 @@ def main(argv=None) -> int:
     ap.add_argument("--force", action="store_true", help="overwrite student copies that were edited")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default: build/student)")
     ap.add_argument("--src", type=Path, default=DEFAULT_SRC,
-                    help="folder holding en/ and zh/ instructor notebooks (default: notebooks)")
+                    help="folder holding en/ and zh/ instructor notebooks (default: notebooks/instructor)")
     ap.add_argument("--only", help="comma-separated number prefixes, e.g. 01,03")
     ap.add_argument("--nbgrader-source", type=Path, metavar="DIR",
                     help="also write the nbgrader source notebooks (and nbgrader_config.py) to DIR/{en,zh}/")

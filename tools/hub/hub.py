@@ -86,7 +86,8 @@ def stub_args(lang: str) -> list[str]:
 class Hub:
     def __init__(self, directory: Path = DEFAULT_DIR, port: int = 8765, instructor: str = "llm-instructor",
                  students: list[str] | None = None, python: str = "/usr/bin/python3", proxy: Path = PROXY,
-                 notebook: str = "01", notebooks: Path = ROOT / "notebooks", assignment: str | None = None):
+                 notebook: str = "01", notebooks: Path = ROOT / "notebooks" / "instructor",
+                 assignment: str | None = None):
         self.dir = Path(directory).resolve()
         self.port = port
         self.instructor = instructor
