@@ -503,7 +503,11 @@ def check_learner_version(page, cells: list[dict], tag: str, shots: Path) -> lis
         text = "".join(o["text"] for o in c["outputs"])
         if not text.startswith("🚧"):
             problems.append(f"{c['source'].strip()}: the verdict on the stub is {text[:120]!r}, not 🚧")
-    folded = page.locator(".jp-MarkdownOutput details")
+    opened = page.evaluate("() => [...window.__panel.node.querySelectorAll('.jp-MarkdownOutput details')]"
+                           ".filter(d => d.open).length")
+    if opened:
+        problems.append(f"{opened} folded solution(s) or model answer(s) open before any click")
+    folded = page.locator(".jp-MarkdownOutput details", has=page.locator("pre"))  # a solution: code inside
     if verdicts and not folded.count():
         return problems + ["exercises without a folded solution in the rendered notebook"]
     if not folded.count():
@@ -511,14 +515,14 @@ def check_learner_version(page, cells: list[dict], tag: str, shots: Path) -> lis
     first = folded.first
     scroll_to(page, first)
     state = first.evaluate("d => ({open: d.open, code: d.querySelector('pre') ? "
-                           "d.querySelector('pre').getBoundingClientRect().height : -1})")
-    if state["open"] or state["code"] > 0:
-        problems.append(f"a folded solution is open before any click: {state}")
+                           "(d.querySelector('pre').checkVisibility() ? 1 : 0) : -1})")
+    if state["open"] or state["code"] != 0:
+        problems.append(f"a folded solution's code is visible before any click: {state}")
     first.locator("summary").click()
     page.wait_for_timeout(300)
     state = first.evaluate("d => ({open: d.open, code: d.querySelector('pre') ? "
-                           "d.querySelector('pre').getBoundingClientRect().height : -1})")
-    if not state["open"] or state["code"] <= 0:
+                           "(d.querySelector('pre').checkVisibility() ? 1 : 0) : -1})")
+    if not state["open"] or state["code"] != 1:
         problems.append(f"clicking a folded solution's summary did not show it: {state}")
     page.screenshot(path=str(shots / f"{tag}-solution-open.png"))
     return problems
