@@ -3,6 +3,7 @@ llm_lab's own reference spotted, fresh() copies a notebook cannot patch, audit()
 
 import functools
 import os
+import re
 import signal
 import sys
 import threading
@@ -51,10 +52,19 @@ def test_registry_drives_names_checks_and_points():
         assert check.__doc__ == record.signature
         assert ex.points(name) == record.points > 0
         assert record.takes in ("function", "class") and record.notebook in WITH_EXERCISES
-    assert ex.exercises_of("05") == ("split_heads", "merge_heads", "multihead", "padded_attention")
-    assert ex.exercises_of("07") == ("tiled_attention",)
-    assert ex.exercises_of("08") == ("induction_score", "find_induction_head")
     assert {record.notebook for record in ex.REGISTRY.values()} <= WITH_EXERCISES
+
+
+@pytest.mark.parametrize("notebook", sorted(WITH_EXERCISES))
+def test_each_notebooks_checker_cells_are_its_registry_records(notebook):
+    """The registry and the notebooks agree, with nothing listed by hand: the checker cells of NN's exercises
+    source call exactly ``exercises_of(NN)``, in that order, each record in the module named for NN."""
+    src = next((Path(__file__).resolve().parent.parent / "notebooks" / "src").glob(f"{notebook}_*.exercises.nbsrc"))
+    called = re.findall(r"(?m)^%% code tags=checker\ncheck_(\w+)\(\w+\)$", src.read_text(encoding="utf-8"))
+    assert tuple(called) == ex.exercises_of(notebook)
+    for name in called:
+        module = ex.REGISTRY[name].body.__module__.rsplit(".", 1)[-1]
+        assert module.startswith(f"_ex{notebook}_"), f"{name}'s body lives in {module}, not notebook {notebook}'s"
 
 
 def test_every_hint_of_every_record_has_both_languages():

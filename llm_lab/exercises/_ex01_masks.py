@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (its hint texts: Chinese characters count double toward the line length; unbroken they read better)
 """Notebook 01: the causal mask and the manual renormalization."""
 
 from __future__ import annotations
@@ -73,6 +74,28 @@ def body_renormalize(fn) -> list[str]:
         compare(out, want, case, variants)
         cases.append(shape_str(shape))
     return cases
+
+
+# This module's own hint texts (used by no other exercise): every record below gets them (_registry).
+MODULE_MESSAGES = {
+    "mask_not_bool": {
+        "en": "{title}: the pattern is right but the dtype is {got}; `masked_fill` needs a bool mask.",
+        "zh": "{title}：位置是对的，但数据类型是 {got}；`masked_fill` 需要布尔类型的遮蔽矩阵。",
+    },
+    "column_sums": {
+        "en": "{title}: you renormalized by column sums (input: {case}). Each row (one query) must sum to 1.",
+        "zh": "{title}：你用列和做了重新归一化（输入：{case}）。每一行（一个查询）的和应为 1。",
+    },
+    "sum_over_all": {
+        "en": "{title}: you divided by the sum of the whole matrix (input: {case}); each row needs its own sum.",
+        "zh": "{title}：你除以的是整个矩阵的和（输入：{case}）；每一行应当除以它自己的和。",
+    },
+}
+MODULE_FIXES = {
+    "mask_not_bool": {"en": "Build it with `torch.ones(..., dtype=torch.bool)` (or add `.bool()`).", "zh": "用 `torch.ones(..., dtype=torch.bool)` 构造（或者加上 `.bool()`）。"},
+    "column_sums": {"en": "Divide by `masked.sum(dim=-1, keepdim=True)`.", "zh": "请除以 `masked.sum(dim=-1, keepdim=True)`。"},
+    "sum_over_all": {"en": "Use `masked.sum(dim=-1, keepdim=True)`.", "zh": "请用 `masked.sum(dim=-1, keepdim=True)`。"},
+}
 
 
 RECORDS = [

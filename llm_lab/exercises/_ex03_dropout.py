@@ -6,27 +6,7 @@ import torch
 
 from ._core import Exercise, Fail, as_tensor, compare, same, shape_str
 from ._harness import call
-from ._shared import gen, rate_tolerance, shared_dims
-
-
-def kept_scale_hint(ratio: torch.Tensor, p: float) -> tuple[str, dict] | None:
-    """None if every kept value is x/(1-p); else the hint naming the scale used."""
-    def scaled_by(factor):
-        return bool(torch.allclose(ratio, torch.full_like(ratio, factor), rtol=1e-4))
-
-    if ratio.numel() == 0 or scaled_by(1 / (1 - p)):
-        return None
-    for hint, factor in (("dropout_scaled_by_p", 1 / p), ("dropout_not_scaled", 1.0)):
-        if scaled_by(factor):
-            return hint, {}
-    return "dropout_wrong_scale", {"ratio": f"{ratio.mean().item():.3f}"}
-
-
-def rate_hint(frac: float, p: float, n: int) -> str | None:
-    tol = rate_tolerance(n)
-    if abs(frac - p) <= tol:
-        return None
-    return "dropout_rate_inverted" if abs(frac - (1 - p)) <= tol else "dropout_rate_wrong"
+from ._shared import gen, kept_scale_hint, rate_hint, shared_dims
 
 
 def _training_case(fn, shape, p, seed, g) -> str:
@@ -76,6 +56,15 @@ def body_dropout(fn) -> list[str]:
         compare(out, x, case)
         cases.append(f"p={p}" if training else "eval")
     return cases
+
+
+# This module's own hint texts (used by no other exercise): every record below gets them (_registry).
+MODULE_MESSAGES = {
+    "dropout_not_applied": {
+        "en": "{title}: in training mode with p={p} nothing was dropped: the output equals the input.",
+        "zh": "{title}：训练模式下 p={p}，却没有任何值被丢弃，输出与输入完全相同。",
+    },
+}
 
 
 RECORDS = [

@@ -9,6 +9,7 @@ import torch
 from ._core import Exercise, Fail, shape_str
 from ._harness import last_observed
 from ._modules import (
+    DROPOUT_HINTS,
     build,
     check_eval_dropout,
     class_name,
@@ -20,10 +21,6 @@ from ._modules import (
 )
 from ._observe import called
 from ._shared import HELPERS, gen, tril, triu, weights_variants
-
-DROPOUT_HINTS = ("dropout_in_eval", "dropout_missing", "dropout_on_output", "dropout_on_input", "dropout_default_rate",
-                 "dropout_rate_fixed", "dropout_rate_inverted", "dropout_rate_wrong", "dropout_not_scaled",
-                 "dropout_scaled_by_p", "dropout_wrong_scale", "dropout_mask_shared", "dropout_on_scores")
 
 
 def _context_variants(x: torch.Tensor, layers: dict) -> list:

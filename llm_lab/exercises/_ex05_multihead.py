@@ -8,9 +8,18 @@ from torch import nn
 
 from ..masks import causal_mask, causal_softmax
 from ._core import Exercise, Fail, LearnerError, as_tensor, compare, diagnose, same, shape_str
-from ._ex04_causal import DROPOUT_HINTS
 from ._harness import call, last_observed
-from ._modules import build, check_eval_dropout, class_name, forward_case, linear, probe_train_dropout, project, qkv
+from ._modules import (
+    DROPOUT_HINTS,
+    build,
+    check_eval_dropout,
+    class_name,
+    forward_case,
+    linear,
+    probe_train_dropout,
+    project,
+    qkv,
+)
 from ._observe import called
 from ._shared import HELPERS, WEIGHT_HINTS, attention, gen, softmax_masked, triu, unless_reference, weights_variants
 
@@ -306,6 +315,43 @@ _PADDED_FIXES = {
 }
 
 _HEAD_REFERENCES = ("multihead.MultiHeadAttention", "multihead.FusedMultiHeadAttention")  # _split_heads, _merge_heads
+
+# This module's own hint texts (used by no other exercise): every record below gets them (_registry).
+MODULE_MESSAGES = {
+    "not_contiguous": {
+        "en": "{title}: `.view` failed after `.transpose` (input: {case}): transpose only swaps strides, so the memory is no longer in row order.",
+        "zh": "{title}：在 `.transpose` 之后调用 `.view` 失败了（输入：{case}）：transpose 只交换步长（stride），内存不再按行排列。",
+    },
+    "view_without_transpose": {
+        "en": "{title}: the heads were split by `.view` without the transpose (input: {case}), which mixes tokens and heads.",
+        "zh": "{title}：只用 `.view` 拆分了注意力头，没有转置（输入：{case}），词元和头被混在了一起。",
+    },
+    "merge_without_transpose": {
+        "en": "{title}: the heads were merged by `.view`/`.reshape` without transposing back first (input: {case}), which mixes tokens and heads.",
+        "zh": "{title}：合并注意力头时直接 `.view`/`.reshape`，没有先转置回来（输入：{case}），词元和头被混在了一起。",
+    },
+    "transpose_not_merged": {
+        "en": "{title}: you transposed back but never merged the heads (input: {case}): the result still has 4 dimensions (B, T, num_heads, head_dim).",
+        "zh": "{title}：转置回来了，但没有把各个头合并（输入：{case}）：结果仍是 4 维的 (B, T, num_heads, head_dim)。",
+    },
+    "heads_interleaved": {
+        "en": "{title}: the features of the heads are interleaved (input: {case}). Head h owns the consecutive columns h*head_dim ... (h+1)*head_dim - 1.",
+        "zh": "{title}：各个头的特征交错在了一起（输入：{case}）。第 h 个头应当拥有连续的列 h*head_dim 到 (h+1)*head_dim - 1。",
+    },
+    "out_proj_missing": {
+        "en": "{title}: the output projection is missing (input: {case}): the merged heads never go through `self.out_proj`.",
+        "zh": "{title}：缺少输出投影（output projection）（输入：{case}）：合并后的各头输出没有经过 `self.out_proj`。",
+    },
+}
+MODULE_FIXES = {
+    "not_contiguous": {"en": "Call `.contiguous()` before `.view(...)` (or use `.reshape`).", "zh": "先调用 `.contiguous()` 再 `.view(...)`（或者改用 `.reshape`）。"},
+    "view_without_transpose": {"en": "View as (b, num_tokens, num_heads, head_dim), then `.transpose(1, 2)`.", "zh": "先 view 成 (b, num_tokens, num_heads, head_dim)，再 `.transpose(1, 2)`。"},
+    "merge_without_transpose": {"en": "`.transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)`.", "zh": "`.transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)`。"},
+    "transpose_not_merged": {"en": "`context_vec.transpose(1, 2).contiguous().view(b, num_tokens, num_heads * head_dim)`.", "zh": "`context_vec.transpose(1, 2).contiguous().view(b, num_tokens, num_heads * head_dim)`。"},
+    "heads_interleaved": {"en": "The view must be (..., num_heads, head_dim), in that order.", "zh": "view 的最后两维必须按 (..., num_heads, head_dim) 的顺序。"},
+    "out_proj_missing": {"en": "`return self.out_proj(context_vec)` after merging the heads.", "zh": "合并各头之后写 `return self.out_proj(context_vec)`。"},
+}
+
 
 RECORDS = [
     Exercise(

@@ -205,6 +205,62 @@ _EMBEDDING_FIXES = {
     },
 }
 
+# This module's own hint texts (used by no other exercise): every record below gets them (_registry).
+MODULE_MESSAGES = {
+    "not_pair": {
+        "en": "{title}: expected a pair (input_ids, target_ids), got {got} (input: {case}).",
+        "zh": "{title}：应当返回一对 (input_ids, target_ids)，实际得到 {got}（输入：{case}）。",
+    },
+    "targets_not_shifted": {
+        "en": "{title}: the targets equal the inputs (input: {case}); the target is the next token.",
+        "zh": "{title}：目标（targets）和输入完全相同（输入：{case}）；目标应当是下一个词元。",
+    },
+    "targets_swapped": {
+        "en": "{title}: inputs and targets are swapped (input: {case}); the target window starts one token after the input window.",
+        "zh": "{title}：输入和目标弄反了（输入：{case}）；目标窗口应当比输入窗口晚一个词元开始。",
+    },
+    "stride_ignored": {
+        "en": "{title}: the stride is ignored (input: {case}): your windows start at every token.",
+        "zh": "{title}：忽略了步幅（stride）（输入：{case}）：你的窗口从每个词元都开始一次。",
+    },
+    "missing_last_window": {
+        "en": "{title}: the last window is missing (input: {case}): {got} windows instead of {expected}. A window needs max_length + 1 tokens.",
+        "zh": "{title}：少了最后一个窗口（输入：{case}）：得到 {got} 个，应为 {expected} 个。每个窗口需要 max_length + 1 个词元。",
+    },
+    "extra_window": {
+        "en": "{title}: {got} windows instead of {expected} (input: {case}); a window needs max_length + 1 tokens (inputs plus the next-token target).",
+        "zh": "{title}：得到 {got} 个窗口，应为 {expected} 个（输入：{case}）；每个窗口需要 max_length + 1 个词元（输入再加上下一个词元作为目标）。",
+    },
+    "positions_missing": {
+        "en": "{title}: the positional embeddings are missing (input: {case}).",
+        "zh": "{title}：缺少位置嵌入（positional embeddings）（输入：{case}）。",
+    },
+    "positions_from_ids": {
+        "en": "{title}: the position embedding was looked up with the token ids (input: {case}); positions are 0, 1, ..., num_tokens - 1.",
+        "zh": "{title}：用词元 ID 去查了位置嵌入（输入：{case}）；位置应当是 0, 1, ..., num_tokens - 1。",
+    },
+    "positions_one_based": {
+        "en": "{title}: the positions start at 1 (input: {case}); Python and nn.Embedding count from 0: positions are 0, 1, ..., num_tokens - 1.",
+        "zh": "{title}：位置从 1 开始了（输入：{case}）；Python 和 nn.Embedding 都从 0 开始计数：位置应当是 0, 1, ..., num_tokens - 1。",
+    },
+    "positions_wrong_length": {
+        "en": "{title}: fails when num_tokens < context_length (input: {case}); take the positions of the actual input, not of the whole context.",
+        "zh": "{title}：当 num_tokens < context_length 时出错（输入：{case}）；位置应取实际输入的长度，而不是整个上下文长度。",
+    },
+}
+MODULE_FIXES = {
+    "targets_not_shifted": {"en": "`token_ids[i + 1 : i + max_length + 1]`.", "zh": "`token_ids[i + 1 : i + max_length + 1]`。"},
+    "targets_swapped": {"en": "Return `(input_ids, target_ids)` in that order.", "zh": "按 `(input_ids, target_ids)` 的顺序返回。"},
+    "stride_ignored": {"en": "Window i starts at token i * stride: `range(0, len(token_ids) - max_length, stride)`.", "zh": "第 i 个窗口从第 i * stride 个词元开始：`range(0, len(token_ids) - max_length, stride)`。"},
+    "missing_last_window": {"en": "`range(0, len(token_ids) - max_length, stride)`.", "zh": "`range(0, len(token_ids) - max_length, stride)`。"},
+    "extra_window": {"en": "`range(0, len(token_ids) - max_length, stride)`.", "zh": "`range(0, len(token_ids) - max_length, stride)`。"},
+    "positions_missing": {"en": "Add `pos_emb(torch.arange(num_tokens))` to the token embeddings.", "zh": "把 `pos_emb(torch.arange(num_tokens))` 加到词元嵌入上。"},
+    "positions_from_ids": {"en": "`pos_emb(torch.arange(num_tokens))`.", "zh": "`pos_emb(torch.arange(num_tokens))`。"},
+    "positions_one_based": {"en": "`pos_emb(torch.arange(num_tokens))`, not `torch.arange(1, num_tokens + 1)`.", "zh": "`pos_emb(torch.arange(num_tokens))`，而不是 `torch.arange(1, num_tokens + 1)`。"},
+    "positions_wrong_length": {"en": "`torch.arange(token_ids.shape[-1])`.", "zh": "`torch.arange(token_ids.shape[-1])`。"},
+}
+
+
 RECORDS = [
     Exercise(
         name="windows", notebook="06", body=body_windows, points=2, takes="function",

@@ -86,17 +86,9 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "{title}: the module has no {name} ({expected}). Use the book's names so the checker can find your layers.",
         "zh": "{title}：模块里没有 {name}（应为 {expected}）。请沿用书中的属性名，检查器才能找到你的各个层。",
     },
-    "not_contiguous": {
-        "en": "{title}: `.view` failed after `.transpose` (input: {case}): transpose only swaps strides, so the memory is no longer in row order.",
-        "zh": "{title}：在 `.transpose` 之后调用 `.view` 失败了（输入：{case}）：transpose 只交换步长（stride），内存不再按行排列。",
-    },
     "input_modified": {
         "en": "{title}: changes its input `{name}` in place (input: {case}): the caller's tensor is different afterwards. Compute new tensors instead of writing into the arguments.",
         "zh": "{title}：原地修改了输入 `{name}`（输入：{case}）：调用之后，调用者手里的张量变了。请计算新的张量，而不是往参数里写。",
-    },
-    "not_pair": {
-        "en": "{title}: expected a pair (input_ids, target_ids), got {got} (input: {case}).",
-        "zh": "{title}：应当返回一对 (input_ids, target_ids)，实际得到 {got}（输入：{case}）。",
     },
     # ---- causal masks --------------------------------------------------------------------------------
     "diagonal_masked": {
@@ -115,21 +107,9 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "{title}: the mask hides the past instead of the future (input: {case}): it is transposed. Row i is the query, column j the key.",
         "zh": "{title}：遮住的是过去而不是未来（输入：{case}），遮蔽矩阵被转置了。第 i 行是查询（query），第 j 列是键（key）。",
     },
-    "mask_not_bool": {
-        "en": "{title}: the pattern is right but the dtype is {got}; `masked_fill` needs a bool mask.",
-        "zh": "{title}：位置是对的，但数据类型是 {got}；`masked_fill` 需要布尔类型的遮蔽矩阵。",
-    },
-    "column_sums": {
-        "en": "{title}: you renormalized by column sums (input: {case}). Each row (one query) must sum to 1.",
-        "zh": "{title}：你用列和做了重新归一化（输入：{case}）。每一行（一个查询）的和应为 1。",
-    },
     "not_renormalized": {
         "en": "{title}: the future is zeroed but the rows are not renormalized (input: {case}): they sum to less than 1.",
         "zh": "{title}：未来位置已经置零，但没有重新归一化（输入：{case}），每行的和小于 1。",
-    },
-    "sum_over_all": {
-        "en": "{title}: you divided by the sum of the whole matrix (input: {case}); each row needs its own sum.",
-        "zh": "{title}：你除以的是整个矩阵的和（输入：{case}）；每一行应当除以它自己的和。",
     },
     "batch_dims": {
         "en": "{title}: works for one (T, T) matrix but not for a batch (input: {case}): leading batch dimensions must be left alone.",
@@ -213,10 +193,6 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "{title}: the dropped fraction does not follow the `dropout` argument ({fracs}): the rate is hard-coded.",
         "zh": "{title}：被丢弃的比值不随 `dropout` 参数变化（{fracs}）：丢弃率被写死了。",
     },
-    "dropout_not_applied": {
-        "en": "{title}: in training mode with p={p} nothing was dropped: the output equals the input.",
-        "zh": "{title}：训练模式下 p={p}，却没有任何值被丢弃，输出与输入完全相同。",
-    },
     "dropout_missing": {
         "en": "{title}: with dropout={p} in training mode nothing is ever dropped (input: {case}).",
         "zh": "{title}：训练模式下 dropout={p}，却从来没有任何东西被丢弃（输入：{case}）。",
@@ -246,81 +222,21 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "{title}: fails when num_tokens < context_length (input: {case}, context_length={context_length}): the stored mask is context_length wide.",
         "zh": "{title}：当 num_tokens < context_length 时出错（输入：{case}，context_length={context_length}）：保存的遮蔽矩阵有 context_length 那么宽。",
     },
-    "view_without_transpose": {
-        "en": "{title}: the heads were split by `.view` without the transpose (input: {case}), which mixes tokens and heads.",
-        "zh": "{title}：只用 `.view` 拆分了注意力头，没有转置（输入：{case}），词元和头被混在了一起。",
-    },
-    "merge_without_transpose": {
-        "en": "{title}: the heads were merged by `.view`/`.reshape` without transposing back first (input: {case}), which mixes tokens and heads.",
-        "zh": "{title}：合并注意力头时直接 `.view`/`.reshape`，没有先转置回来（输入：{case}），词元和头被混在了一起。",
-    },
-    "transpose_not_merged": {
-        "en": "{title}: you transposed back but never merged the heads (input: {case}): the result still has 4 dimensions (B, T, num_heads, head_dim).",
-        "zh": "{title}：转置回来了，但没有把各个头合并（输入：{case}）：结果仍是 4 维的 (B, T, num_heads, head_dim)。",
-    },
-    "heads_interleaved": {
-        "en": "{title}: the features of the heads are interleaved (input: {case}). Head h owns the consecutive columns h*head_dim ... (h+1)*head_dim - 1.",
-        "zh": "{title}：各个头的特征交错在了一起（输入：{case}）。第 h 个头应当拥有连续的列 h*head_dim 到 (h+1)*head_dim - 1。",
-    },
-    "out_proj_missing": {
-        "en": "{title}: the output projection is missing (input: {case}): the merged heads never go through `self.out_proj`.",
-        "zh": "{title}：缺少输出投影（output projection）（输入：{case}）：合并后的各头输出没有经过 `self.out_proj`。",
-    },
     "scale_uses_d_out": {
         "en": "{title}: the scores are scaled by 1/sqrt(d_out) instead of 1/sqrt(head_dim) (input: {case}). Each head's keys have head_dim = d_out // num_heads features.",
         "zh": "{title}：分数除以的是 sqrt(d_out)，应当是 sqrt(head_dim)（输入：{case}）。每个头的键只有 head_dim = d_out // num_heads 个特征。",
     },
     # ---- data ----------------------------------------------------------------------------------------
-    "targets_not_shifted": {
-        "en": "{title}: the targets equal the inputs (input: {case}); the target is the next token.",
-        "zh": "{title}：目标（targets）和输入完全相同（输入：{case}）；目标应当是下一个词元。",
-    },
-    "targets_swapped": {
-        "en": "{title}: inputs and targets are swapped (input: {case}); the target window starts one token after the input window.",
-        "zh": "{title}：输入和目标弄反了（输入：{case}）；目标窗口应当比输入窗口晚一个词元开始。",
-    },
-    "stride_ignored": {
-        "en": "{title}: the stride is ignored (input: {case}): your windows start at every token.",
-        "zh": "{title}：忽略了步幅（stride）（输入：{case}）：你的窗口从每个词元都开始一次。",
-    },
-    "missing_last_window": {
-        "en": "{title}: the last window is missing (input: {case}): {got} windows instead of {expected}. A window needs max_length + 1 tokens.",
-        "zh": "{title}：少了最后一个窗口（输入：{case}）：得到 {got} 个，应为 {expected} 个。每个窗口需要 max_length + 1 个词元。",
-    },
-    "extra_window": {
-        "en": "{title}: {got} windows instead of {expected} (input: {case}); a window needs max_length + 1 tokens (inputs plus the next-token target).",
-        "zh": "{title}：得到 {got} 个窗口，应为 {expected} 个（输入：{case}）；每个窗口需要 max_length + 1 个词元（输入再加上下一个词元作为目标）。",
-    },
-    "positions_missing": {
-        "en": "{title}: the positional embeddings are missing (input: {case}).",
-        "zh": "{title}：缺少位置嵌入（positional embeddings）（输入：{case}）。",
-    },
-    "positions_from_ids": {
-        "en": "{title}: the position embedding was looked up with the token ids (input: {case}); positions are 0, 1, ..., num_tokens - 1.",
-        "zh": "{title}：用词元 ID 去查了位置嵌入（输入：{case}）；位置应当是 0, 1, ..., num_tokens - 1。",
-    },
-    "positions_one_based": {
-        "en": "{title}: the positions start at 1 (input: {case}); Python and nn.Embedding count from 0: positions are 0, 1, ..., num_tokens - 1.",
-        "zh": "{title}：位置从 1 开始了（输入：{case}）；Python 和 nn.Embedding 都从 0 开始计数：位置应当是 0, 1, ..., num_tokens - 1。",
-    },
-    "positions_wrong_length": {
-        "en": "{title}: fails when num_tokens < context_length (input: {case}); take the positions of the actual input, not of the whole context.",
-        "zh": "{title}：当 num_tokens < context_length 时出错（输入：{case}）；位置应取实际输入的长度，而不是整个上下文长度。",
-    },
 }
 
 # The exact fix, shown only when the same mistake comes back (``check_*``) and kept apart in ``grade()``.
 FIXES: dict[str, dict[str, str]] = {
-    "not_contiguous": {"en": "Call `.contiguous()` before `.view(...)` (or use `.reshape`).", "zh": "先调用 `.contiguous()` 再 `.view(...)`（或者改用 `.reshape`）。"},
     "input_modified": {"en": "`queries = queries / queries.shape[-1] ** 0.5` (a new tensor), not `queries /= ...`, `queries.div_(...)` or `queries[...] = ...`.", "zh": "`queries = queries / queries.shape[-1] ** 0.5`（得到新张量），而不是 `queries /= ...`、`queries.div_(...)` 或 `queries[...] = ...`。"},
     "diagonal_masked": {"en": "Use `torch.triu(..., diagonal=1)`.", "zh": "请用 `torch.triu(..., diagonal=1)`。"},
     "future_open": {"en": "Apply the causal mask `torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)` before the softmax/renormalization.", "zh": "在 softmax 或重新归一化之前应用因果遮蔽 `torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)`。"},
     "mask_inverted": {"en": "Use `torch.triu(..., diagonal=1)`, or negate yours with `~`.", "zh": "请用 `torch.triu(..., diagonal=1)`，或者用 `~` 对你的结果取反。"},
     "mask_transposed": {"en": "Hide j > i: `torch.triu(..., diagonal=1)`, not `torch.tril`.", "zh": "隐藏 j > i 的位置：用 `torch.triu(..., diagonal=1)`，而不是 `torch.tril`。"},
-    "mask_not_bool": {"en": "Build it with `torch.ones(..., dtype=torch.bool)` (or add `.bool()`).", "zh": "用 `torch.ones(..., dtype=torch.bool)` 构造（或者加上 `.bool()`）。"},
-    "column_sums": {"en": "Divide by `masked.sum(dim=-1, keepdim=True)`.", "zh": "请除以 `masked.sum(dim=-1, keepdim=True)`。"},
     "not_renormalized": {"en": "Divide each row by its sum: `masked / masked.sum(dim=-1, keepdim=True)`.", "zh": "把每一行除以它的和：`masked / masked.sum(dim=-1, keepdim=True)`。"},
-    "sum_over_all": {"en": "Use `masked.sum(dim=-1, keepdim=True)`.", "zh": "请用 `masked.sum(dim=-1, keepdim=True)`。"},
     "batch_dims": {"en": "Count dimensions from the end: `dim=-1`, `transpose(-2, -1)`, `shape[-1]`.", "zh": "从末尾数维度：`dim=-1`、`transpose(-2, -1)`、`shape[-1]`。"},
     "softmax_dim": {"en": "Use `torch.softmax(..., dim=-1)` (over the keys).", "zh": "请用 `torch.softmax(..., dim=-1)`（在键的维度上）。"},
     "scale_missing": {"en": "Divide the scores by `keys.shape[-1] ** 0.5` before the softmax.", "zh": "在 softmax 之前把分数除以 `keys.shape[-1] ** 0.5`。"},
@@ -348,21 +264,7 @@ FIXES: dict[str, dict[str, str]] = {
     "dropout_on_scores": {"en": "`attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1))`: dropout after the softmax, on the weights.", "zh": "`attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1))`：dropout 放在 softmax 之后，作用于权重。"},
     "dropout_on_input": {"en": "`attn_weights = self.dropout(attn_weights)` right after the softmax, and leave x alone.", "zh": "在 softmax 之后写 `attn_weights = self.dropout(attn_weights)`，不要改动 x。"},
     "mask_wrong_size": {"en": "Slice the stored mask: `self.mask[:num_tokens, :num_tokens]`.", "zh": "截取保存的遮蔽矩阵：`self.mask[:num_tokens, :num_tokens]`。"},
-    "view_without_transpose": {"en": "View as (b, num_tokens, num_heads, head_dim), then `.transpose(1, 2)`.", "zh": "先 view 成 (b, num_tokens, num_heads, head_dim)，再 `.transpose(1, 2)`。"},
-    "merge_without_transpose": {"en": "`.transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)`.", "zh": "`.transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)`。"},
-    "transpose_not_merged": {"en": "`context_vec.transpose(1, 2).contiguous().view(b, num_tokens, num_heads * head_dim)`.", "zh": "`context_vec.transpose(1, 2).contiguous().view(b, num_tokens, num_heads * head_dim)`。"},
-    "heads_interleaved": {"en": "The view must be (..., num_heads, head_dim), in that order.", "zh": "view 的最后两维必须按 (..., num_heads, head_dim) 的顺序。"},
-    "out_proj_missing": {"en": "`return self.out_proj(context_vec)` after merging the heads.", "zh": "合并各头之后写 `return self.out_proj(context_vec)`。"},
     "scale_uses_d_out": {"en": "Divide by `keys.shape[-1] ** 0.5` (= head_dim ** 0.5).", "zh": "除以 `keys.shape[-1] ** 0.5`（即 head_dim ** 0.5）。"},
-    "targets_not_shifted": {"en": "`token_ids[i + 1 : i + max_length + 1]`.", "zh": "`token_ids[i + 1 : i + max_length + 1]`。"},
-    "targets_swapped": {"en": "Return `(input_ids, target_ids)` in that order.", "zh": "按 `(input_ids, target_ids)` 的顺序返回。"},
-    "stride_ignored": {"en": "Window i starts at token i * stride: `range(0, len(token_ids) - max_length, stride)`.", "zh": "第 i 个窗口从第 i * stride 个词元开始：`range(0, len(token_ids) - max_length, stride)`。"},
-    "missing_last_window": {"en": "`range(0, len(token_ids) - max_length, stride)`.", "zh": "`range(0, len(token_ids) - max_length, stride)`。"},
-    "extra_window": {"en": "`range(0, len(token_ids) - max_length, stride)`.", "zh": "`range(0, len(token_ids) - max_length, stride)`。"},
-    "positions_missing": {"en": "Add `pos_emb(torch.arange(num_tokens))` to the token embeddings.", "zh": "把 `pos_emb(torch.arange(num_tokens))` 加到词元嵌入上。"},
-    "positions_from_ids": {"en": "`pos_emb(torch.arange(num_tokens))`.", "zh": "`pos_emb(torch.arange(num_tokens))`。"},
-    "positions_one_based": {"en": "`pos_emb(torch.arange(num_tokens))`, not `torch.arange(1, num_tokens + 1)`.", "zh": "`pos_emb(torch.arange(num_tokens))`，而不是 `torch.arange(1, num_tokens + 1)`。"},
-    "positions_wrong_length": {"en": "`torch.arange(token_ids.shape[-1])`.", "zh": "`torch.arange(token_ids.shape[-1])`。"},
 }
 
 # Extra words around a line: the printed-output header and the "same mistake again" footer.

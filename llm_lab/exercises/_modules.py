@@ -28,9 +28,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from ._core import Fail, LearnerError, as_tensor, compare, same
-from ._ex03_dropout import kept_scale_hint
 from ._harness import call
-from ._shared import attention, rate_tolerance, shared_dims
+from ._shared import attention, kept_scale_hint, rate_tolerance, shared_dims
+
+# every mistake a module check (04 causal attention, 05 multi-head) can name about its dropout
+DROPOUT_HINTS = ("dropout_in_eval", "dropout_missing", "dropout_on_output", "dropout_on_input", "dropout_default_rate",
+                 "dropout_rate_fixed", "dropout_rate_inverted", "dropout_rate_wrong", "dropout_not_scaled",
+                 "dropout_scaled_by_p", "dropout_wrong_scale", "dropout_mask_shared", "dropout_on_scores")
 
 
 def linear(module, name: str, d_in: int, d_out: int) -> nn.Linear:

@@ -7,6 +7,7 @@ module. ``check_result`` never raises except for a real Ctrl-C (see ``_harness``
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import inspect
@@ -25,13 +26,18 @@ _LLM_LAB = _PACKAGE.rsplit(".", 1)[0]
 
 
 def _load_records() -> dict[str, Exercise]:
+    """Every ``_exNN_*`` module's ``RECORDS``; a module's ``MODULE_MESSAGES`` / ``MODULE_FIXES`` (hint texts no
+    other module uses) go to each of its records, under the record's own."""
     records: dict[str, Exercise] = {}
     names = sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if m.name.startswith("_ex"))
     for module_name in names:
-        for record in importlib.import_module(f"{_PACKAGE}.{module_name}").RECORDS:
+        module = importlib.import_module(f"{_PACKAGE}.{module_name}")
+        own_messages, own_fixes = getattr(module, "MODULE_MESSAGES", {}), getattr(module, "MODULE_FIXES", {})
+        for record in module.RECORDS:
             if record.name in records:
                 raise ValueError(f"exercise {record.name!r} is defined twice")
-            records[record.name] = record
+            records[record.name] = dataclasses.replace(record, messages={**own_messages, **record.messages},
+                                                       fixes={**own_fixes, **record.fixes})
     return records
 
 

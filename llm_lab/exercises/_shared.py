@@ -108,3 +108,26 @@ def shared_dims(dropped: torch.Tensor, p: float, valid: torch.Tensor | None = No
         if agreement > (1 + q) / 2:
             found.append(d)
     return found
+
+
+# ---- dropout: shared by the dropout exercise (03) and the attention modules' checks (04, 05) ----------
+
+
+def kept_scale_hint(ratio: torch.Tensor, p: float) -> tuple[str, dict] | None:
+    """None if every kept value is x/(1-p); else the hint naming the scale used."""
+    def scaled_by(factor):
+        return bool(torch.allclose(ratio, torch.full_like(ratio, factor), rtol=1e-4))
+
+    if ratio.numel() == 0 or scaled_by(1 / (1 - p)):
+        return None
+    for hint, factor in (("dropout_scaled_by_p", 1 / p), ("dropout_not_scaled", 1.0)):
+        if scaled_by(factor):
+            return hint, {}
+    return "dropout_wrong_scale", {"ratio": f"{ratio.mean().item():.3f}"}
+
+
+def rate_hint(frac: float, p: float, n: int) -> str | None:
+    tol = rate_tolerance(n)
+    if abs(frac - p) <= tol:
+        return None
+    return "dropout_rate_inverted" if abs(frac - (1 - p)) <= tol else "dropout_rate_wrong"
