@@ -13,8 +13,9 @@ __version__ = "0.1.0"
 
 def show_versions() -> None:
     """Print one block for a bug report: Python, torch and its devices, package versions, Colab, data checksums."""
-    # Imported on call: importing llm_lab.env up front would make `python -m llm_lab.env` warn it was imported twice.
-    from .env import show_versions as _show_versions
+    # Imported on call: importing llm_lab.dev.env up front would make `python -m llm_lab.dev.env` warn it was imported
+    # twice (runpy's "found in sys.modules"). For the same reason no subpackage's __init__ imports its modules.
+    from .dev.env import show_versions as _show_versions
 
     _show_versions()
 

@@ -1,4 +1,4 @@
-"""The bug-report helper: ``python -m llm_lab.env`` / ``llm_lab.show_versions()``."""
+"""The bug-report helper: ``python -m llm_lab.dev.env`` (old name ``llm_lab.env``) / ``llm_lab.show_versions()``."""
 
 import platform
 import shutil
@@ -8,10 +8,12 @@ import types
 from importlib import metadata
 from pathlib import Path
 
+import pytest
 import torch
 
 import llm_lab
-from llm_lab import env, resources
+from llm_lab import resources
+from llm_lab.dev import env
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,7 +31,7 @@ def rows() -> dict[str, str]:
 
 def test_report_holds_every_fact_a_maintainer_asks_for():
     facts = rows()
-    assert facts["llm_lab"].startswith(f"{llm_lab.__version__} (")
+    assert facts["llm_lab"] == f"{llm_lab.__version__} ({env._short(Path(llm_lab.__file__).resolve().parent)})"
     assert facts["python"] == sys.version.replace("\n", " ")
     assert facts["platform"] == platform.platform()
     assert facts["colab"] == ("yes" if "google.colab" in sys.modules else "no")
@@ -58,9 +60,16 @@ def test_report_is_one_aligned_block_that_show_versions_prints(capsys):
     assert capsys.readouterr().out == text + "\n"
 
 
-def test_python_dash_m_prints_the_block_without_warnings():
+def test_the_old_path_is_the_moved_module():
+    import llm_lab.env as old
+
+    assert old is env and old.show_versions is env.show_versions and old.collect is env.collect
+
+
+@pytest.mark.parametrize("module", ["llm_lab.dev.env", "llm_lab.env"])  # the old name: issue templates, READMEs
+def test_python_dash_m_prints_the_block_without_warnings(module):
     proc = subprocess.run(
-        [sys.executable, "-m", "llm_lab.env"], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-m", module], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""  # e.g. runpy's "found in sys.modules" warning would land in the pasted report

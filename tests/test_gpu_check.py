@@ -1,13 +1,16 @@
-"""make test-gpu / tools/colab_nbval.ipynb: one clear line without a GPU; with one, nbval's cells counted."""
+"""llm_lab.dev.gpu_check (make test-gpu, tools/colab_nbval.ipynb): one clear line without a GPU; with one, nbval's
+cells counted."""
 
+import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+import torch
 from nbclient import NotebookClient
 
-from llm_lab import gpu_check
+from llm_lab.dev import gpu_check
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -20,6 +23,25 @@ def test_without_a_gpu_it_says_so_in_one_line_and_runs_nothing(monkeypatch, caps
     assert gpu_check.main([str(tmp_path)]) == 2
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and "no CUDA GPU" in out
+
+
+def test_the_old_path_is_the_moved_module():
+    import llm_lab.gpu_check as old
+
+    assert old is gpu_check and old.main is gpu_check.main and old.run_nbval is gpu_check.run_nbval
+
+
+@pytest.mark.parametrize("module", ["llm_lab.dev.gpu_check", "llm_lab.gpu_check"])  # old name: Makefile, Colab
+def test_python_dash_m_runs_main(module, tmp_path):
+    # no GPU here: main() says so and exits 2; --help exits 0. Either way main() ran, with no runpy warning.
+    proc = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert proc.stdout.startswith("usage: python -m llm_lab.dev.gpu_check")
+    if not torch.cuda.is_available():
+        proc = subprocess.run([sys.executable, "-m", module, str(tmp_path)], cwd=ROOT, capture_output=True,
+                              text=True, timeout=120, check=False)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (2, gpu_check.NO_GPU + "\n", "")
 
 
 def test_needs_paths_or_fetch_but_not_both(capsys):
