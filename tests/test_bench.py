@@ -1,15 +1,17 @@
-"""The benchmark at tiny sizes: llm_lab.variants, llm_lab.benchmark and benchmarks/*.py. Structure, never timings."""
+"""The benchmark at tiny sizes: llm_lab.bench.variants, llm_lab.bench.benchmark and benchmarks/*.py. Structure, never
+timings."""
 
 import functools
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from llm_lab import benchmark as lb
-from llm_lab import variants
+from llm_lab.bench import benchmark as lb
+from llm_lab.bench import variants
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = lb.BenchSettings(batch=2, d=16, num_heads=4, lengths=(16, 32), repeats=2, warmup_tokens=8)
@@ -145,6 +147,25 @@ def test_module_entry_point_prints_the_table(monkeypatch, capsys):
     assert "T=32, d=16, 4 heads" in out and "| `sdpa`: 3 Linear" in out and "1.00x" in out
     with pytest.raises(SystemExit):
         lb.main(["--device", "gpu0"])
+
+
+def test_the_old_paths_are_the_moved_modules():
+    # notebook 07 and benchmarks/bench.py import llm_lab.benchmark and llm_lab.variants
+    import llm_lab.benchmark
+    import llm_lab.variants
+    from llm_lab import benchmark
+    from llm_lab.variants import CONTESTANTS
+
+    assert llm_lab.benchmark is benchmark is lb and llm_lab.variants is variants
+    assert benchmark.measure is lb.measure and benchmark.main is lb.main and CONTESTANTS is variants.CONTESTANTS
+
+
+@pytest.mark.parametrize("module", ["llm_lab.bench.benchmark", "llm_lab.benchmark"])  # old name: docs, notebook 07
+def test_python_dash_m_runs_main(module):
+    proc = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert proc.stdout.startswith("usage: python -m llm_lab.bench.benchmark") and "--preset" in proc.stdout
 
 
 def test_bench_script_writes_the_report(scripts, monkeypatch, tmp_path):

@@ -1,0 +1,1 @@
+"""Notebook 07's attention race: nine ways to write one layer (``variants``), timed and measured (``benchmark``)."""

@@ -1,0 +1,311 @@
+"""Time and memory of the attention contestants in :mod:`llm_lab.bench.variants`, for notebook 07 and ``make bench``.
+
+    python -m llm_lab.bench.benchmark                  # GPT-2 small sizes (B=8, d=768, 12 heads), on the CPU
+    python -m llm_lab.bench.benchmark --device cuda    # the same on a GPU (e.g. Colab, after the setup cell)
+    python -m llm_lab.bench.benchmark --preset quick   # small sizes, seconds
+
+(``python -m llm_lab.benchmark``, the old name, runs the same until the next release.)
+
+One step is forward + backward in train mode. Each contestant first runs a warm-up step at a short length;
+then timed rounds go round-robin over the contestants, so a burst of load from other programs slows all of
+them alike, and each reports its median. Memory: the bytes autograd saves for backward (distinct storages
+seen by ``torch.autograd.graph.saved_tensors_hooks``; parameters, buffers and the input excluded), and on
+CUDA also the peak allocated during the step. Inputs are drawn on the CPU, then moved to the device.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field, replace
+
+import torch
+
+from .. import _checks
+from .variants import BASELINE, CONTESTANTS, build_contestants
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    """What to measure: one batch size and width, several sequence lengths (the last is the headline)."""
+
+    batch: int
+    d: int
+    num_heads: int
+    lengths: tuple[int, ...]
+    repeats: int = 3  # timed rounds per length
+    keys: tuple[str, ...] | None = None  # None: every contestant
+    warmup_tokens: int = 64
+    seed: int = 123
+
+    def __post_init__(self):
+        for name in ("batch", "d", "num_heads", "repeats", "warmup_tokens"):
+            _checks.positive_int(name, getattr(self, name))
+        if not self.lengths:
+            raise ValueError("lengths must name at least one sequence length")
+        for t in self.lengths:
+            _checks.positive_int("lengths[i]", t)
+
+
+PRESETS = {
+    # notebook 07: small enough for a laptop CPU in a few seconds
+    "notebook": BenchSettings(batch=2, d=64, num_heads=4, lengths=(64, 128, 256, 512), repeats=3),
+    "quick": BenchSettings(batch=2, d=64, num_heads=4, lengths=(128, 256), repeats=3),
+    # GPT-2 small's width and heads at its context length (and below, for the sweep)
+    "full": BenchSettings(batch=8, d=768, num_heads=12, lengths=(256, 512, 1024), repeats=5),
+    "full-cuda": BenchSettings(batch=8, d=768, num_heads=12, lengths=(256, 512, 1024, 2048), repeats=10),
+}
+
+
+@dataclass
+class Result:
+    """One contestant at one length: its times (seconds per step) and memory."""
+
+    key: str
+    equal: bool  # allclose to llm_lab.MultiHeadAttention with the same weights
+    times: list = field(default_factory=list)
+    saved_bytes: int = 0
+    peak_bytes: int | None = None  # CUDA only
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
+def train_step(module, x, grad) -> None:
+    """Forward + backward, as in training."""
+    module.zero_grad(set_to_none=True)
+    module(x).backward(grad)
+
+
+def saved_activation_bytes(module, x, grad) -> int:
+    """Bytes of the distinct storages autograd saves for backward in one step (params, buffers, x excluded)."""
+    skip = {t.untyped_storage().data_ptr() for t in [*module.parameters(), *module.buffers(), x]}
+    storages = {}
+
+    def pack(t):  # called for every tensor autograd saves; it only looks
+        s = t.untyped_storage()
+        if s.data_ptr() not in skip:  # views of one storage count once
+            storages[s.data_ptr()] = s.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        train_step(module, x, grad)
+    return sum(storages.values())
+
+
+def cuda_peak_bytes(module, x, grad) -> int:
+    """Peak bytes allocated during one step above what was allocated before it (CUDA only)."""
+    _sync(x.device)
+    torch.cuda.reset_peak_memory_stats(x.device)
+    before = torch.cuda.memory_allocated(x.device)
+    train_step(module, x, grad)
+    _sync(x.device)
+    return torch.cuda.max_memory_allocated(x.device) - before
+
+
+def check_equal(ref, modules, x, atol=1e-5, rtol=1e-4) -> dict:
+    """{key: bool}: each module's output allclose to the reference's (eval mode, no grad)."""
+    with torch.no_grad():
+        want = ref.eval()(x)
+        return {k: bool(torch.allclose(m.eval()(x), want, atol=atol, rtol=rtol)) for k, m in modules.items()}
+
+
+def measure(settings: BenchSettings, num_tokens: int, device="cpu") -> dict[str, Result]:
+    """Time and memory of every contestant at one length: ``{key: Result}``, in registry order."""
+    device = torch.device(device)
+    s = settings
+    ref, modules = build_contestants(s.d, s.num_heads, max(num_tokens, s.warmup_tokens), s.keys, s.seed)
+    torch.manual_seed(s.seed + num_tokens)
+    x = torch.randn(s.batch, num_tokens, s.d)  # drawn on the CPU: the same numbers on every device
+    grad = torch.randn(s.batch, num_tokens, s.d)
+    equal = check_equal(ref, modules, x)
+    x, grad, ref = x.to(device), grad.to(device), ref.to(device)
+    results = {k: Result(k, equal[k]) for k in modules}
+    warm = min(num_tokens, s.warmup_tokens)
+    small_x, small_grad = x[:, :warm].contiguous(), grad[:, :warm].contiguous()
+    for k, m in modules.items():
+        m.to(device).train()
+        train_step(m, small_x, small_grad)  # lazy setup and kernel choice, without paying for a full step
+        if device.type == "cuda":
+            train_step(m, x, grad)  # cuBLAS and SDPA pick their kernels on the first full-size call
+            results[k].peak_bytes = cuda_peak_bytes(m, x, grad)
+    for rnd in range(s.repeats):  # round-robin: a burst of load slows all of them alike
+        for k, m in modules.items():
+            _sync(device)
+            start = time.perf_counter()
+            if rnd == 0:  # the hooks cost microseconds against a step
+                results[k].saved_bytes = saved_activation_bytes(m, x, grad)
+            else:
+                train_step(m, x, grad)
+            _sync(device)
+            results[k].times.append(time.perf_counter() - start)
+    for m in modules.values():
+        m.zero_grad(set_to_none=True)
+    return results
+
+
+def sweep(settings: BenchSettings, device="cpu") -> dict[int, dict[str, Result]]:
+    """``{T: {key: Result}}`` for every length of the settings."""
+    return {t: measure(settings, t, device) for t in settings.lengths}
+
+
+def ratios(results: dict[str, Result], baseline: str = BASELINE) -> dict[str, float]:
+    """Each contestant's median time over the baseline's (the bare SDPA call)."""
+    if baseline not in results:
+        raise ValueError(f"the baseline {baseline!r} was not measured; measured: {list(results)}")
+    base = results[baseline].median
+    return {k: r.median / base for k, r in results.items()}
+
+
+def aten_ops(module, x, grad) -> list[str]:
+    """The ATen operators one forward + backward step dispatches, in order (what the step computes)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Trace(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    with Trace() as trace:
+        train_step(module, x, grad)
+    return trace.ops
+
+
+def same_work(key_a: str, key_b: str, d=64, num_heads=4, num_tokens=32) -> tuple[bool, int, int]:
+    """(equal, n_ops_a, n_ops_b): do two contestants dispatch the same ATen operators in the same order?"""
+    _, modules = build_contestants(d, num_heads, num_tokens, [key_a, key_b])
+    torch.manual_seed(0)
+    x, grad = torch.randn(2, num_tokens, d), torch.randn(2, num_tokens, d)
+    a, b = aten_ops(modules[key_a].train(), x, grad), aten_ops(modules[key_b].train(), x, grad)
+    return a == b, len(a), len(b)
+
+
+def _mib(n) -> str:
+    return "n/a" if n is None else f"{n / 2**20:,.1f}"
+
+
+def table(results: dict[str, Result], labels: bool = True) -> list[str]:
+    """A markdown table, fastest first: allclose, median time, ratio to the baseline, memory."""
+    r = ratios(results)
+    has_peak = any(x.peak_bytes is not None for x in results.values())
+    head = "| implementation | allclose to manual | fwd+bwd (median) | / bare SDPA | saved for backward (MiB) |"
+    sep = "|---|---|---:|---:|---:|"
+    if has_peak:
+        head, sep = head + " CUDA peak (MiB) |", sep + "---:|"
+    rows = [head, sep]
+    for k, res in sorted(results.items(), key=lambda kv: kv[1].median):
+        name = f"`{k}`: {CONTESTANTS[k].label}" if labels else f"`{k}`"
+        row = f"| {name} | {res.equal} | {res.median * 1e3:,.1f} ms | {r[k]:.2f}x | {_mib(res.saved_bytes)} |"
+        rows.append(row + (f" {_mib(res.peak_bytes)} |" if has_peak else ""))
+    return rows
+
+
+def plot_sweep(sweep_results: dict[int, dict[str, Result]], title: str = ""):
+    """Two panels against T, log-log: median time and bytes saved for backward; one legend for both."""
+    import matplotlib.pyplot as plt
+
+    lengths = sorted(sweep_results)
+    keys = list(sweep_results[lengths[0]])
+    fig, (ax_time, ax_mem) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for k in keys:
+        style = "--" if CONTESTANTS[k].explicit else "-"  # solid: the fused kernel paths
+        times = [sweep_results[t][k].median * 1e3 for t in lengths]
+        saved = [sweep_results[t][k].saved_bytes / 2**20 for t in lengths]
+        ax_time.plot(lengths, times, style, marker="o", markersize=3, label=k)
+        ax_mem.plot(lengths, saved, style, marker="o", markersize=3, label=k)
+    for ax in (ax_time, ax_mem):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("sequence length T")
+        ax.grid(alpha=0.3)
+    ax_time.set_ylabel("forward + backward (ms, median)")
+    ax_mem.set_ylabel("saved for backward (MiB)")
+    fig.legend(*ax_time.get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8,
+               title="dashed: builds T×T weights", title_fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def machine_lines(device) -> list[str]:
+    import os
+    import platform
+    from pathlib import Path
+
+    device = torch.device(device)
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    lines = [
+        f"CPU: {cpu}, {os.cpu_count()} logical cores, torch threads: {torch.get_num_threads()}",
+        f"torch {torch.__version__}, Python {platform.python_version()}, {platform.system()} {platform.release()}",
+    ]
+    if device.type == "cuda":
+        lines.append(f"GPU: {torch.cuda.get_device_name(device)}")
+    return lines
+
+
+def settings_for(preset: str, device, repeats: int | None = None) -> BenchSettings:
+    """A preset by name; ``full`` on a GPU becomes ``full-cuda`` (longer sweep, more repeats)."""
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; choose from {list(PRESETS)}")
+    if preset == "full" and torch.device(device).type == "cuda":
+        preset = "full-cuda"
+    s = PRESETS[preset]
+    return replace(s, repeats=repeats) if repeats else s
+
+
+def check_device(name: str) -> torch.device:
+    """The device named, or a ValueError saying why it cannot be used here."""
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError) as err:
+        raise ValueError(f"--device {name!r} is not a device name; use cpu or cuda") from err
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda: no CUDA device is visible to torch (on Colab: Runtime > Change runtime "
+                         "type > GPU)")
+    return device
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m llm_lab.bench.benchmark",
+                                 description="Time forward + backward of nine causal multi-head attention layers.")
+    ap.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    ap.add_argument("--preset", default="full", choices=list(PRESETS), help="sizes to measure (default: full)")
+    ap.add_argument("--repeats", type=int, default=None, help="timed rounds per length (default: the preset's)")
+    args = ap.parse_args(argv)
+    try:
+        device = check_device(args.device)
+    except ValueError as err:
+        ap.error(str(err))
+    s = settings_for(args.preset, device, args.repeats)
+    print("\n".join(machine_lines(device)))
+    for t in s.lengths:
+        print(f"\nB={s.batch}, T={t}, d={s.d}, {s.num_heads} heads, float32, {device}, median of {s.repeats}",
+              flush=True)
+        print("\n".join(table(measure(s, t, device))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
