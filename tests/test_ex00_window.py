@@ -69,6 +69,15 @@ def test_correct_solutions_pass(fn):
 
 # (exercise, wrong implementation, hint): also checked by tests/test_exercises.py and, through grading's kernel
 # proxies, by tests/test_remote.py
+def window_weights(attn_scores, window):
+    weights = torch.zeros_like(attn_scores)
+    for i in range(attn_scores.shape[-1]):
+        start = max(0, i - window + 1)
+        weights[i, start : i + 1] = torch.softmax(attn_scores[i, start : i + 1], dim=0)
+    return weights
+
+
+SOLUTIONS = {"window_weights": window_weights}  # with tests/test_exercises.py's generic checks
 PLANTED = [
     ("window_weights", ignores_window, "window_ignored"),
     ("window_weights", too_wide, "window_too_wide"),

@@ -4,16 +4,12 @@ dropout in the attention modules read statistically; the transfer exercises (05 
 import pytest
 import torch
 import torch.nn.functional as F
-from test_exercises import (
-    NEG_INF,
-    CausalAttention,
-    _triu,
-    causal_mask,
-    causal_softmax,
-    dropout,
-    padded_attention,
-    windows,
-)
+from _exercise_solutions import NEG_INF, _triu, dropout
+from test_ex01_masks import causal_mask
+from test_ex02_softmax import causal_softmax
+from test_ex04_causal import CausalAttention
+from test_ex05_multihead import padded_attention
+from test_ex06_data import windows
 from torch import nn
 
 from llm_lab import exercises as ex

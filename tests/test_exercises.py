@@ -1,18 +1,19 @@
-"""The exercise checkers: reference solutions pass, stubs are 'not implemented', planted mistakes are named."""
+"""The exercise checkers: reference solutions pass, stubs are 'not implemented', planted mistakes are named.
+
+Each exercise module ``llm_lab/exercises/_exNN_<concept>.py`` has its test module ``tests/test_exNN_<concept>.py``
+holding ``SOLUTIONS`` (exercise -> a correct solution) and ``PLANTED`` ((exercise, wrong code, hint)); they are
+found here through the registry, so a new exercise touches its module, its test module and its ``.nbsrc``."""
+
+import importlib
 
 import pytest
 import torch
-import torch.nn.functional as F
-from test_ex00_window import PLANTED as NOTEBOOK_00_PLANTED  # notebook 00's planted mistakes live with its tests
-from test_induction import SOLUTIONS as NOTEBOOK_08_SOLUTIONS  # notebook 08's solutions live with its tests
+from _exercise_solutions import NEG_INF, dropout  # noqa: F401  (re-exported for the other checker tests)
 from torch import nn
 
 import llm_lab
 from llm_lab import exercises as ex
 from llm_lab.exercises import _messages
-
-NEG_INF = float("-inf")
-
 
 pytestmark = pytest.mark.usefixtures("english")  # the checkers speak English here (tests/conftest.py)
 
@@ -20,220 +21,17 @@ pytestmark = pytest.mark.usefixtures("english")  # the checkers speak English he
 # ---- correct solutions -------------------------------------------------------------------------------------
 
 
-def causal_mask(num_tokens):
-    return torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool), diagonal=1)
+# ---- every exercise module's tests: SOLUTIONS and PLANTED, found through the registry ------------------------
 
 
-def renormalize(attn_weights):
-    t = attn_weights.shape[-1]
-    masked = attn_weights * torch.tril(torch.ones(t, t))
-    return masked / masked.sum(dim=-1, keepdim=True)
+def _test_module(exercise: str):
+    module = ex.REGISTRY[exercise].body.__module__.rsplit(".", 1)[-1]  # "_ex01_masks"
+    return importlib.import_module(f"test{module}")  # tests/test_ex01_masks.py
 
 
-def window_weights(attn_scores, window):
-    weights = torch.zeros_like(attn_scores)
-    for i in range(attn_scores.shape[-1]):
-        start = max(0, i - window + 1)
-        weights[i, start : i + 1] = torch.softmax(attn_scores[i, start : i + 1], dim=0)
-    return weights
-
-
-def attention_weights(queries, keys):
-    scores = queries @ keys.transpose(-2, -1)
-    t = scores.shape[-1]
-    scores = scores.masked_fill(torch.triu(torch.ones(t, t, dtype=torch.bool), 1), NEG_INF)
-    return torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)
-
-
-def causal_softmax(attn_scores, key_padding_mask):
-    t = attn_scores.shape[-1]
-    hidden = torch.triu(torch.ones(t, t, dtype=torch.bool), 1) | key_padding_mask.unsqueeze(-2)
-    weights = torch.softmax(attn_scores.masked_fill(hidden, NEG_INF), dim=-1)
-    return weights.masked_fill(hidden.all(dim=-1, keepdim=True), 0.0)
-
-
-def dropout(x, p, training=True):
-    if not training or p == 0:
-        return x
-    keep = torch.rand_like(x) >= p
-    return x * keep / (1 - p)
-
-
-def split_heads(x, num_heads):  # the exercise asks for reshape and permute, not the lesson's view/transpose
-    b, t, d = x.shape
-    return x.reshape(b, t, num_heads, d // num_heads).permute(0, 2, 1, 3)
-
-
-def merge_heads(context_vec):
-    return context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)
-
-
-def windows(token_ids, max_length, stride):  # the exercise asks for unfold, no loop
-    w = torch.tensor(token_ids, dtype=torch.long).unfold(0, max_length + 1, stride)
-    return w[:, :-1], w[:, 1:]
-
-
-def input_embeddings(token_ids, tok_emb, pos_emb):
-    return tok_emb(token_ids) + pos_emb(torch.arange(token_ids.shape[-1]))
-
-
-def padded_attention(queries, keys, values, key_padding_mask):
-    t = queries.shape[-2]
-    hidden = torch.triu(torch.ones(t, t, dtype=torch.bool), 1) | key_padding_mask[:, None, None, :]
-    scores = (queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5).masked_fill(hidden, NEG_INF)
-    weights = torch.softmax(scores, dim=-1).masked_fill(hidden.all(dim=-1, keepdim=True), 0.0)
-    return weights @ values
-
-
-def tiled_attention(queries, keys, values, block_size):
-    t, hs = queries.shape[-2], queries.shape[-1]
-    out = torch.empty_like(values)
-    for qs in range(0, t, block_size):
-        q = queries[:, :, qs : qs + block_size] / hs**0.5
-        running_max = torch.full(q.shape[:-1], NEG_INF)
-        running_sum = torch.zeros(q.shape[:-1])
-        acc = torch.zeros(q.shape)
-        rows = torch.arange(qs, qs + q.shape[2])[:, None]
-        for ks in range(0, qs + q.shape[2], block_size):  # blocks wholly in the future are skipped
-            s = q @ keys[:, :, ks : ks + block_size].transpose(-2, -1)
-            s = s.masked_fill(torch.arange(ks, ks + s.shape[-1]) > rows, NEG_INF)
-            new_max = torch.maximum(running_max, s.amax(-1))
-            p = torch.exp(s - new_max[..., None])
-            factor = torch.exp(running_max - new_max)
-            running_sum = running_sum * factor + p.sum(-1)
-            acc = acc * factor[..., None] + p @ values[:, :, ks : ks + block_size]
-            running_max = new_max
-        out[:, :, qs : qs + block_size] = acc / running_sum[..., None]
-    return out
-
-
-class AdditiveAttention(nn.Module):
-    """04 exercise 2: the causal mask stored as an additive float buffer (0 / -inf) and added to the scores."""
-
-    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
-        super().__init__()
-        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.dropout = nn.Dropout(dropout)
-        self.register_buffer("mask", torch.triu(torch.full((context_length, context_length), NEG_INF), diagonal=1))
-
-    def forward(self, x):
-        num_tokens = x.shape[1]
-        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
-        attn_scores = queries @ keys.transpose(1, 2) + self.mask[:num_tokens, :num_tokens]
-        attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1))
-        return attn_weights @ values
-
-
-class CausalAttention(nn.Module):
-    """A configurable single head; each flag plants one mistake."""
-
-    mistake = None
-
-    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
-        super().__init__()
-        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.dropout = nn.Dropout(dropout)
-        self.p = dropout
-        self.context_length = context_length
-        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
-
-    def forward(self, x):
-        m = self.mistake
-        b, num_tokens, _ = x.shape
-        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
-        attn_scores = queries @ keys.transpose(1, 2)
-        n = self.context_length if m == "mask_wrong_size" else num_tokens
-        mask = self.mask.bool()[:n, :n]
-        if m == "diagonal_masked":
-            mask = torch.triu(torch.ones(n, n, dtype=torch.bool))
-        if m != "future_open":
-            attn_scores = attn_scores.masked_fill(mask, NEG_INF)
-        d_k = keys.shape[-1]
-        scale = {"scale_missing": 1.0, "scale_twice": d_k}.get(m, d_k**0.5)
-        attn_weights = torch.softmax(attn_scores / scale, dim=1 if m == "softmax_dim" else -1)
-        if m == "dropout_in_eval":
-            attn_weights = F.dropout(attn_weights, self.p)
-        elif m != "dropout_missing":
-            attn_weights = self.dropout(attn_weights)
-        return attn_weights @ values
-
-
-class FusedQKV(nn.Module):
-    """One (d_in, 3 * d_out) projection instead of the book's three: the checker cannot find W_query."""
-
-    def __init__(self, d_in, d_out, context_length, dropout, num_heads):
-        super().__init__()
-        self.qkv = nn.Linear(d_in, 3 * d_out)
-
-    def forward(self, x):
-        return self.qkv(x)
-
-
-def with_mistake(base, mistake):
-    return type(base.__name__, (base,), {"mistake": mistake})
-
-
-class MultiHeadAttention(nn.Module):
-    mistake = None
-
-    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
-        super().__init__()
-        self.d_out, self.num_heads, self.head_dim = d_out, num_heads, d_out // num_heads
-        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-        if self.mistake != "no_out_proj_attribute":
-            self.out_proj = nn.Linear(d_out, d_out)
-        self.dropout = nn.Dropout(dropout)
-        self.context_length = context_length
-        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
-
-    def _split(self, t, b, n):
-        if self.mistake == "view_without_transpose":
-            return t.view(b, self.num_heads, n, self.head_dim)
-        return t.view(b, n, self.num_heads, self.head_dim).transpose(1, 2)
-
-    def forward(self, x):
-        m = self.mistake
-        b, n, _ = x.shape
-        q, k, v = (self._split(layer(x), b, n) for layer in (self.W_query, self.W_key, self.W_value))
-        attn_scores = q @ k.transpose(2, 3)
-        size = self.context_length if m == "mask_wrong_size" else n
-        attn_scores = attn_scores.masked_fill(self.mask.bool()[:size, :size], NEG_INF)
-        scale = self.d_out if m == "scale_uses_d_out" else self.head_dim
-        attn_weights = self.dropout(torch.softmax(attn_scores / scale**0.5, dim=-1))
-        context_vec = attn_weights @ v
-        if m == "view_without_transpose":
-            context_vec = context_vec.contiguous().view(b, n, self.d_out)
-        else:
-            context_vec = context_vec.transpose(1, 2).contiguous().view(b, n, self.d_out)
-        if m in ("out_proj_missing", "no_out_proj_attribute"):
-            return context_vec
-        return self.out_proj(context_vec)
-
-
-SOLUTIONS = {
-    "window_weights": window_weights,
-    "causal_mask": causal_mask,
-    "renormalize": renormalize,
-    "attention_weights": attention_weights,
-    "causal_softmax": causal_softmax,
-    "dropout": dropout,
-    "additive_attention": AdditiveAttention,
-    "causal_attention": CausalAttention,
-    "split_heads": split_heads,
-    "merge_heads": merge_heads,
-    "multihead": MultiHeadAttention,
-    "windows": windows,
-    "input_embeddings": input_embeddings,
-    "padded_attention": padded_attention,
-    "tiled_attention": tiled_attention,
-    **NOTEBOOK_08_SOLUTIONS,
-}
+TEST_MODULES = {name: _test_module(name) for name in ex.EXERCISES}
+SOLUTIONS = {name: TEST_MODULES[name].SOLUTIONS[name] for name in ex.EXERCISES if name in TEST_MODULES[name].SOLUTIONS}
+PLANTED = [p for m in dict.fromkeys(TEST_MODULES.values()) for p in m.PLANTED]
 REFERENCES = {
     "causal_mask": llm_lab.causal_mask,
     "renormalize": llm_lab.mask_and_renormalize,
@@ -263,12 +61,13 @@ def test_checkers_leave_the_global_random_stream_alone():
     expected = torch.rand(3)
     torch.manual_seed(0)
     ex.evaluate("dropout", dropout)
-    ex.evaluate("causal_attention", CausalAttention)
+    ex.evaluate("causal_attention", SOLUTIONS["causal_attention"])
     assert torch.equal(torch.rand(3), expected)
 
 
 def test_passing_output_is_deterministic():
-    assert ex.evaluate("multihead", MultiHeadAttention) == ex.evaluate("multihead", MultiHeadAttention)
+    multihead = SOLUTIONS["multihead"]
+    assert ex.evaluate("multihead", multihead) == ex.evaluate("multihead", multihead)
 
 
 # ---- not implemented ---------------------------------------------------------------------------------------
@@ -310,236 +109,6 @@ def test_module_without_forward_is_not_implemented(exercise):
 
 
 # ---- planted mistakes --------------------------------------------------------------------------------------
-
-
-def _triu(t, d):
-    return torch.triu(torch.ones(t, t, dtype=torch.bool), d)
-
-
-def mask_diag(n):
-    return _triu(n, 0)
-
-
-def mask_keep(n):
-    return torch.tril(torch.ones(n, n))  # the book's keep-mask: visible positions, float
-
-
-def mask_past(n):
-    return torch.tril(torch.ones(n, n, dtype=torch.bool), -1)
-
-
-def mask_float(n):
-    return torch.triu(torch.ones(n, n), 1)
-
-
-def mask_open(n):
-    return torch.zeros(n, n, dtype=torch.bool)
-
-
-def renorm_columns(w):
-    masked = w * torch.tril(torch.ones(w.shape[-1], w.shape[-1]))
-    return masked / masked.sum(dim=-2, keepdim=True)
-
-
-def renorm_none(w):
-    return w * torch.tril(torch.ones(w.shape[-1], w.shape[-1]))
-
-
-def renorm_dim1(w):
-    masked = w * torch.tril(torch.ones(w.shape[-1], w.shape[-1]))
-    return masked / masked.sum(dim=1, keepdim=True)
-
-
-def renorm_diag(w):
-    masked = w * torch.tril(torch.ones(w.shape[-1], w.shape[-1]), -1)
-    return masked / masked.sum(dim=-1, keepdim=True)
-
-
-def renorm_total(w):
-    masked = w * torch.tril(torch.ones(w.shape[-1], w.shape[-1]))
-    return masked / masked.sum()
-
-
-def renorm_shape0(w):
-    t = w.shape[0]
-    masked = w * torch.tril(torch.ones(t, t))
-    return masked / masked.sum(dim=-1, keepdim=True)
-
-
-def weights_factory(scale="ok", dim=-1, mask="ok", fill=NEG_INF, keys_t=False):
-    def fn(queries, keys):
-        kt = keys.T if keys_t else keys.transpose(-2, -1)
-        s = queries @ kt
-        t, d = s.shape[-1], keys.shape[-1]
-        s = {"ok": s / d**0.5, "none": s, "twice": s / d, "T": s / t**0.5, "inverted": s * d**0.5}[scale]
-        hide = {"ok": _triu(t, 1), "diag": _triu(t, 0)}.get(mask)
-        if hide is not None:
-            s = s.masked_fill(hide, fill)
-        return torch.softmax(s, dim=dim)
-
-    return fn
-
-
-def weights_masked_after_softmax(queries, keys):
-    w = torch.softmax(queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5, dim=-1)
-    return w.masked_fill(_triu(w.shape[-1], 1), 0.0)
-
-
-def softmax_nan(attn_scores, key_padding_mask):
-    hidden = _triu(attn_scores.shape[-1], 1) | key_padding_mask.unsqueeze(-2)
-    return torch.softmax(attn_scores.masked_fill(hidden, NEG_INF), dim=-1)
-
-
-def softmax_big_negative(attn_scores, key_padding_mask):
-    hidden = _triu(attn_scores.shape[-1], 1) | key_padding_mask.unsqueeze(-2)
-    return torch.softmax(attn_scores.masked_fill(hidden, -1e9), dim=-1)
-
-
-def softmax_no_padding(attn_scores, key_padding_mask):
-    return torch.softmax(attn_scores.masked_fill(_triu(attn_scores.shape[-1], 1), NEG_INF), dim=-1)
-
-
-def softmax_rows(attn_scores, key_padding_mask):
-    hidden = _triu(attn_scores.shape[-1], 1) | key_padding_mask.unsqueeze(-1)
-    weights = torch.softmax(attn_scores.masked_fill(hidden, NEG_INF), dim=-1)
-    return weights.masked_fill(hidden.all(dim=-1, keepdim=True), 0.0)
-
-
-def dropout_factory(scale="ok", eval_off=True, keep_if_below_p=False):
-    def fn(x, p, training=True):
-        if eval_off and not training:
-            return x
-        r = torch.rand_like(x)
-        keep = r < p if keep_if_below_p else r >= p
-        factor = {"ok": 1 / (1 - p) if p < 1 else 0.0, "p": 1 / p if p > 0 else float("inf"), "none": 1.0}[scale]
-        return x * keep * factor
-
-    return fn
-
-
-def dropout_half_rate(x, p, training=True):
-    return x * (torch.rand_like(x) >= p / 2) / (1 - p) if training else x
-
-
-def split_no_transpose(x, num_heads):
-    b, t, d = x.shape
-    return x.view(b, num_heads, t, d // num_heads)
-
-
-def split_only_view(x, num_heads):
-    b, t, d = x.shape
-    return x.view(b, t, num_heads, d // num_heads)
-
-
-def split_interleaved(x, num_heads):
-    b, t, d = x.shape
-    return x.view(b, t, d // num_heads, num_heads).permute(0, 3, 1, 2)
-
-
-def merge_no_transpose(context_vec):
-    b, nh, t, hd = context_vec.shape
-    return context_vec.reshape(b, t, nh * hd)
-
-
-def merge_no_contiguous(context_vec):
-    b, nh, t, hd = context_vec.shape
-    return context_vec.transpose(1, 2).view(b, t, nh * hd)
-
-
-def windows_factory(shift=1, stride_used=True, stop=0, swap=False):
-    def fn(token_ids, max_length, stride):
-        step = stride if stride_used else 1
-        inputs, targets = [], []
-        for i in range(0, len(token_ids) - max_length + stop, step):
-            inputs.append(torch.tensor(token_ids[i : i + max_length]))
-            targets.append(torch.tensor(token_ids[i + shift : i + shift + max_length]))
-        return (torch.stack(targets), torch.stack(inputs)) if swap else (torch.stack(inputs), torch.stack(targets))
-
-    return fn
-
-
-def windows_extra(token_ids, max_length, stride):
-    inputs, targets = windows(token_ids, max_length, stride)
-    extra = torch.tensor(token_ids[-max_length:]).unsqueeze(0)
-    return torch.cat([inputs, extra]), torch.cat([targets, extra])
-
-
-def embeddings_no_positions(token_ids, tok_emb, pos_emb):
-    return tok_emb(token_ids)
-
-
-def embeddings_positions_from_ids(token_ids, tok_emb, pos_emb):
-    return tok_emb(token_ids) + pos_emb(token_ids)
-
-
-def embeddings_full_context(token_ids, tok_emb, pos_emb):
-    return tok_emb(token_ids) + pos_emb(torch.arange(pos_emb.num_embeddings))
-
-
-PLANTED = [
-    # (exercise, wrong implementation, hint the checker must name)
-    ("causal_mask", mask_diag, "diagonal_masked"),
-    ("causal_mask", mask_keep, "mask_inverted"),
-    ("causal_mask", mask_past, "mask_transposed"),
-    ("causal_mask", mask_open, "future_open"),
-    ("causal_mask", mask_float, "mask_not_bool"),
-    ("renormalize", renorm_columns, "column_sums"),
-    ("renormalize", renorm_none, "not_renormalized"),
-    ("renormalize", renorm_dim1, "batch_dims"),
-    ("renormalize", renorm_shape0, "batch_dims"),
-    ("renormalize", renorm_diag, "diagonal_masked"),
-    ("renormalize", renorm_total, "sum_over_all"),
-    ("renormalize", lambda w: w, "future_open"),
-    ("attention_weights", weights_factory(dim=-2), "softmax_dim"),
-    ("attention_weights", weights_factory(scale="none"), "scale_missing"),
-    ("attention_weights", weights_factory(scale="twice"), "scale_twice"),
-    ("attention_weights", weights_factory(scale="inverted"), "scale_inverted"),
-    ("attention_weights", weights_factory(scale="T"), "scale_uses_T"),
-    ("attention_weights", weights_factory(mask="diag"), "diagonal_masked"),
-    ("attention_weights", weights_factory(mask="none"), "future_open"),
-    ("attention_weights", weights_factory(fill=0.0), "masked_with_zero"),
-    ("attention_weights", weights_masked_after_softmax, "not_renormalized"),
-    ("attention_weights", weights_factory(keys_t=True), "batch_dims"),
-    ("causal_softmax", softmax_nan, "nan_rows"),
-    ("causal_softmax", softmax_big_negative, "fully_masked_not_zero"),
-    ("causal_softmax", softmax_no_padding, "padding_ignored"),
-    ("causal_softmax", softmax_rows, "padding_wrong_axis"),
-    ("dropout", dropout_factory(scale="p"), "dropout_scaled_by_p"),
-    ("dropout", dropout_factory(scale="none"), "dropout_not_scaled"),
-    ("dropout", dropout_factory(eval_off=False), "dropout_in_eval"),
-    ("dropout", dropout_factory(keep_if_below_p=True), "dropout_rate_inverted"),
-    ("dropout", dropout_half_rate, "dropout_rate_wrong"),
-    ("dropout", lambda x, p, training=True: x, "dropout_not_applied"),
-    ("dropout", lambda x, p, training=True: F.dropout(x, p, True), "dropout_in_eval"),
-    ("causal_attention", with_mistake(CausalAttention, "diagonal_masked"), "diagonal_masked"),
-    ("causal_attention", with_mistake(CausalAttention, "future_open"), "future_open"),
-    ("causal_attention", with_mistake(CausalAttention, "softmax_dim"), "softmax_dim"),
-    ("causal_attention", with_mistake(CausalAttention, "scale_missing"), "scale_missing"),
-    ("causal_attention", with_mistake(CausalAttention, "scale_twice"), "scale_twice"),
-    ("causal_attention", with_mistake(CausalAttention, "mask_wrong_size"), "mask_wrong_size"),
-    ("causal_attention", with_mistake(CausalAttention, "dropout_in_eval"), "dropout_in_eval"),
-    ("causal_attention", with_mistake(CausalAttention, "dropout_missing"), "dropout_missing"),
-    ("split_heads", split_no_transpose, "view_without_transpose"),
-    ("split_heads", split_only_view, "view_without_transpose"),
-    ("split_heads", split_interleaved, "heads_interleaved"),
-    ("merge_heads", merge_no_transpose, "merge_without_transpose"),
-    ("merge_heads", merge_no_contiguous, "not_contiguous"),
-    ("multihead", with_mistake(MultiHeadAttention, "view_without_transpose"), "view_without_transpose"),
-    ("multihead", with_mistake(MultiHeadAttention, "out_proj_missing"), "out_proj_missing"),
-    ("multihead", with_mistake(MultiHeadAttention, "no_out_proj_attribute"), "out_proj_missing"),
-    ("multihead", with_mistake(MultiHeadAttention, "scale_uses_d_out"), "scale_uses_d_out"),
-    ("multihead", with_mistake(MultiHeadAttention, "mask_wrong_size"), "mask_wrong_size"),
-    ("multihead", FusedQKV, "missing_attribute"),
-    ("windows", windows_factory(shift=0), "targets_not_shifted"),
-    ("windows", windows_factory(swap=True), "targets_swapped"),
-    ("windows", windows_factory(stride_used=False), "stride_ignored"),
-    ("windows", windows_factory(stop=-1), "missing_last_window"),
-    ("windows", windows_extra, "extra_window"),
-    ("input_embeddings", embeddings_no_positions, "positions_missing"),
-    ("input_embeddings", embeddings_positions_from_ids, "positions_from_ids"),
-    ("input_embeddings", embeddings_full_context, "positions_wrong_length"),
-    *NOTEBOOK_00_PLANTED,
-]
 
 
 @pytest.mark.parametrize(("exercise", "fn", "hint"), PLANTED, ids=[f"{e}-{h}-{i}" for i, (e, _, h) in

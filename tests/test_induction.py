@@ -1,16 +1,25 @@
-"""llm_lab.induction: the repeated-tokens data, the attention-only model and its ablation switch, the scores,
-training; and notebook 08's exercise checkers (solutions pass, planted mistakes are named)."""
+"""llm_lab.explore.induction (old path llm_lab.induction): the repeated-tokens data, the attention-only model and its ablation switch, the scores,
+training (notebook 08's exercise checkers: tests/test_ex08_induction.py)."""
 
 import math
 
 import pytest
 import torch
 
-from llm_lab import exercises as ex
-from llm_lab import induction
+from llm_lab.explore import induction
 
 CONFIG = induction.InductionConfig()
 SMALL = induction.InductionConfig(vocab_size=16, context_length=12, d_model=16, num_heads=2, num_layers=2)
+
+
+def test_the_old_path_is_the_moved_module():
+    # notebook 08: from llm_lab import induction
+    import llm_lab.induction
+    from llm_lab import induction as old
+    from llm_lab.induction import AttentionOnlyTransformer, repeat_batch
+
+    assert old is llm_lab.induction is induction
+    assert AttentionOnlyTransformer is induction.AttentionOnlyTransformer and repeat_batch is induction.repeat_batch
 
 
 # ---- configuration and data ------------------------------------------------------------------------------------
@@ -185,115 +194,3 @@ def test_train_draws_its_data_from_its_own_generator():
     after_training = torch.rand(3)
     torch.manual_seed(9)
     assert torch.equal(torch.rand(3), after_training)
-
-
-# ---- notebook 08's exercises ------------------------------------------------------------------------------------
-
-
-def induction_score_from_tokens(attn_weights, token_ids):
-    t = token_ids.shape[0]
-    targets = torch.zeros(t, t, dtype=torch.bool)
-    targets[:, 1:] = token_ids[:, None] == token_ids[None, :-1]
-    targets &= torch.ones(t, t, dtype=torch.bool).tril(diagonal=-1)
-    rows = targets.any(dim=-1)
-    return (attn_weights * targets).sum(dim=-1)[..., rows].mean(dim=-1)
-
-
-def score_factory(same_token=False, current=False, all_rows=False):
-    def score(attn_weights, token_ids):
-        t = token_ids.shape[0]
-        if same_token:
-            targets = token_ids[:, None] == token_ids[None, :]
-        else:
-            targets = torch.zeros(t, t, dtype=torch.bool)
-            targets[:, 1:] = token_ids[:, None] == token_ids[None, :-1]
-        targets &= torch.ones(t, t, dtype=torch.bool).tril(diagonal=0 if current else -1)
-        per_row = (attn_weights * targets).sum(dim=-1)
-        return per_row.mean(dim=-1) if all_rows else per_row[..., targets.any(dim=-1)].mean(dim=-1)
-
-    return score
-
-
-def find_induction_head(attn_weights):
-    t = attn_weights.shape[-1]
-    rows = torch.arange(t // 2, t)
-    scores = attn_weights[..., rows, rows - t // 2 + 1].mean(dim=-1)
-    return divmod(int(scores.argmax()), attn_weights.shape[1])
-
-
-def finder_factory(key_offset=1, swap=False, every_row=False):
-    def find(attn_weights):
-        t = attn_weights.shape[-1]
-        if every_row:  # the previous-token score: key i - 1 on every row
-            rows = torch.arange(1, t)
-            scores = attn_weights[..., rows, rows - 1].mean(dim=-1)
-        else:
-            rows = torch.arange(t // 2, t)
-            scores = attn_weights[..., rows, rows - t // 2 + key_offset].mean(dim=-1)
-        layer, head = divmod(int(scores.argmax()), attn_weights.shape[1])
-        return (head, layer) if swap else (layer, head)
-
-    return find
-
-
-SOLUTIONS = {"induction_score": induction_score_from_tokens, "find_induction_head": find_induction_head}
-PLANTED = [
-    ("induction_score", score_factory(same_token=True), "same_token_not_next"),
-    ("induction_score", score_factory(current=True), "current_included"),
-    ("induction_score", score_factory(all_rows=True), "rows_without_target"),
-    ("find_induction_head", finder_factory(every_row=True), "picked_previous"),
-    ("find_induction_head", finder_factory(key_offset=0), "picked_duplicate"),
-    ("find_induction_head", finder_factory(swap=True), "layer_head_swapped"),
-    ("find_induction_head", lambda w: int(find_induction_head(w)[1]), "not_layer_head"),
-    ("find_induction_head", lambda w: (9, 0), "not_a_head"),
-    ("find_induction_head", lambda w: (0, 0) if find_induction_head(w) != (0, 0) else (0, 1), None),
-]
-
-
-@pytest.mark.parametrize("name", list(SOLUTIONS))
-def test_solutions_pass(name):
-    result = ex.grade(name, SOLUTIONS[name])
-    assert result.passed, result.message
-
-
-@pytest.mark.parametrize(("name", "fn", "hint"), PLANTED, ids=[f"{n}-{h}" for n, _, h in PLANTED])
-def test_planted_mistakes_are_named(name, fn, hint):
-    result = ex.grade(name, fn)
-    assert result.status == "fail", result.message
-    if hint is not None:
-        assert result.hint == hint, result.message
-    else:  # a wrong head of some other kind: the hint says which kind it picked
-        assert result.hint in ("picked_previous", "picked_duplicate", "picked_other"), result.message
-    zh = ex.grade(name, fn, lang="zh")
-    assert zh.hint == result.hint and zh.message != result.message
-
-
-def test_find_head_accepts_tensors_and_checkers_only_see_tensors():
-    seen = []
-
-    def spy(attn_weights):
-        seen.append(type(attn_weights))
-        layer, head = find_induction_head(attn_weights)
-        return torch.tensor([layer, head])
-
-    assert ex.grade("find_induction_head", spy).passed
-    assert set(seen) == {torch.Tensor}
-
-
-def test_the_lesson_score_equals_the_token_score_on_the_probe():
-    """On a probe of distinct tokens the token-based score (exercise 2) is the lesson's position-based one."""
-    t = 16
-    half = torch.randperm(40, generator=torch.Generator().manual_seed(0))[: t // 2]
-    ids = torch.cat([half, half])
-    w = torch.softmax(torch.randn(2, 3, t, t).masked_fill(~torch.ones(t, t, dtype=torch.bool).tril(), -torch.inf), -1)
-    assert torch.allclose(induction_score_from_tokens(w, ids), induction.induction_scores(w))
-
-
-@pytest.mark.parametrize(("name", "fn", "hint"), [p for p in PLANTED if p[2] is not None],
-                         ids=[f"{n}-{h}" for n, _, h in PLANTED if h is not None])
-def test_planted_mistakes_get_the_same_verdict_through_the_grading_protocol(name, fn, hint):
-    """The checkers see the learner's function only through tensors and plain data (grading's kernel proxies)."""
-    from test_remote import remote_grade
-
-    remote = remote_grade(name, fn)
-    assert (remote.status, remote.hint) == ("fail", hint), remote.message
