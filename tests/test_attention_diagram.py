@@ -1,4 +1,4 @@
-"""llm_lab.plotting.attention_diagram: the attention of one query (notebook 00)."""
+"""llm_lab.explore.plotting.attention_diagram: the attention of one query (notebook 00)."""
 
 import matplotlib
 
@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from llm_lab.plotting import attention_diagram  # noqa: E402
+from llm_lab.explore.plotting import attention_diagram  # noqa: E402
 
 LABELS = ["Your", "journey", "starts", "with", "one", "step"]
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from llm_lab import heads, resources
+from llm_lab import resources
+from llm_lab.explore import heads
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -23,6 +24,17 @@ NAMED_HEADS = {
     "0.2": ("previous token", heads.previous_token_score, 0.5),
     "0.6": ("current token", heads.current_token_score, 0.5),
 }
+
+
+def test_the_old_path_is_the_moved_module():
+    # notebook 05 (from llm_lab import heads) and tools/train.py use the old path
+    import llm_lab.heads
+    from llm_lab import heads as old
+    from llm_lab.heads import load_trained, with_positions
+
+    assert old is llm_lab.heads is heads
+    assert load_trained is heads.load_trained and with_positions is heads.with_positions
+    assert old.TRAINED_HEADS is resources.TRAINED_HEADS  # module-level names come along too (tools/train.py)
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
-"""llm_lab.explore.induction (old path llm_lab.induction): the repeated-tokens data, the attention-only model and its ablation switch, the scores,
-training (notebook 08's exercise checkers: tests/test_ex08_induction.py)."""
+"""llm_lab.explore.induction (old path llm_lab.induction): the repeated-tokens data, the attention-only model and its
+ablation switch, the scores, training (notebook 08's exercise checkers: tests/test_ex08_induction.py)."""
 
 import math
 

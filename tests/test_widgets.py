@@ -1,4 +1,5 @@
-"""The interactive explorers in llm_lab.widgets, driven programmatically (no browser, no kernel).
+"""The interactive explorers in llm_lab.explore.widgets (old path llm_lab.widgets), driven programmatically (no
+browser, no kernel).
 
 Runs under ipywidgets 8 (the main .venv) and 7.7.1 (`bash tools/test_widgets7.sh`, Colab's version).
 Set LLM_LAB_IPYWIDGETS_MAJOR=7 or 8 to make the run fail if another major is installed.
@@ -18,7 +19,8 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from llm_lab import MultiHeadAttention, causal_mask, causal_softmax, mask_and_renormalize  # noqa: E402
-from llm_lab.widgets import (  # noqa: E402
+from llm_lab.explore import widgets  # noqa: E402
+from llm_lab.explore.widgets import (  # noqa: E402
     DropoutExplorer,
     HeadsExplorer,
     MaskExplorer,
@@ -43,8 +45,22 @@ def test_ipywidgets_major(version):
 
 
 def test_importing_llm_lab_does_not_import_widgets():
-    code = "import sys, llm_lab; bad = {'ipywidgets', 'llm_lab.widgets'} & set(sys.modules); assert not bad, bad"
+    # nor any subpackage: `import llm_lab` loads the book's modules only
+    code = ("import sys, llm_lab; bad = {'ipywidgets', 'llm_lab.widgets', 'llm_lab.explore', 'llm_lab.bench', "
+            "'llm_lab.dev'} & set(sys.modules); assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_old_path_is_the_moved_module():
+    # notebooks 02, 03, 08: from llm_lab.widgets import mask_explorer / dropout_explorer / heads_explorer
+    import llm_lab.widgets
+    from llm_lab.widgets import HeadsExplorer as OldHeadsExplorer
+    from llm_lab.widgets import dropout_explorer as old_dropout_explorer
+    from llm_lab.widgets import mask_explorer as old_mask_explorer
+
+    assert llm_lab.widgets is widgets
+    assert old_mask_explorer is mask_explorer and old_dropout_explorer is dropout_explorer
+    assert OldHeadsExplorer is HeadsExplorer and llm_lab.widgets.heads_explorer is heads_explorer
 
 
 def _check_rendered(explorer, expected_shape):
@@ -433,7 +449,7 @@ def test_12x12_heads_map_values_and_labels_do_not_touch(heads12):
 
 
 def test_heads_explorer_rejects_masked_scores():
-    from llm_lab.widgets import heads_explorer
+    from llm_lab.explore.widgets import heads_explorer
 
     scores = torch.zeros(1, 1, 2, 2)
     scores[0, 0, 0, 1] = float("-inf")
@@ -442,7 +458,7 @@ def test_heads_explorer_rejects_masked_scores():
 
 
 def test_heads_explorer_token_mistakes_point_at_the_real_problem():
-    from llm_lab.widgets import heads_explorer
+    from llm_lab.explore.widgets import heads_explorer
 
     weights = causal_softmax(torch.zeros(2, 3, 4, 4))
     with pytest.raises(TypeError, match=r"found 1 \(int\): decode token ids to strings first"):

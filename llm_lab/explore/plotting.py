@@ -1,0 +1,222 @@
+"""Small matplotlib helpers shared by the notebooks and the widgets."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+
+def _as_array(matrix) -> np.ndarray:
+    if isinstance(matrix, torch.Tensor):
+        matrix = matrix.detach().float().cpu().numpy()
+    array = np.asarray(matrix, dtype=float)
+    if array.ndim != 2:
+        raise ValueError(f"heatmap needs a 2-D matrix, got shape {array.shape}")
+    return array
+
+
+def heatmap(matrix, labels=None, title=None, ax=None, annotate=True, fmt=".2f", cmap="Blues", vmin=0.0, vmax=None):
+    """Draw a (rows, cols) matrix as a heatmap; masked (-inf / nan) cells are left blank.
+
+    ``labels``: token strings for both axes (queries on rows, keys on columns), or None.
+    Returns the ``Axes``; call ``plt.show()`` afterwards in a notebook.
+    """
+    array = _as_array(matrix)
+    if labels is not None and len(labels) != array.shape[0]:
+        raise ValueError(f"got {len(labels)} labels for a matrix with {array.shape[0]} rows")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4, 3.5))
+    shown = np.ma.masked_invalid(array)
+    image = ax.imshow(shown, cmap=cmap, vmin=vmin, vmax=vmax)
+    ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    if labels is not None:
+        ax.set_xticks(range(len(labels)), labels, rotation=90)
+        ax.set_yticks(range(len(labels)), labels)
+    ax.set_xlabel("key")
+    ax.set_ylabel("query")
+    if title:
+        ax.set_title(title)
+    if annotate and array.size <= 144:
+        # text colour follows the colour scale actually used, so a shared vmax keeps labels readable
+        if vmax is not None:
+            top = vmax
+        else:
+            top = np.nanmax(np.where(np.isfinite(array), array, np.nan)) if np.isfinite(array).any() else 1.0
+        for (i, j), value in np.ndenumerate(array):
+            if np.isnan(value):
+                continue  # a blank cell stays blank
+            text = "-inf" if value == -np.inf else format(value, fmt)
+            dark = np.isfinite(value) and value > 0.6 * top
+            ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if dark else "black")
+    return ax
+
+
+def _grid(ax, x0, y0, colors, cell=0.3, texts=None):
+    """Draw a (rows, cols) grid of coloured cells with its top-left corner at (x0, y0); return its width, height."""
+    from matplotlib.patches import Rectangle
+
+    rows, cols = len(colors), len(colors[0])
+    for r in range(rows):
+        for c in range(cols):
+            ax.add_patch(Rectangle((x0 + c * cell, y0 - (r + 1) * cell), cell, cell, fc=colors[r][c], ec="white"))
+            if texts is not None:
+                ax.text(x0 + (c + 0.5) * cell, y0 - (r + 0.5) * cell, texts[r][c], ha="center", va="center",
+                        fontsize=6, color="white")
+    return cols * cell, rows * cell
+
+
+def head_split_diagram(num_tokens: int = 4, d_out: int = 6, num_heads: int = 2, ax=None):
+    """The head split and merge of multi-head attention, drawn for one sequence.
+
+    Left to right: ``W_query(x)`` ``(T, d_out)`` with each feature column coloured by the head it belongs to;
+    ``view`` + ``transpose`` cut it into ``num_heads`` blocks ``(T, hs)`` (one per head, each attends on its
+    own); ``transpose`` + ``reshape`` put the heads' context vectors side by side again; ``out_proj`` mixes
+    them, so every output feature (grey) draws on all heads. Text: code names, shapes and numbers only.
+    Returns the ``Axes``; call ``plt.show()`` afterwards in a notebook.
+    """
+    for name, value in (("num_tokens", num_tokens), ("d_out", d_out), ("num_heads", num_heads)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    if d_out % num_heads:
+        raise ValueError(f"d_out={d_out} must be divisible by num_heads={num_heads}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10, 3.4))
+    hs, cell = d_out // num_heads, 0.3
+    head_colors = [f"C{h}" for h in range(num_heads)]
+    by_head = [[head_colors[c // hs] for c in range(d_out)] for _ in range(num_tokens)]
+    feature = [[f"{c}" for c in range(d_out)] for _ in range(num_tokens)]
+    top = num_heads * (num_tokens * cell + 0.35) / 2 + num_tokens * cell / 2
+    mid = top - num_tokens * cell / 2
+
+    def arrow(x_from, x_to, label):
+        ax.annotate("", xy=(x_to, mid), xytext=(x_from, mid), arrowprops={"arrowstyle": "->", "color": "0.3"})
+        ax.text((x_from + x_to) / 2, mid + 0.12, label, ha="center", va="bottom", fontsize=7, family="monospace")
+
+    x = 0.0
+    width, _ = _grid(ax, x, top, by_head, cell, feature)
+    ax.text(x + width / 2, top + 0.1, "W_query(x)\n(T, d_out)", ha="center", va="bottom", fontsize=8)
+    arrow(x + width + 0.15, x + width + 2.0, "view(T, nh, hs)\n.transpose(0, 1)")
+    x += width + 2.4
+    heads_top = num_heads * (num_tokens * cell + 0.35) - 0.35 + (top - num_tokens * cell) / 2
+    for h in range(num_heads):
+        y = heads_top - h * (num_tokens * cell + 0.35)
+        block = [row[h * hs : (h + 1) * hs] for row in by_head]
+        w, _ = _grid(ax, x, y, block, cell, [row[h * hs : (h + 1) * hs] for row in feature])
+        ax.text(x - 0.08, y - num_tokens * cell / 2, f"h={h}", ha="right", va="center", fontsize=8)
+        ax.text(x + w + 0.15, y - num_tokens * cell / 2, r"softmax$(q k^T / \sqrt{hs})\,v$", ha="left",
+                va="center", fontsize=7)
+    ax.text(x + hs * cell / 2, heads_top + 0.1, "(nh, T, hs)", ha="center", va="bottom", fontsize=8)
+    x += hs * cell + 2.3
+    arrow(x - 0.1, x + 1.8, ".transpose(0, 1)\n.reshape(T, d_out)")
+    x += 2.0
+    width, _ = _grid(ax, x, top, by_head, cell)
+    ax.text(x + width / 2, top + 0.1, "context_vec\n(T, d_out)", ha="center", va="bottom", fontsize=8)
+    arrow(x + width + 0.1, x + width + 1.3, "out_proj")
+    x += width + 1.5
+    width, _ = _grid(ax, x, top, [["0.45"] * d_out for _ in range(num_tokens)], cell)
+    ax.text(x + width / 2, top + 0.1, "output\n(T, d_out)", ha="center", va="bottom", fontsize=8)
+    ax.set_xlim(-0.6, x + width + 0.2)
+    ax.set_ylim(heads_top - num_heads * (num_tokens * cell + 0.35) + 0.1, max(top, heads_top) + 0.6)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return ax
+
+
+def tile_diagram(num_tokens: int = 16, block_size: int = 4, ax=None):
+    """Blocked causal attention's tiles: which (query block, key block) tiles a fused kernel computes.
+
+    Every ``(query i, key j)`` pair is a cell. Tiles below the diagonal are computed whole (blue); tiles on it are
+    computed with the keys after their query hidden (orange, set to ``-inf``); tiles above it lie entirely in the
+    future and are skipped (white). Returns the ``Axes``; call ``plt.show()`` afterwards in a notebook.
+    """
+    from matplotlib.patches import Rectangle
+
+    for name, value in (("num_tokens", num_tokens), ("block_size", block_size)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4.2, 4.2))
+    blocks = -(-num_tokens // block_size)  # ceil: the last block may be shorter
+    image = np.ones((num_tokens, num_tokens, 3))  # white: a skipped tile
+    visible, hidden = np.array([0.27, 0.51, 0.71]), np.array([0.99, 0.75, 0.45])
+    for i in range(num_tokens):
+        for j in range(num_tokens):
+            if j // block_size <= i // block_size:  # the tile is computed
+                image[i, j] = visible if j <= i else hidden
+    ax.imshow(image, extent=(-0.5, num_tokens - 0.5, num_tokens - 0.5, -0.5))
+    for qb in range(blocks):
+        for kb in range(blocks):
+            lo_q, lo_k = qb * block_size - 0.5, kb * block_size - 0.5
+            size_q = min(block_size, num_tokens - qb * block_size)
+            size_k = min(block_size, num_tokens - kb * block_size)
+            ax.add_patch(Rectangle((lo_k, lo_q), size_k, size_q, fill=False, ec="0.2", lw=1.2))
+            if kb > qb:
+                ax.text(lo_k + size_k / 2, lo_q + size_q / 2, "×", ha="center", va="center", color="0.6")
+    computed = blocks * (blocks + 1) // 2
+    ax.set_title(f"T={num_tokens}, block_size={block_size}: {computed} of {blocks * blocks} tiles", fontsize=9)
+    ax.set_xlabel("keys j")
+    ax.set_ylabel("queries i")
+    ticks = list(range(0, num_tokens, block_size))
+    ax.set_xticks(ticks)
+    ax.set_yticks(ticks)
+    return ax
+
+
+def _two_decimals(x: float) -> str:
+    return f"{round(float(x), 2) + 0.0:.2f}"  # + 0.0: -0.001 prints 0.00, not -0.00
+
+
+def attention_diagram(attn_scores_row, attn_weights_row, values, labels, query, causal=True, ax=None):
+    """Draw the attention of ONE query as a picture of the mechanism, not of a tensor.
+
+    Left to right: the query, a line to every key (thicker = more weight, dashed grey = hidden), the scaled
+    score of each key, its softmax weight as a bar, the value vectors, and the weighted average of the values:
+    the query's context vector. ``attn_scores_row`` (T,): the query's scaled scores; ``attn_weights_row`` (T,):
+    their (masked) softmax; ``values`` (T, d_v); ``labels``: T token strings; ``query``: the query's index.
+    ``causal``: the keys after the query are hidden, shown with the score the mask gives them, -inf (so is any
+    key whose score is -inf). All text is symbols, numbers, code names and the labels: no font beyond matplotlib's own.
+    Returns the ``Axes``; call ``plt.show()`` afterwards in a notebook.
+    """
+    scores = _as_array(torch.as_tensor(attn_scores_row).reshape(1, -1))[0]
+    weights = _as_array(torch.as_tensor(attn_weights_row).reshape(1, -1))[0]
+    vals = _as_array(values)
+    num_tokens = len(scores)
+    if not (len(weights) == vals.shape[0] == len(labels) == num_tokens):
+        raise ValueError(f"got {len(scores)} scores, {len(weights)} weights, {vals.shape[0]} values and "
+                         f"{len(labels)} labels: one of each per key")
+    if not 0 <= query < num_tokens:
+        raise ValueError(f"query={query} is not a key index 0..{num_tokens - 1}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 3.8))
+    rows = num_tokens - 1 - np.arange(num_tokens)  # key 0 at the top
+    middle = (num_tokens - 1) / 2
+    box = {"boxstyle": "round,pad=0.3", "fc": "white"}
+    ax.text(0.3, middle, f"$q$\n{labels[query]}", ha="center", va="center", bbox={**box, "ec": "C1"})
+    context = weights @ vals  # (d_v,)
+    for j, y in enumerate(rows):
+        hidden = (causal and j > query) or scores[j] == -np.inf
+        style = {"color": "0.7", "ls": "--", "lw": 0.8} if hidden else {"color": "C0", "lw": 0.5 + 6 * weights[j]}
+        ax.plot([0.8, 2.2], [middle, y], **style)
+        ax.text(2.9, y, f"$k_{{{j}}}$ {labels[j]}", ha="center", va="center", color="0.6" if hidden else "black",
+                bbox={**box, "ec": "0.7" if hidden else "C0"})
+        ax.text(4.4, y, "$-\\infty$" if hidden else f"{scores[j]:.2f}", ha="center", va="center")
+        ax.barh(y, 1.2 * weights[j], left=5.1, height=0.5, color="C0")
+        ax.text(6.4, y, f"{weights[j]:.2f}", ha="left", va="center")
+        vector = ", ".join(_two_decimals(x) for x in vals[j])
+        ax.text(7.3, y, f"$v_{{{j}}}$ = ({vector})", ha="left", va="center", alpha=1.0 if weights[j] > 0 else 0.4)
+        if weights[j] > 0:
+            ax.annotate("", xy=(10.6, middle), xytext=(9.8, y),
+                        arrowprops={"arrowstyle": "->", "color": "C0", "lw": 0.5 + 3 * weights[j]})
+    vector = ", ".join(_two_decimals(x) for x in context)
+    ax.text(11.7, middle, f"$\\sum_j\\, w_j v_j$\n({vector})", ha="center", va="center", bbox={**box, "ec": "C1"})
+    top = num_tokens - 0.2
+    # the column heads are the code names of the notebooks: no word needs a translation
+    heads = ((0.3, f"queries[{query}]"), (2.9, "keys"), (4.4, "$q \\cdot k_j / \\sqrt{d_k} + M_j$"),
+             (6.4, "attn_weights"), (8.5, "values"), (11.7, f"context_vec[{query}]"))
+    for x, head in heads:
+        ax.text(x, top, head, ha="center", va="bottom", fontsize=9, color="0.3")
+    ax.set_xlim(-0.4, 12.9)
+    ax.set_ylim(-0.7, num_tokens + 0.3)
+    ax.axis("off")
+    return ax
