@@ -1,1 +1,1 @@
-"""Notebook 07's attention race: nine ways to write one layer (``variants``), timed and measured (``benchmark``)."""
+"""Notebook 07's attention race: variants (nine ways to write one layer), benchmark (their time and memory)."""

@@ -1,1 +1,1 @@
-"""For maintainers and bug reports: the environment block (``python -m llm_lab.dev.env``) and nbval on a GPU (``python -m llm_lab.dev.gpu_check``)."""  # noqa: E501
+"""Maintainer and bug-report tools: env (the environment block to paste), gpu_check (nbval on a GPU)."""
