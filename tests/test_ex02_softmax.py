@@ -3,7 +3,6 @@
 The generic checks (solutions pass, stubs are "not implemented", planted mistakes named, never raises)
 run over these tables in tests/test_exercises.py."""
 
-
 import torch
 from _exercise_solutions import NEG_INF, _triu
 

@@ -4,7 +4,6 @@ tests/_exercise_solutions.py: the attention classes of 04 and 05 use it).
 The generic checks (solutions pass, stubs are "not implemented", planted mistakes named, never raises)
 run over these tables in tests/test_exercises.py."""
 
-
 import torch
 import torch.nn.functional as F
 from _exercise_solutions import dropout

@@ -3,11 +3,14 @@
 The generic checks (solutions pass, stubs are "not implemented", planted mistakes named, never raises)
 run over these tables in tests/test_exercises.py."""
 
-
+import pytest
 import torch
 import torch.nn.functional as F
 from _exercise_solutions import NEG_INF, with_mistake
 from torch import nn
+
+import llm_lab
+from llm_lab import exercises as ex
 
 
 class AdditiveAttention(nn.Module):
@@ -64,6 +67,8 @@ class CausalAttention(nn.Module):
             attn_weights = self.dropout(attn_weights)
         return attn_weights @ values
 
+pytestmark = pytest.mark.usefixtures("english")  # the checkers speak English here (tests/conftest.py)
+
 
 SOLUTIONS = {
     "additive_attention": AdditiveAttention,
@@ -80,3 +85,126 @@ PLANTED = [
     ("causal_attention", with_mistake(CausalAttention, "dropout_in_eval"), "dropout_in_eval"),
     ("causal_attention", with_mistake(CausalAttention, "dropout_missing"), "dropout_missing"),
 ]
+
+
+# ---- dropout on the raw scores (04 and 05) --------------------------------------------------------------------
+
+
+def _scores_dropout_class():
+    from test_exercise_mistakes import Flex
+
+    class ScoresDropout(Flex):
+        def forward(self, x):
+            b, t, _ = x.shape
+            q, k, v = (layer(x).view(b, t, self.nh, self.hd).transpose(1, 2)
+                       for layer in (self.W_query, self.W_key, self.W_value))
+            attn_scores = self.dropout(q @ k.transpose(-2, -1))  # before the softmax
+            attn_scores = attn_scores.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), NEG_INF)
+            c = (torch.softmax(attn_scores / self.hd**0.5, dim=-1) @ v).transpose(1, 2).reshape(b, t, self.d_out)
+            return self.out_proj(c) if self.multi else c
+
+    return ScoresDropout
+
+
+@pytest.mark.parametrize("exercise", ["causal_attention", "multihead"])
+def test_dropout_on_the_raw_scores_is_not_called_missing(exercise):
+    result = ex.grade(exercise, _scores_dropout_class())
+    assert (result.status, result.hint) == ("fail", "dropout_on_scores"), result.message
+    from test_exercise_mistakes import flex
+
+    assert ex.grade(exercise, flex(place="none")).hint == "dropout_missing"  # no dropout at all: still missing
+
+
+# ---- exercise 2: an additive mask, registered as a buffer; a 0/1 additive mask ---------------------------------
+
+
+def additive_class(mask=None, how="buffer", forward="add"):
+    """04 exercise 2's class with switches: the stored mask (a function of context_length), how it is stored
+    (buffer, non-persistent buffer, plain attribute, nn.Parameter), and how forward applies it."""
+    from torch import nn
+
+    class Additive(nn.Module):
+        def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+            super().__init__()
+            self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+            self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+            self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+            self.dropout = nn.Dropout(dropout)
+            t = (mask or (lambda n: torch.triu(torch.full((n, n), NEG_INF), diagonal=1)))(context_length)
+            if how == "attribute":
+                self.mask = t
+            elif how == "parameter":
+                self.mask = nn.Parameter(t, requires_grad=False)
+            else:
+                self.register_buffer("mask", t, persistent=how != "non-persistent")
+
+        def forward(self, x):
+            num_tokens = x.shape[1]
+            queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+            attn_scores = queries @ keys.transpose(1, 2)
+            m = self.mask[:num_tokens, :num_tokens]
+            if forward == "masked_fill":
+                attn_scores = attn_scores.masked_fill(m.bool() if m.dtype == torch.bool else m < 0, NEG_INF)
+            elif forward == "where":
+                attn_scores = torch.where(m < 0, NEG_INF, attn_scores)
+            else:
+                attn_scores = attn_scores + m
+            attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1))
+            return attn_weights @ values
+
+    return Additive
+
+
+def test_the_lessons_masked_fill_class_does_not_earn_exercise_2():
+
+    lesson = ex.grade("additive_attention", additive_class(
+        mask=lambda n: torch.triu(torch.ones(n, n, dtype=torch.bool), 1), forward="masked_fill"))
+    assert (lesson.status, lesson.hint) == ("fail", "additive_uses_masked_fill"), lesson.message
+    assert "masked_fill" in lesson.message
+    assert ex.grade("additive_attention", additive_class(forward="where")).hint == "additive_uses_masked_fill"
+    assert ex.grade("additive_attention", llm_lab.CausalAttention).status == "reference"
+    # the same lesson class still passes exercise 4, which is about that class
+    assert ex.grade("causal_attention", additive_class(
+        mask=lambda n: torch.triu(torch.ones(n, n, dtype=torch.bool), 1), forward="masked_fill")).passed
+
+
+@pytest.mark.parametrize(("how", "hint"), [("attribute", "mask_not_buffer"), ("parameter", "mask_is_parameter")])
+def test_the_mask_must_be_a_registered_buffer(how, hint):
+    result = ex.grade("additive_attention", additive_class(how=how))
+    assert (result.status, result.hint) == ("fail", hint), result.message
+    ex.set_language("zh")
+    assert "register_buffer" in ex.evaluate("additive_attention", additive_class(how=how)).message
+
+
+@pytest.mark.parametrize("mask", [
+    None,
+    lambda n: torch.triu(torch.full((n, n), -1e9), diagonal=1),
+    lambda n: torch.zeros(n, n).masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), NEG_INF),
+], ids=["-inf", "-1e9", "masked_fill-in-init"])
+@pytest.mark.parametrize("how", ["buffer", "non-persistent"])
+def test_additive_buffers_pass(mask, how):
+    result = ex.grade("additive_attention", additive_class(mask=mask, how=how))
+    assert result.passed, result.message
+
+
+@pytest.mark.parametrize("mask", [lambda n: torch.triu(torch.ones(n, n), 1), lambda n: torch.tril(torch.ones(n, n))],
+                         ids=["ones-above", "ones-below"])
+def test_a_0_1_additive_mask_is_named(mask):
+    result = ex.grade("additive_attention", additive_class(mask=mask))
+    assert (result.status, result.hint) == ("fail", "additive_mask_01"), result.message
+    assert "-inf" in result.fix
+
+
+def test_a_bool_buffer_added_is_not_additive():
+    unused = additive_class(mask=lambda n: torch.triu(torch.ones(n, n, dtype=torch.bool), 1))
+    assert ex.grade("additive_attention", unused).hint == "additive_mask_01"  # True + score: adds 1
+
+
+def test_exercise_2_has_its_own_checker_in_the_notebook():
+    from pathlib import Path
+
+    src = (Path(__file__).resolve().parent.parent / "notebooks" / "src" /
+           "04_causal_attention_class.exercises.nbsrc").read_text(encoding="utf-8")
+    assert "check_additive_attention(MyCausalAttention)" in src
+    assert "check_causal_attention(CausalAttentionFixed)" in src
+    assert ex.points("additive_attention") == ex.points("causal_attention") == 2

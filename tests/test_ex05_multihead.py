@@ -3,10 +3,12 @@
 The generic checks (solutions pass, stubs are "not implemented", planted mistakes named, never raises)
 run over these tables in tests/test_exercises.py."""
 
-
+import pytest
 import torch
 from _exercise_solutions import NEG_INF, with_mistake
 from torch import nn
+
+from llm_lab import exercises as ex
 
 
 def split_heads(x, num_heads):  # the exercise asks for reshape and permute, not the lesson's view/transpose
@@ -100,6 +102,8 @@ def merge_no_contiguous(context_vec):
     b, nh, t, hd = context_vec.shape
     return context_vec.transpose(1, 2).view(b, t, nh * hd)
 
+pytestmark = pytest.mark.usefixtures("english")  # the checkers speak English here (tests/conftest.py)
+
 
 SOLUTIONS = {
     "split_heads": split_heads,
@@ -121,3 +125,126 @@ PLANTED = [
     ("multihead", with_mistake(MultiHeadAttention, "mask_wrong_size"), "mask_wrong_size"),
     ("multihead", FusedQKV, "missing_attribute"),
 ]
+
+
+# ---- padded heads: hints and fixes; split/merge with reshape/permute/flatten; inputs; helpers ---------------------
+
+
+def padded(queries, keys, values, key_padding_mask, *, mask_index=(slice(None), None, None, slice(None)),
+           num_tokens=None, keys_t=(-2, -1), diagonal=1, scale=None, zero_padded_queries=False, inplace=False):
+    """Exercise 5 with switches; the defaults are the notebook's solution."""
+    num_tokens = queries.shape[-2] if num_tokens is None else num_tokens(queries)
+    causal = torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool), diagonal=diagonal)
+    hidden = causal | key_padding_mask[mask_index]
+    d = keys.shape[-1] if scale is None else scale(queries)
+    if inplace:
+        queries /= d**0.5
+        attn_scores = queries @ keys.transpose(*keys_t)
+    else:
+        attn_scores = queries @ keys.transpose(*keys_t) / d**0.5
+    attn_weights = torch.softmax(attn_scores.masked_fill(hidden, NEG_INF), dim=-1)
+    attn_weights = attn_weights.masked_fill(hidden.all(dim=-1, keepdim=True), 0.0)
+    out = attn_weights @ values
+    return out.masked_fill(key_padding_mask[:, None, :, None], 0.0) if zero_padded_queries else out
+
+
+def padded_with(**switches):
+    return lambda q, k, v, m: padded(q, k, v, m, **switches)
+
+
+PADDED_HINTS = [
+    ("padded_queries_zeroed", padded_with(zero_padded_queries=True)),
+    ("padding_wrong_axis", padded_with(mask_index=(slice(None), None, slice(None), None))),
+    ("padding_heads_axis", padded_with(mask_index=(slice(None), None, slice(None)))),
+    ("diagonal_masked", padded_with(diagonal=0)),
+    ("scale_uses_T", padded_with(scale=lambda q: q.shape[-2])),
+    ("scale_uses_d_out", padded_with(scale=lambda q: q.shape[1] * q.shape[-1])),
+    ("input_modified", padded_with(inplace=True)),
+]
+
+
+@pytest.mark.parametrize(("hint", "fn"), PADDED_HINTS, ids=[h for h, _ in PADDED_HINTS])
+def test_padded_mistakes_are_named(hint, fn):
+    result = ex.grade("padded_attention", fn)
+    assert (result.status, result.hint) == ("fail", hint), result.message
+    ex.set_language("zh")
+    assert ex.evaluate("padded_attention", fn).hint == hint
+
+
+@pytest.mark.parametrize("fn", [padded_with(num_tokens=lambda q: q.shape[1]), padded_with(keys_t=(1, 2))],
+                         ids=["T-from-the-heads-axis", "keys-transposed-over-heads"])
+def test_a_size_error_is_not_called_the_heads_axis_unless_it_is(fn):
+    result = ex.grade("padded_attention", fn)
+    assert (result.status, result.hint) == ("error", "exception"), result.message
+    assert "RuntimeError" in result.message
+
+
+def test_padding_fixes_are_written_for_four_dimensional_scores():
+    for hint in ("padding_ignored", "padding_wrong_axis", "padding_heads_axis"):
+        fix = ex.REGISTRY["padded_attention"].fixes[hint]
+        assert "key_padding_mask[:, None, None, :]" in fix["en"] and "key_padding_mask[:, None, None, :]" in fix["zh"]
+        assert "unsqueeze(-2)" not in fix["en"]
+
+
+def test_split_and_merge_must_leave_their_input_alone():
+    def split_in_place(x, num_heads):
+        b, t, d = x.shape
+        out = x.reshape(b, t, num_heads, d // num_heads).permute(0, 2, 1, 3).clone()
+        x.zero_()
+        return out
+
+    def merge_in_place(context_vec):
+        context_vec.mul_(2.0)
+        return (context_vec / 2).permute(0, 2, 1, 3).flatten(start_dim=2)
+
+    assert ex.grade("split_heads", split_in_place).hint == "input_modified"
+    assert ex.grade("merge_heads", merge_in_place).hint == "input_modified"
+
+
+LESSON_LINES = [
+    ("split_heads", lambda x, nh: x.view(x.shape[0], x.shape[1], nh, -1).transpose(1, 2)),
+    ("split_heads", lambda x, nh: x.reshape(x.shape[0], x.shape[1], nh, -1).transpose(1, 2)),
+    ("split_heads", lambda x, nh: x.view(x.shape[0], x.shape[1], nh, -1).permute(0, 2, 1, 3)),
+    ("split_heads", lambda x, nh: torch.swapaxes(x.reshape(x.shape[0], x.shape[1], nh, -1), 1, 2)),
+    ("merge_heads", lambda c: c.transpose(1, 2).contiguous().view(c.shape[0], c.shape[2], -1)),
+    ("merge_heads", lambda c: c.transpose(1, 2).flatten(start_dim=2)),
+    ("merge_heads", lambda c: c.permute(0, 2, 1, 3).contiguous().view(c.shape[0], c.shape[2], -1)),
+]
+
+
+@pytest.mark.parametrize(("exercise", "fn"), LESSON_LINES, ids=[f"{e}-{i}" for i, (e, _) in enumerate(LESSON_LINES)])
+def test_the_lessons_view_and_transpose_do_not_pass_split_and_merge(exercise, fn):
+    result = ex.grade(exercise, fn)
+    assert (result.status, result.hint) == ("fail", "uses_lesson_ops"), result.message
+
+
+@pytest.mark.parametrize(("exercise", "fn"), [
+    ("split_heads", lambda x, nh: x.reshape(*x.shape[:2], nh, -1).permute(0, 2, 1, 3)),
+    ("split_heads", lambda x, nh: x.unflatten(-1, (nh, -1)).movedim(2, 1)),
+    ("merge_heads", lambda c: c.permute(0, 2, 1, 3).flatten(start_dim=2)),
+    ("merge_heads", lambda c: c.permute(0, 2, 1, 3).reshape(c.shape[0], c.shape[2], -1)),
+    ("merge_heads", lambda c: torch.flatten(c.movedim(1, 2), 2)),
+])
+def test_reshape_permute_flatten_and_their_cousins_pass(exercise, fn):
+    result = ex.grade(exercise, fn)
+    assert result.passed, result.message
+
+
+def test_internal_helpers_are_references():
+    from llm_lab import MultiHeadAttention
+    from llm_lab.exercises import _ex05_multihead, _shared
+
+    cases = [
+        ("split_heads", lambda x, nh: MultiHeadAttention(x.shape[-1], x.shape[-1], 8, 0.0, nh)._split_heads(
+            x, x.shape[0], x.shape[1])),
+        ("split_heads", _ex05_multihead.split),
+        ("merge_heads", _ex05_multihead.merge),
+        ("padded_attention", lambda q, k, v, m: _ex05_multihead._padded_ref(
+            q, k, v, torch.ones(q.shape[-2], q.shape[-2], dtype=torch.bool).triu(1) | m[:, None, None, :])),
+        ("padded_attention", lambda q, k, v, m: _shared.softmax_masked(
+            q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5,
+            torch.ones(q.shape[-2], q.shape[-2], dtype=torch.bool).triu(1) | m[:, None, None, :]).nan_to_num() @ v),
+    ]
+    for exercise, fn in cases:
+        result = ex.grade(exercise, fn)
+        assert (result.status, result.score) == ("reference", 0), (exercise, result.message)

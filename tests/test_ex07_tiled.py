@@ -3,9 +3,14 @@
 The generic checks (solutions pass, stubs are "not implemented", planted mistakes named, never raises)
 run over these tables in tests/test_exercises.py."""
 
-
+import pytest
 import torch
+import torch.nn.functional as F
 from _exercise_solutions import NEG_INF
+from test_observe import full_scores
+
+import llm_lab
+from llm_lab import exercises as ex
 
 
 def tiled_attention(queries, keys, values, block_size):
@@ -29,6 +34,8 @@ def tiled_attention(queries, keys, values, block_size):
         out[:, :, qs : qs + block_size] = acc / running_sum[..., None]
     return out
 
+pytestmark = pytest.mark.usefixtures("english")  # the checkers speak English here (tests/conftest.py)
+
 
 SOLUTIONS = {
     "tiled_attention": tiled_attention,
@@ -36,3 +43,249 @@ SOLUTIONS = {
 PLANTED = [
     # (exercise, wrong implementation, hint the checker must name)
 ]
+
+
+
+
+# ---- blocked attention: blocked and online, every route to SDPA named, stability --------------------------------
+
+
+def _hidden(t, rows, k_start, width):
+    return torch.arange(k_start, k_start + width) > rows
+
+
+def blocked(queries, keys, values, block_size, *, dtype=None, init=NEG_INF, mask=True, max_sub=True, order=1,
+            inplace=False):
+    """The notebook's blocked online softmax with switches: dtype of the internals, the running maximum's start,
+    the causal mask inside blocks, the maximum subtracted or not, key blocks forward (1) or backward (-1)."""
+    num_tokens, head_dim = queries.shape[-2], queries.shape[-1]
+    dtype = dtype or queries.dtype
+    out = torch.empty_like(values)
+    for q_start in range(0, num_tokens, block_size):
+        if inplace:
+            q = queries[:, :, q_start : q_start + block_size]
+            q /= head_dim**0.5
+        else:
+            q = queries[:, :, q_start : q_start + block_size].to(dtype) / head_dim**0.5
+        rows = torch.arange(q_start, q_start + q.shape[2]).unsqueeze(-1)
+        running_max = torch.full(q.shape[:-1], init, dtype=dtype)
+        running_sum = torch.zeros(q.shape[:-1], dtype=dtype)
+        acc = torch.zeros(q.shape, dtype=dtype)
+        starts = list(range(0, q_start + q.shape[2], block_size))[::order]
+        for k_start in starts:
+            scores = q @ keys[:, :, k_start : k_start + block_size].transpose(-2, -1).to(dtype)
+            if mask:
+                scores = scores.masked_fill(_hidden(num_tokens, rows, k_start, scores.shape[-1]), NEG_INF)
+            v_block = values[:, :, k_start : k_start + block_size].to(dtype)
+            if not max_sub:
+                p = torch.exp(scores)
+                running_sum, acc = running_sum + p.sum(-1), acc + p @ v_block
+                continue
+            new_max = torch.maximum(running_max, scores.amax(dim=-1))
+            safe = torch.where(new_max.isinf(), torch.zeros_like(new_max), new_max) if order < 0 else new_max
+            rescale = torch.exp(running_max - safe)
+            p = torch.exp(scores - safe.unsqueeze(-1))
+            running_sum = running_sum * rescale + p.sum(dim=-1)
+            acc = acc * rescale.unsqueeze(-1) + p @ v_block
+            running_max = new_max
+        out[:, :, q_start : q_start + block_size] = (acc / running_sum.unsqueeze(-1)).to(out.dtype)
+    return out
+
+
+def whole_rows(queries, keys, values, block_size):
+    """Score blocks, concatenated into whole rows, then one softmax per row: blocked, but not online."""
+    num_tokens, head_dim = queries.shape[-2], queries.shape[-1]
+    out = torch.empty_like(values)
+    for q_start in range(0, num_tokens, block_size):
+        q = queries[:, :, q_start : q_start + block_size] / head_dim**0.5
+        rows = torch.arange(q_start, q_start + q.shape[2]).unsqueeze(-1)
+        scores = torch.cat([q @ keys[:, :, k : k + block_size].transpose(-2, -1)
+                            for k in range(0, num_tokens, block_size)], dim=-1)
+        scores = scores.masked_fill(torch.arange(num_tokens) > rows, NEG_INF)
+        out[:, :, q_start : q_start + block_size] = torch.softmax(scores, dim=-1) @ values
+    return out
+
+
+def lse_blocked(queries, keys, values, block_size):
+    """Correct: log-sum-exp bookkeeping instead of a running maximum and sum, einsum for the products."""
+    num_tokens, head_dim = queries.shape[-2], queries.shape[-1]
+    out = torch.empty_like(values)
+    for q_start in range(0, num_tokens, block_size):
+        q = queries[:, :, q_start : q_start + block_size] * head_dim**-0.5
+        rows = torch.arange(q_start, q_start + q.shape[2]).unsqueeze(-1)
+        lse = torch.full(q.shape[:-1], NEG_INF)
+        acc = torch.zeros(q.shape)
+        for k_start in range(0, q_start + q.shape[2], block_size):
+            scores = torch.einsum("bhqd,bhkd->bhqk", q, keys[:, :, k_start : k_start + block_size])
+            scores = scores.masked_fill(_hidden(num_tokens, rows, k_start, scores.shape[-1]), NEG_INF)
+            new_lse = torch.logaddexp(lse, torch.logsumexp(scores, dim=-1))
+            v_block = values[:, :, k_start : k_start + block_size]
+            p = torch.exp(scores - new_lse.unsqueeze(-1))
+            acc = acc * torch.exp(lse - new_lse).unsqueeze(-1) + torch.einsum("bhqk,bhkd->bhqd", p, v_block)
+            lse = new_lse
+        out[:, :, q_start : q_start + block_size] = acc
+    return out
+
+
+def baddbmm_blocked(queries, keys, values, block_size):
+    """Correct: heads flattened into one batch, products by torch.baddbmm, output stacked from a list."""
+    b, nh, num_tokens, head_dim = queries.shape
+    q_all, k_all, v_all = (t.reshape(b * nh, num_tokens, head_dim) for t in (queries, keys, values))
+    blocks = []
+    for q_start in range(0, num_tokens, block_size):
+        q = q_all[:, q_start : q_start + block_size]
+        rows = torch.arange(q_start, q_start + q.shape[1]).unsqueeze(-1)
+        m = torch.full(q.shape[:-1], NEG_INF)
+        s, acc = torch.zeros(q.shape[:-1]), torch.zeros(q.shape)
+        for k_start in range(0, num_tokens, block_size):  # every key block, the future ones fully masked
+            k = k_all[:, k_start : k_start + block_size]
+            scores = torch.baddbmm(torch.zeros(q.shape[0], q.shape[1], k.shape[1]), q, k.transpose(1, 2),
+                                   alpha=head_dim**-0.5)
+            scores = scores.masked_fill(_hidden(num_tokens, rows, k_start, k.shape[1]), NEG_INF)
+            new = torch.maximum(m, scores.amax(-1))
+            p = torch.exp(scores - new.unsqueeze(-1))
+            factor = torch.exp(m - new)
+            s = s * factor + p.sum(-1)
+            acc = torch.baddbmm(acc * factor.unsqueeze(-1), p, v_all[:, k_start : k_start + block_size])
+            m = new
+        blocks.append(acc / s.unsqueeze(-1))
+    return torch.cat(blocks, dim=1).reshape(b, nh, num_tokens, head_dim)
+
+
+def per_query_loop(queries, keys, values, block_size):
+    """Correct: one query at a time (a loop), keys in blocks; the output a non-contiguous view."""
+    num_tokens, head_dim = queries.shape[-2], queries.shape[-1]
+    out = torch.zeros(values.shape[-1], *values.shape[:-1]).permute(1, 2, 3, 0)
+    for i in range(num_tokens):
+        q = queries[:, :, i] / head_dim**0.5  # (B, nh, hs)
+        m = torch.full(q.shape[:-1], NEG_INF, dtype=torch.float64)
+        s = torch.zeros(q.shape[:-1], dtype=torch.float64)
+        acc = torch.zeros(q.shape, dtype=torch.float64)
+        for k_start in range(0, i + 1, block_size):
+            kb = keys[:, :, k_start : min(k_start + block_size, i + 1)]
+            scores = (kb @ q.unsqueeze(-1)).squeeze(-1).double()
+            new = torch.maximum(m, scores.amax(-1))
+            p = torch.exp(scores - new.unsqueeze(-1))
+            s = s * torch.exp(m - new) + p.sum(-1)
+            weighted = (p.unsqueeze(-1) * values[:, :, k_start : k_start + kb.shape[2]]).sum(2)
+            acc = acc * torch.exp(m - new).unsqueeze(-1) + weighted
+            m = new
+        out[:, :, i] = (acc / s.unsqueeze(-1)).float()
+    return out
+
+
+CORRECT_07 = {
+    "notebook": blocked,
+    "float64 internals": lambda q, k, v, b: blocked(q, k, v, b, dtype=torch.float64),
+    "reversed key order": lambda q, k, v, b: blocked(q, k, v, b, order=-1),
+    "log-sum-exp and einsum": lse_blocked,
+    "baddbmm, every key block": baddbmm_blocked,
+    "one query at a time": per_query_loop,
+}
+
+
+@pytest.mark.parametrize("name", list(CORRECT_07))
+def test_correct_blocked_solutions_pass(name):
+    result = ex.grade("tiled_attention", CORRECT_07[name])
+    assert result.passed, result.message
+    assert "T=64 block=8" in result.message and "extreme scores" in result.message
+
+
+@pytest.mark.parametrize("fn", [full_scores, whole_rows], ids=["never-reads-block_size", "whole-rows-softmax"])
+def test_attention_that_is_not_blocked_and_online_fails(fn):
+    result = ex.grade("tiled_attention", fn)
+    assert (result.status, result.hint) == ("fail", "not_blocked"), result.message
+    assert "(2, 4, 64, 2)" in result.message
+    ex.set_language("zh")
+    assert ex.evaluate("tiled_attention", fn).hint == "not_blocked"
+
+
+def mask_rows(queries, keys, values, block_size):
+    """Correct: the causal mask of a query block against all keys, (block_size, T) bools, sliced per key block."""
+    num_tokens, head_dim = queries.shape[-2], queries.shape[-1]
+    out = torch.empty_like(values)
+    for q_start in range(0, num_tokens, block_size):
+        q = queries[:, :, q_start : q_start + block_size] / head_dim**0.5
+        hidden = torch.arange(num_tokens) > torch.arange(q_start, q_start + q.shape[2]).unsqueeze(-1)
+        m = torch.full(q.shape[:-1], NEG_INF)
+        s, acc = torch.zeros(q.shape[:-1]), torch.zeros(q.shape)
+        for k_start in range(0, q_start + q.shape[2], block_size):
+            scores = q @ keys[:, :, k_start : k_start + block_size].transpose(-2, -1)
+            scores = scores.masked_fill(hidden[:, k_start : k_start + scores.shape[-1]], NEG_INF)
+            new = torch.maximum(m, scores.amax(-1))
+            p = torch.exp(scores - new.unsqueeze(-1))
+            s = s * torch.exp(m - new) + p.sum(-1)
+            acc = acc * torch.exp(m - new).unsqueeze(-1) + p @ values[:, :, k_start : k_start + block_size]
+            m = new
+        out[:, :, q_start : q_start + block_size] = acc / s.unsqueeze(-1)
+    return out
+
+
+def test_a_mask_row_per_query_block_is_allowed():
+    """(block_size, T) bools per query block (no batch, no heads) are not whole rows of scores."""
+    result = ex.grade("tiled_attention", mask_rows)
+    assert result.passed, result.message
+
+
+@pytest.mark.parametrize("fn", [
+    lambda q, k, v, b: torch.ops.aten.scaled_dot_product_attention(q, k, v, is_causal=True),
+    lambda q, k, v, b: torch.ops.aten._scaled_dot_product_attention_math(q, k, v, is_causal=True)[0],
+    lambda q, k, v, b: torch._C._nn.scaled_dot_product_attention(q, k, v, is_causal=True),
+    lambda q, k, v, b: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+], ids=["aten", "aten-math", "C-nn", "F"])
+def test_every_route_to_sdpa_is_named(fn):
+    result = ex.grade("tiled_attention", fn)
+    assert (result.status, result.hint) == ("fail", "uses_sdpa"), result.message
+    assert "scaled_dot_product" in result.message
+
+
+def test_llm_labs_softmax_and_the_checkers_own_helpers_are_references():
+    from llm_lab.exercises import _ex07_tiled, _shared
+
+    for fn in (lambda q, k, v, b: llm_lab.causal_softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5) @ v,
+               lambda q, k, v, b: _ex07_tiled.tiled(q, k, v, b),
+               lambda q, k, v, b: _shared.attention(q, k, v),
+               _ex07_tiled.tiled):
+        result = ex.grade("tiled_attention", fn)
+        assert (result.status, result.score) == ("reference", 0), result.message
+
+
+@pytest.mark.parametrize(("fn", "hint"), [
+    (lambda q, k, v, b: blocked(q, k, v, b, dtype=torch.float64, max_sub=False), "max_not_subtracted"),
+    (lambda q, k, v, b: blocked(q, k, v, b, init=0.0), "max_init_zero"),
+    (lambda q, k, v, b: blocked(q, k, v, b, dtype=torch.float64, init=0.0), "max_init_zero"),
+], ids=["float64-no-running-max", "max-starts-at-0", "float64-max-starts-at-0"])
+def test_unstable_softmax_fails_whatever_the_internal_dtype(fn, hint):
+    result = ex.grade("tiled_attention", fn)
+    assert (result.status, result.hint) == ("fail", hint), result.message
+
+
+def test_the_issues_own_example_is_a_checked_case():
+    """q = [[-10, 0], [1, 1]], k = [[40, 0], [1, 1]], block 1: row 0's only score is -282.8; SDPA is finite there
+    and a running maximum started at 0 gives NaN. The checker's extreme case goes further (-800, +800)."""
+    q, k = torch.tensor([[[[-10.0, 0], [1, 1]]]]), torch.tensor([[[[40.0, 0], [1, 1]]]])
+    v = torch.randn(1, 1, 2, 2)
+    assert torch.isfinite(F.scaled_dot_product_attention(q, k, v, is_causal=True)).all()
+    assert blocked(q, k, v, 1, init=0.0)[0, 0, 0].isnan().all()
+    from llm_lab.exercises._ex07_tiled import _extreme_scores
+
+    q, k = _extreme_scores()
+    scores = q @ k.transpose(-2, -1) / 2
+    assert scores.tril().abs().max() >= 800 and torch.exp(scores.double().tril().max()).isinf()
+
+
+
+def test_a_query_block_scaled_in_place_is_named():
+    result = ex.grade("tiled_attention", lambda q, k, v, b: blocked(q, k, v, b, inplace=True))
+    assert (result.status, result.hint) == ("fail", "input_modified"), result.message
+    assert "`queries`" in result.message
+
+
+@pytest.mark.parametrize(("fn", "hint"), [
+    (lambda q, k, v, b: blocked(q, k, v, b, mask=False), "future_open"),  # the notebook's block skipping kept
+    (lambda q, k, v, b: blocked(q, k, v, b) if q.shape[-2] % b == 0 else 1 / 0, "partial_block"),
+    (lambda q, k, v, b: blocked(q.view(*q.shape[:2], -1, b, q.shape[-1]).flatten(2, 3), k, v, b), "partial_block"),
+], ids=["mask-forgotten-blocks-skipped", "raises-on-a-partial-block", "view-into-whole-blocks"])
+def test_mistakes_get_their_own_hint(fn, hint):
+    result = ex.grade("tiled_attention", fn)
+    assert (result.status, result.hint) == ("fail", hint), result.message
