@@ -105,7 +105,7 @@ def write_plot(sweep, png: Path, title: str) -> str:
     return f"![time vs T]({png.name})"
 
 
-def main(argv=None) -> int:
+def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description="llm-lab benchmarks: attention implementations and dataset building")
     ap.add_argument("--quick", action="store_true", help="small sizes for a smoke run (writes nothing by default)")
     ap.add_argument("--device", default="cpu", help="cpu (default) or cuda")
@@ -117,9 +117,15 @@ def main(argv=None) -> int:
                     help="a sentence about the conditions, added to the report (env LLM_LAB_BENCH_NOTE)")
     args = ap.parse_args(argv)
     try:
-        device = lb.check_device(args.device)
+        args.device = lb.check_device(args.device)
     except ValueError as err:
         ap.error(str(err))
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    device = args.device
     preset = "quick" if args.quick else "full"
     s = lb.settings_for(preset, device, args.repeats)
     n_tokens, configs, views_rep, list_rep = DATASET_PRESETS[preset]
@@ -160,17 +166,22 @@ def main(argv=None) -> int:
     machine_md.append(f"- {load_line}, total run time {elapsed:.0f} s." if load_line
                       else f"- total run time {elapsed:.0f} s.")
     machine_md += [f"- {args.note}"] if args.note else []
-    report = Template(TEMPLATE.read_text(encoding="utf-8")).substitute(
+    write_report(path, dict(
         machine="\n".join(machine_md), size=size, repeats=s.repeats, headline=headline,
         attention_table="\n".join(attention_rows), fused_lines="\n".join(f"- {x}" for x in fused),
         sweep_table="\n".join(sweep_rows), plot_line=plot_line, n_tokens=f"{n_tokens:,}",
         views_repeats=views_rep, list_repeats=list_rep, dataset_table="\n".join(ds_rows),
         dataset_lines="\n".join(f"- {x}" for x in ds_lines),
-    )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(report + kept_sections(path), encoding="utf-8")
+    ))
     print(f"wrote {path}" + (f" and {png.name}" if png.exists() else ""))
     return 0
+
+
+def write_report(path: Path, fields: dict) -> None:
+    """The report from docs' template, keeping the sections other benchmarks wrote after it."""
+    report = Template(TEMPLATE.read_text(encoding="utf-8")).substitute(**fields)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(report + kept_sections(path), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -215,16 +215,15 @@ class Plan:
         return [self.nb.cells[i].source for i in self.learner if i < self.grading[key]]
 
 
-def plan(cn: CourseNotebook, sub) -> Plan:
-    """The instructor notebook with the learner's solution cells (and added cells) put in, checkers replaced
-    by capture cells. Solution cells are matched by cell id, then nbgrader grade_id, then by defining the
-    exercise's object (``def name`` / ``class name``)."""
+def _match(cn: CourseNotebook, sub) -> dict[int, int]:
+    """Instructor cell index -> submission cell index: by cell id, then nbgrader grade_id, then (ids lost by some
+    editors) an unchanged course cell by its text, and a solution cell by what it defines."""
     inst = cn.nb.cells
     by_id = {c.get("id"): i for i, c in enumerate(inst)}
     by_grade_id = {c.metadata.get("nbgrader", {}).get("grade_id"): i for i, c in enumerate(inst)
                    if c.metadata.get("nbgrader", {}).get("grade_id")}
     owner = {s: ex for ex in cn.exercises for s in ex.solutions}
-    matched: dict[int, int] = {}  # instructor index -> submission index
+    matched: dict[int, int] = {}
     for j, cell in enumerate(sub.cells):
         i = by_id.get(cell.get("id"))
         if i is None:
@@ -236,22 +235,22 @@ def plan(cn: CourseNotebook, sub) -> Plan:
     for j, cell in enumerate(sub.cells):
         if j not in used:
             by_source.setdefault(cell.source, []).append(j)
-    for i, cell in enumerate(inst):  # ids lost by some editors: an unchanged course cell is found by its text
+    for i, cell in enumerate(inst):
         if i not in matched and i not in owner and by_source.get(cell.source):
             matched[i] = by_source[cell.source].pop(0)
             used.add(matched[i])
-    for s, ex in owner.items():  # and a solution cell by what it defines
+    for s, ex in owner.items():
         if s not in matched:
             pattern = re.compile(DEFINES.format(re.escape(ex.key)), re.M)
             j = next((j for j, c in enumerate(sub.cells)
                       if j not in used and c.cell_type == "code" and pattern.search(c.source)), None)
             if j is not None:
                 matched[s], used = j, used | {j}
-    notes = []
-    order = [i for i, _ in sorted(matched.items(), key=lambda kv: kv[1])]
-    if order != sorted(order):
-        notes.append("cells were reordered: graded in the course's order")
-    # cells the learner added, each kept after the course cell it followed
+    return matched
+
+
+def _added(sub, matched: dict[int, int]) -> dict[int, list]:
+    """The code cells the learner added, each under the course cell it followed (-1: before any)."""
     anchor_of = {j: i for i, j in matched.items()}
     added: dict[int, list] = {}
     last = -1
@@ -260,6 +259,21 @@ def plan(cn: CourseNotebook, sub) -> Plan:
             last = anchor_of[j]
         elif cell.cell_type == "code" and cell.source.strip():
             added.setdefault(last, []).append(cell)
+    return added
+
+
+def plan(cn: CourseNotebook, sub) -> Plan:
+    """The instructor notebook with the learner's solution cells (and added cells) put in, checkers replaced
+    by capture cells. Solution cells are matched by cell id, then nbgrader grade_id, then by defining the
+    exercise's object (``def name`` / ``class name``)."""
+    inst = cn.nb.cells
+    owner = {s: ex for ex in cn.exercises for s in ex.solutions}
+    matched = _match(cn, sub)
+    notes = []
+    order = [i for i, _ in sorted(matched.items(), key=lambda kv: kv[1])]
+    if order != sorted(order):
+        notes.append("cells were reordered: graded in the course's order")
+    added = _added(sub, matched)
     missing_course = [i for i, c in enumerate(inst) if i not in matched and c.cell_type == "code"
                       and i not in owner and _course.CHECKER not in _course.tags(c)]
     if len(missing_course) > 2:
@@ -268,20 +282,17 @@ def plan(cn: CourseNotebook, sub) -> Plan:
     cells, grading, solutions, learner = [], {}, {}, []
     checker_of = {ex.checker: ex for ex in cn.exercises}
     for k in [-1, *range(len(inst))]:
-        if k >= 0:
-            c = inst[k]
-            if k in owner:
-                if k in matched:
-                    solutions.setdefault(owner[k].key, []).append(len(cells))
-                    learner.append(len(cells))
-                    cells.append(nbformat.v4.new_code_cell(sub.cells[matched[k]].source))
-                else:
-                    notes.append(f"{owner[k].key}: the solution cell was deleted")
-            elif k in checker_of:
-                grading[checker_of[k].key] = len(cells)
-                cells.append(nbformat.v4.new_code_cell(capture_code(checker_of[k])))
-            elif c.cell_type == "code":
-                cells.append(nbformat.v4.new_code_cell(c.source))
+        if k in owner and k in matched:
+            solutions.setdefault(owner[k].key, []).append(len(cells))
+            learner.append(len(cells))
+            cells.append(nbformat.v4.new_code_cell(sub.cells[matched[k]].source))
+        elif k in owner:
+            notes.append(f"{owner[k].key}: the solution cell was deleted")
+        elif k in checker_of:
+            grading[checker_of[k].key] = len(cells)
+            cells.append(nbformat.v4.new_code_cell(capture_code(checker_of[k])))
+        elif k >= 0 and inst[k].cell_type == "code":
+            cells.append(nbformat.v4.new_code_cell(inst[k].source))
         for extra in added.get(k, []):
             learner.append(len(cells))
             cells.append(nbformat.v4.new_code_cell(extra.source))
