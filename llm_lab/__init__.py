@@ -1,4 +1,9 @@
-"""llm_lab: reference implementations for the llm-lab notebook series on causal and multi-head attention."""
+"""llm_lab: reference implementations for the llm-lab notebook series on causal and multi-head attention.
+
+The book's code is here, at the top level; the course around it is in the subpackages ``explore`` (figures,
+explorers, head probes), ``bench`` (notebook 07's race), ``dev`` (bug-report and GPU tools) and ``exercises``
+(checkers). README.md in this folder lists the modules in reading order.
+"""
 
 from .attention import CausalAttention, SelfAttention
 from .dataset import GPTDatasetV1, create_dataloader_v1
