@@ -55,20 +55,25 @@ lab: setup
 lab-instructor: instructor-setup
 	$(BIN)/jupyter lab $(LAB_ARGS)
 
-# Every notebook, both languages, in JupyterLab + headless Chromium (Debian's chromium package; no browser
-# download): Run All, no error, explorers live and fully visible at 1366x768, no glyph drawn as a box.
-# Screenshots in build/browser/, timings in docs/benchmarks.md. .ci/run installs the apt packages.
+# Every notebook, learner and instructor versions, both languages, in JupyterLab + headless Chromium (Debian's
+# chromium package; no browser download), one pytest test per notebook and version on pytest-playwright
+# (tests/e2e/): Run All, no error, explorers live and fully visible at 1366x768, no glyph drawn as a box, 🚧 and
+# closed solution folds in the learner versions; then nbgrader's UI absent in `make lab`, present in
+# `make lab-instructor`. Screenshots in build/browser/, timings in docs/benchmarks.md (a full run only), JUnit in
+# build/junit/. PYTEST_ARGS='-k 01' selects (also --lf). .ci/run installs the apt packages.
 $(VENV)/.installed-browser: $(STAMP) requirements-browser.txt
 	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements-browser.txt
 	@touch $@
 
 test-browser: instructor-setup $(VENV)/.installed-browser
-	$(BIN)/python tools/browser_test.py
+	LLM_LAB_E2E=1 $(BIN)/python -m pytest -v --junitxml=build/junit/browser.xml \
+		tests/e2e/test_e2e_notebooks.py tests/e2e/test_e2e_lab_ui.py $(PYTEST_ARGS)
 
 # nbval runs on what learners get: the built wheel installed in its own venv, each notebook alone in an empty
-# folder, both versions (learner and instructor) in both languages (test-wheel), then the instructor versions
-# (every exercise solved) once more with float32 results nudged (test-perturbed). `make nbval` checks the
-# working tree's editable install, for maintainers.
+# folder: the learner versions in both languages and the Chinese instructor versions (test-wheel); the English
+# instructor versions (every exercise solved) with float32 results nudged up, then down (test-perturbed: nbval
+# too, so they are not run a third time). `make nbval` checks all four sets on the working tree's editable
+# install, for maintainers.
 test: setup instructor-setup lint unit widgets7 test-wheel test-perturbed
 
 # actionlint checks .github/workflows (syntax, expressions, job needs, action inputs), so a broken workflow
@@ -96,7 +101,8 @@ nbval: setup
 XDIST := -- -n 2 --dist loadfile
 test-wheel: $(if $(WHEEL_REQS),,setup)
 	$(if $(WHEEL_REQS),$(PYTHON),$(BIN)/python) tools/standalone.py \
-		$(if $(WHEEL_REQS),--reqs $(WHEEL_REQS) --python $(PYTHON)) $(if $(NB),--only $(NB)) $(if $(WHEEL_REQS),,$(XDIST))
+		$(if $(WHEEL_REQS),--reqs $(WHEEL_REQS) --python $(PYTHON)) $(if $(NB),--only $(NB)) \
+		$(if $(WHEEL_REQS),,--skip instructor/en $(XDIST))
 
 # Stored outputs must not depend on float summation order: nbval with every float32 matmul/softmax/sum/SDPA
 # result nudged by a value-determined relative 1e-6 (tools/float_nudge.py), each notebook twice, the nudge up in
@@ -183,10 +189,13 @@ $(SITE_VENV)/.installed: requirements-site.txt
 site: $(SITE_VENV)/.installed
 	$(SITE_VENV)/bin/python tools/build_site.py
 
-# The site in headless Chromium (Debian's chromium, as for test-browser): every page offline with no console
-# error, no broken link, math typeset, figures loaded, the language switch; screenshots in build/site-screens/.
+# The site in headless Chromium (Debian's chromium, as for test-browser; pytest-playwright, tests/e2e/): every
+# page offline with no console error, no broken link, math typeset, figures loaded, the language switch, search
+# per language; screenshots in build/site-screens/, JUnit in build/junit/. --confcutdir: tests/conftest.py
+# imports torch, which .venv-site has not.
 test-site: site
-	$(SITE_VENV)/bin/python tools/site_test.py
+	LLM_LAB_E2E=1 $(SITE_VENV)/bin/python -m pytest -v --confcutdir=tests/e2e --junitxml=build/junit/site.xml \
+		tests/e2e/test_e2e_site.py $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .venv-ipyw7 .venv-torch* .venv-wheel* .venv-site build .pytest_cache

@@ -197,6 +197,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", help="comma-separated notebook numbers, e.g. 01,06")
     ap.add_argument("--versions", default="learner,instructor",
                     help="which stored versions: learner (notebooks/LANG), instructor (notebooks/instructor/LANG)")
+    ap.add_argument("--skip", default="",
+                    help="version/lang pairs left out, e.g. instructor/en (test-perturbed runs it)")
     ap.add_argument("--perturb", action="store_true", help="nudge float32 results in the kernels (float_nudge.py)")
     ap.add_argument("--signs", type=parse_signs, default=(1,),
                     help="with --perturb: nudge directions, 1 (hashed), -1 (flipped) or 1,-1 (each notebook both ways)")
@@ -204,6 +206,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     notebooks = select(args.langs.split(","), args.only, tuple(args.versions.split(",")))
+    skip = {tuple(pair.split("/")) for pair in args.skip.split(",") if pair}
+    bad = [p for p in skip if len(p) != 2 or p[0] not in VERSION_DIRS or p[1] not in LANGS]
+    if bad:
+        raise SystemExit(f"--skip: expected version/lang pairs such as instructor/en, got {sorted(bad)}")
+    notebooks = [p for p in notebooks if not any(p.parent == VERSION_DIRS[v] / lang for v, lang in skip)]
     if args.reqs:
         venv = args.venv or ROOT / f".venv-wheel-{args.reqs.stem}"
         python = full_env(venv, args.python, args.reqs.resolve())
