@@ -37,12 +37,53 @@ def tiled_attention(queries, keys, values, block_size):
 pytestmark = pytest.mark.usefixtures("english")  # the checkers speak English here (tests/conftest.py)
 
 
+def chunk_attention(queries, keys, values):
+    """Written out by hand: the softmax over scores with the bottom-right causal mask."""
+    q_len, k_len = queries.shape[-2], keys.shape[-2]
+    scores = queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5
+    hidden = torch.arange(k_len) > torch.arange(q_len).unsqueeze(-1) + (k_len - q_len)
+    return torch.softmax(scores.masked_fill(hidden, NEG_INF), dim=-1) @ values
+
+
+def chunk_with(offset=None, mask=True, scale=True, in_place=False):
+    """A planted mistake: the mask's offset (0: is_causal's top left), no mask, no scale, or queries scaled in place."""
+    def attend(queries, keys, values):
+        q_len, k_len = queries.shape[-2], keys.shape[-2]
+        if in_place:
+            queries /= queries.shape[-1] ** 0.5
+        else:
+            queries = queries / queries.shape[-1] ** 0.5 if scale else queries
+        scores = queries @ keys.transpose(-2, -1)
+        if mask:
+            shift = k_len - q_len if offset is None else offset(q_len, k_len)
+            scores = scores.masked_fill(torch.arange(k_len) > torch.arange(q_len).unsqueeze(-1) + shift, NEG_INF)
+        return torch.softmax(scores, dim=-1).nan_to_num(0.0) @ values
+
+    return attend
+
+
 SOLUTIONS = {
     "tiled_attention": tiled_attention,
+    "cached_attention": chunk_attention,
 }
 PLANTED = [
     # (exercise, wrong implementation, hint the checker must name)
+    ("cached_attention", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), "mask_top_left"),
+    ("cached_attention", chunk_with(offset=lambda q_len, k_len: 0), "mask_top_left"),
+    ("cached_attention", lambda q, k, v: F.scaled_dot_product_attention(q, k, v), "cache_future_open"),
+    ("cached_attention", chunk_with(offset=lambda q_len, k_len: k_len - q_len - 1), "cache_own_key_hidden"),
+    ("cached_attention", chunk_with(scale=False), "scale_missing"),
+    ("cached_attention", chunk_with(in_place=True), "input_modified"),
 ]
+
+
+def test_llm_labs_cache_attention_is_the_reference():
+    from llm_lab import kv_cache
+
+    assert ex.grade("cached_attention", kv_cache.cached_attention).status == "reference"
+    mask_from_llm_lab = lambda q, k, v: F.scaled_dot_product_attention(  # noqa: E731
+        q, k, v, attn_mask=~kv_cache.causal_mask_bottom_right(q.shape[-2], k.shape[-2]))
+    assert ex.grade("cached_attention", mask_from_llm_lab).status == "reference"
 
 
 

@@ -36,6 +36,7 @@ Usage: python tools/grade.py SUBMISSIONS [--out DIR] [--notebook 04] [--jobs N] 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import re
@@ -225,19 +226,22 @@ def _match(cn: CourseNotebook, sub) -> dict[int, int]:
     owner = {s: ex for ex in cn.exercises for s in ex.solutions}
     matched: dict[int, int] = {}
     for j, cell in enumerate(sub.cells):
-        i = by_id.get(cell.get("id"))
+        i = by_grade_id.get(cell.get("metadata", {}).get("nbgrader", {}).get("grade_id"))
         if i is None:
-            i = by_grade_id.get(cell.get("metadata", {}).get("nbgrader", {}).get("grade_id"))
+            i = by_id.get(cell.get("id"))
+            if i is not None and not _same_role(inst[i], cell, owner.get(i)):
+                i = None  # ids are positions: a course that gained cells since this copy gives them to others
         if i is not None and i not in matched:
             matched[i] = j
     used = set(matched.values())
     by_source: dict[str, list[int]] = {}
     for j, cell in enumerate(sub.cells):
         if j not in used:
-            by_source.setdefault(cell.source, []).append(j)
+            by_source.setdefault(cell.source.rstrip(), []).append(j)
     for i, cell in enumerate(inst):
-        if i not in matched and i not in owner and by_source.get(cell.source):
-            matched[i] = by_source[cell.source].pop(0)
+        visible = cell.source.split(_course.BEGIN_HIDDEN)[0].rstrip()  # a checker cell as learners have it
+        if i not in matched and i not in owner and by_source.get(visible):
+            matched[i] = by_source[visible].pop(0)
             used.add(matched[i])
     for s, ex in owner.items():
         if s not in matched:
@@ -247,6 +251,21 @@ def _match(cn: CourseNotebook, sub) -> dict[int, int]:
             if j is not None:
                 matched[s], used = j, used | {j}
     return matched
+
+
+def _same_role(course_cell, cell, exercise: _course.Exercise | None) -> bool:
+    """May the submission's ``cell`` stand for ``course_cell`` (same id)? The same kind; for a solution cell one that
+    defines that exercise's object; for a course cell no solution cell, and the same text give or take edits."""
+    if course_cell.cell_type != cell.get("cell_type"):
+        return False
+    source = cell.get("source", "")
+    if exercise is not None:
+        return bool(re.search(DEFINES.format(re.escape(exercise.key)), source, re.M))
+    if _course.SOLUTION in _course.tags(cell):
+        return False
+    # a course cell the learner may have edited: still recognisably the same cell (hidden tests aside)
+    ours = course_cell.source.split(_course.BEGIN_HIDDEN)[0].rstrip()
+    return source.rstrip() == ours or difflib.SequenceMatcher(None, ours, source, autojunk=False).ratio() >= 0.6
 
 
 def _added(sub, matched: dict[int, int]) -> dict[int, list]:

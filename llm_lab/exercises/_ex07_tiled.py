@@ -1,7 +1,10 @@
 # ruff: noqa: E501  (the messages read better unbroken)
-"""Notebook 07 (transfer): blocked causal attention over all queries with an online softmax."""
+"""Notebook 07 (transfer): blocked causal attention over all queries with an online softmax; attention of a chunk
+of new queries on a KV cache, its causal mask aligned to the newest query."""
 
 from __future__ import annotations
+
+import functools
 
 import torch
 import torch.nn.functional as F
@@ -189,7 +192,78 @@ _FIXES = {
     "partial_block": {"en": "Slice `queries[:, :, q_start : q_start + block_size]` (slicing stops at T by itself) with `for q_start in range(0, num_tokens, block_size):`.", "zh": "用 `for q_start in range(0, num_tokens, block_size):` 并切片 `queries[:, :, q_start : q_start + block_size]`（切片自动止于 T）。"},
 }
 
+
+# ---- a chunk of new queries on a KV cache -------------------------------------------------------------------
+
+
+def cached(q, k, v, *, align="bottom_right", scale=True):
+    """The reference and its known wrong variants: the mask aligned bottom right (query i at position
+    k_len - q_len + i), top left (``is_causal=True``'s), shifted one key too far back (the query's own key hidden),
+    or absent."""
+    q_len, k_len = q.shape[-2], k.shape[-2]
+    rows, cols = torch.arange(q_len).unsqueeze(-1), torch.arange(k_len)
+    offset = {"bottom_right": k_len - q_len, "top_left": 0, "own_hidden": k_len - q_len - 1}.get(align)
+    s = (q.double() @ k.double().transpose(-2, -1)) / (q.shape[-1] ** 0.5 if scale else 1.0)
+    if offset is not None:
+        s = s.masked_fill(cols > rows + offset, NEG_INF)
+    return (torch.softmax(s, dim=-1).nan_to_num(0.0) @ v.double()).float()
+
+
+# (B, nh, q_len, k_len, hs): one new token, a chunk of three, a chunk as long as the cache (a full prompt), two
+CACHED_CASES = [(1, 1, 1, 6, 4), (2, 3, 3, 7, 5), (1, 2, 4, 4, 8), (2, 1, 2, 9, 3)]
+
+
+def body_cached_attention(fn) -> list[str]:
+    g = gen(707)
+    cases = []
+    for b, nh, q_len, k_len, hs in CACHED_CASES:
+        q = torch.randn(b, nh, q_len, hs, generator=g)
+        k, v = torch.randn(b, nh, k_len, hs, generator=g), torch.randn(b, nh, k_len, hs, generator=g)
+        case = f"queries.shape={shape_str(q.shape)}, keys.shape={shape_str(k.shape)}"
+        args = (q.clone(), k.clone(), v.clone())
+        out = as_tensor(call(fn, *args, case=case), case)
+        for name, before, after in zip(("queries", "keys", "values"), (q, k, v), args, strict=True):
+            if not same(after, before, atol=0.0, rtol=0.0):
+                raise Fail("input_modified", name=name, case=case)
+        variants = [(hint, functools.partial(cached, q, k, v, **kw)) for hint, kw in (
+            ("mask_top_left", {"align": "top_left"}), ("cache_future_open", {"align": None}),
+            ("cache_own_key_hidden", {"align": "own_hidden"}), ("scale_missing", {"scale": False}))]
+        compare(out, cached(q, k, v), case, variants if q_len < k_len else variants[1:])
+        cases.append(f"q_len={q_len} k_len={k_len}")
+    return cases
+
+
+_CACHED_MESSAGES = {
+    "mask_top_left": {
+        "en": "{title}: the causal mask is aligned to the top left, as `is_causal=True` does (input: {case}): query i sees keys 0 … i, but the new queries are the last q_len positions, so query i sees keys 0 … k_len - q_len + i.",
+        "zh": "{title}：因果遮蔽对齐到了左上角，和 `is_causal=True` 一样（输入：{case}）：查询 i 看到键 0 … i；可新查询是最后 q_len 个位置，查询 i 应该看到键 0 … k_len - q_len + i。",
+    },
+    "cache_future_open": {
+        "en": "{title}: a new query sees the new keys after its own position (input: {case}): with several new tokens, each must still be causal among them.",
+        "zh": "{title}：新查询看到了它自己位置之后的新键（输入：{case}）：一次来了几个新词元时，它们彼此之间仍然要满足因果性。",
+    },
+    "cache_own_key_hidden": {
+        "en": "{title}: each new query hides its own key (input: {case}): the mask is one key too far back; query i sits at k_len - q_len + i and sees that key too.",
+        "zh": "{title}：每个新查询都遮住了它自己的键（输入：{case}）：遮蔽往前错了一个键；查询 i 位于 k_len - q_len + i，这个键它也看得到。",
+    },
+}
+_CACHED_FIXES = {
+    "mask_top_left": {"en": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`, then `scores.masked_fill(hidden, float('-inf'))`; or SDPA with `attn_mask=~hidden`, not `is_causal=True`.", "zh": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`，再 `scores.masked_fill(hidden, float('-inf'))`；或者给 SDPA 传 `attn_mask=~hidden`，而不是 `is_causal=True`。"},
+    "cache_future_open": {"en": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`.", "zh": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`。"},
+    "cache_own_key_hidden": {"en": "`triu(diagonal=k_len - q_len + 1)`, not `k_len - q_len`.", "zh": "用 `triu(diagonal=k_len - q_len + 1)`，而不是 `k_len - q_len`。"},
+    "scale_missing": {"en": "`scores = queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5`.", "zh": "`scores = queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5`。"},
+}
+
 RECORDS = [
+    Exercise(
+        name="cached_attention", notebook="07", body=body_cached_attention, points=2, takes="function",
+        signature="``fn(queries (B, nh, q_len, hs), keys, values (B, nh, k_len, hs)) -> (B, nh, q_len, hs)``: causal "
+        "attention of the q_len newest tokens on all k_len keys and values (the cache included), ``q_len <= k_len``.",
+        hints=("mask_top_left", "cache_future_open", "cache_own_key_hidden", "scale_missing", "input_modified"),
+        references=("kv_cache.cached_attention", "kv_cache.causal_mask_bottom_right", "kv_cache.decode_step",
+                    "exercises._ex07_tiled.cached"),
+        messages=_CACHED_MESSAGES, fixes=_CACHED_FIXES,
+    ),
     Exercise(
         name="tiled_attention", notebook="07", body=body_tiled_attention, points=3, takes="function",
         signature="``fn(queries, keys, values (B, nh, T, hs), block_size) -> (B, nh, T, hs)``: causal attention "
