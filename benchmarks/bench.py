@@ -47,7 +47,7 @@ def fused_lines(results) -> list[str]:
     ]
 
 
-# Sections other tools write into the same report (tools/browser_test.py: per-notebook browser timings;
+# Sections other tools write into the same report (tests/e2e/test_e2e_notebooks.py: per-notebook browser timings;
 # bench_grade.py: grading a class);
 # a rewrite of the benchmark part keeps them as they are.
 KEPT = (("<!-- browser:begin -->", "<!-- browser:end -->"), ("<!-- grade:begin -->", "<!-- grade:end -->"),

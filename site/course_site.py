@@ -1,7 +1,7 @@
 """The static site's model of the series: languages, pages and the language switch.
 
 Pure Python with no Sphinx import, so the fast unit tests (tests/test_site_config.py), the builder
-(tools/build_site.py), the Sphinx config (site/conf.py) and the browser test (tools/site_test.py) share it.
+(tools/build_site.py), the Sphinx config (site/conf.py) and the browser test (tests/e2e/e2e_site.py) share it.
 
 Layout of build/site/: ``index.html`` (pick a language), ``<lang>/index.html`` (the series' table of
 contents), ``<lang>/<stem>.html`` for every ``notebooks/<lang>/<stem>.ipynb``, and ``_mathjax/`` (MathJax,

@@ -15,13 +15,9 @@ CODE = sorted(p for top in ("llm_lab", "tools", "benchmarks", "tests") for p in 
               if "node_modules" not in p.parts)
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 500, 60
 # path (relative to the root) -> why it may be longer
-LONG_MODULES: dict[str, str] = {
-    "tools/browser_test.py": "being replaced by the pytest-playwright modules in tests/e2e",
-}
+LONG_MODULES: dict[str, str] = {}
 # "path:function" -> why it may be longer
 LONG_FUNCTIONS: dict[str, str] = {
-    "tools/browser_test.py:check_notebook": "being replaced by the pytest-playwright modules in tests/e2e",
-    "tools/browser_test.py:main": "being replaced by the pytest-playwright modules in tests/e2e",
     "tests/_hostile.py:tricks": "a table: one hostile submission per entry, read top to bottom",
     "tests/test_grade.py:class_of": "a table: one submitted notebook per line, each with the total it must get",
 }
