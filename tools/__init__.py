@@ -1,0 +1,11 @@
+"""The maintainers' and instructors' tools, by audience; run from the repository root as ``python -m tools....``
+(the Makefile's targets do).
+
+- ``tools.course``: the course model every tool shares: paths, languages, the two stored versions, ``select(NB)``,
+  cell tags and the nbgrader rule.
+- ``tools.authoring``: writing the series: the notebook builder (``nbtool``), the learner versions, the site, the
+  tiny model's training.
+- ``tools.teaching``: running a course: student copies, grading (the sandbox, the kernel, the report), nbgrader
+  courses, the local JupyterHub.
+- ``tools.release``: what users get: releases, the installed-wheel nbval run and its float nudge, ipywidgets 7.
+"""

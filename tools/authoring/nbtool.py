@@ -1,0 +1,447 @@
+"""Build, execute and re-point the notebook series.
+
+Each notebook has one source, ``notebooks/src/NN_slug.nbsrc``, holding its code once and its prose in
+English and Chinese. ``build`` writes two versions of it per language: the instructor version
+``notebooks/instructor/{en,zh}/NN_slug.ipynb`` (solutions, model answers, hidden tests) and the learner version
+``notebooks/{en,zh}/NN_slug.ipynb`` derived from it by tools/authoring/learner.py (exercises to write, each solution
+folded; what Colab badges and `make lab` open). ``execute`` runs both with nbclient so every stored output
+comes from a real run; ``set-repo`` re-points every Colab badge and setup cell at another GitHub repository/ref
+without re-running anything.
+
+Source format: blocks start with a marker line.
+
+    %% title            English title (the builder adds the heading, the Colab badge and the setup cell)
+    %% title zh         Chinese title
+    %% md               an English markdown cell ...
+    %% md zh            ... immediately followed by its Chinese twin
+    %% code            a code cell shared by both languages; {{LANG}} becomes "en" or "zh"
+    %% code tags=a,b    the same, with cell tags:
+                          solution  an exercise solution between ### BEGIN SOLUTION / ### END SOLUTION
+                                    (gets nbgrader metadata; student copies replace it)
+                          checker   calls an exercise checker: its output is in the notebook's language
+                                    (nbgrader autograded test: points and hidden tests, see tools/course.py)
+    %% md tags=answer   a Predict/Explain model answer (nbgrader manually graded; student copies clear it)
+
+Code comments: the code is shared, a comment may have a Chinese twin that replaces it in the zh notebook
+(and is dropped from the en one). Inline, the twin ends the comment; on its own line, a run of k
+``# zh:`` lines replaces the k comments right above it:
+
+    attn_scores = queries @ keys.T  # (T, T): row = query  # zh: (T, T)：行是查询
+    # Why this line exists, in English.
+    # zh: 用中文说明这一行为什么存在。
+
+``python -m tools.authoring.nbtool comments [--only NN]`` lists the English prose comments still without a twin.
+
+An optional ``NN_slug.exercises.nbsrc`` (same format, no title) is appended: the exercises section. Its first
+cell is the section's heading (tagged ``exercises`` by the builder); ``{{HOWTO}}`` in it becomes the how-to
+paragraph of the version being built (tools/course.py HOWTO).
+
+Usage: python -m tools.authoring.nbtool build|execute|check|readme|comments|set-repo [...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+from tools import course as _course
+from tools.authoring import learner
+
+ROOT = _course.ROOT
+SRC = ROOT / "notebooks" / "src"
+LANGS = _course.LANGS
+DIST_NAME = "llm-lab-course"
+BADGE_IMG = "https://colab.research.google.com/assets/colab-badge.svg"
+SETUP_MARK = "# Colab setup"
+
+
+def colab_config() -> tuple[str, str]:
+    # A regex, not tomllib: the tools also run on Python 3.10.
+    text = (ROOT / "pyproject.toml").read_text()
+    section = text.split("[tool.llm-lab]", 1)[1]
+    return re.search(r'(?m)^repo = "(.*)"$', section)[1], re.search(r'(?m)^ref = "(.*)"$', section)[1]
+
+
+def badge_url(repo: str, ref: str, lang: str, name: str) -> str:
+    return f"https://colab.research.google.com/github/{repo}/blob/{ref}/notebooks/{lang}/{name}"
+
+
+def badge_markdown(repo: str, ref: str, lang: str, name: str) -> str:
+    return f"[![Open In Colab]({BADGE_IMG})]({badge_url(repo, ref, lang, name)})"
+
+
+SETUP_FAILED = {
+    "en": "Could not install llm_lab {ref} from github.com/{repo} (no internet here, or that release does not exist "
+          "yet): check the runtime's connection and run this cell again, or open the notebook from the course README.",
+    "zh": "无法从 github.com/{repo} 安装 llm_lab {ref}（此处没有网络，或该版本尚未发布）："
+          "请检查运行时的网络连接后重新运行本单元格，或从课程 README 重新打开本笔记本。",
+}
+
+
+SETUP_COMMENT = {
+    "en": ": on Google Colab install llm_lab, the course's reference package; elsewhere do nothing.",
+    "zh": "：在 Google Colab 上安装本课程的参考包 llm_lab；在其他地方什么也不做。",
+}
+
+
+def setup_code(repo: str, ref: str, lang: str = "en") -> str:
+    """The notebook's first code cell: installs the release on Colab, does nothing elsewhere.
+
+    A failed install prints one sentence in the notebook's language instead of pip's traceback.
+    """
+    message = SETUP_FAILED[lang].format(repo=repo, ref=ref)
+    return (
+        f"{SETUP_MARK}{SETUP_COMMENT[lang]}\n"
+        "import subprocess\n"
+        "import sys\n"
+        "\n"
+        'if "google.colab" in sys.modules:\n'
+        f'    spec = "{DIST_NAME} @ git+https://github.com/{repo}@{ref}"\n'
+        '    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", spec], capture_output=True)\n'
+        "    if pip.returncode != 0:\n"
+        f"        print({message!r})"
+    )
+
+
+GPU_NOTEBOOK = "tools/colab_nbval.ipynb"  # relative to ROOT
+
+
+def gpu_notebook(repo: str, ref: str) -> nbformat.NotebookNode:
+    """tools/colab_nbval.ipynb: on a Colab GPU, nbval over the release's notebooks, one line of result."""
+    url = f"https://colab.research.google.com/github/{repo}/blob/{ref}/tools/colab_nbval.ipynb"
+    intro = (
+        f"# Check the llm-lab series on a Colab GPU · 在 Colab GPU 上检查本系列\n\n"
+        f"[![Open In Colab]({BADGE_IMG})]({url})\n\n"
+        f"Run this on a GPU runtime (*Runtime → Change runtime type → GPU*). It installs `llm_lab` {ref}, fetches the "
+        "notebooks of the same release, runs nbval over every notebook with the GPU visible, and prints one line: "
+        "cells passed and the GPU's name. Without a GPU it says so and runs nothing.\n\n"
+        "请在 GPU 运行时上运行（*代码执行程序 → 更改运行时类型 → GPU*）。"
+        f"它会安装 `llm_lab` {ref}，获取同一版本的笔记本，"
+        "在 GPU 可见的情况下用 nbval 检查每个笔记本，"
+        "并打印一行结果：通过的单元格数和 GPU 名称。"
+        "没有 GPU 时它会如实说明，什么也不运行。"
+    )
+    code = (
+        f"# Check every stored output of the llm-lab series on this runtime's GPU (nbval), release {ref}.\n"
+        "import subprocess\n"
+        "import sys\n"
+        "\n"
+        "import torch\n"
+        "\n"
+        f'REPO, REF = "{repo}", "{ref}"\n'
+        "\n"
+        "if not torch.cuda.is_available():\n"
+        '    print("No GPU in this runtime (torch.cuda.is_available() is False), nothing was run: "\n'
+        '          "choose Runtime > Change runtime type > GPU, then run this cell again.")\n'
+        "else:\n"
+        f'    spec = f"{DIST_NAME}[test] @ git+https://github.com/{{REPO}}@{{REF}}"\n'
+        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", spec], check=True)\n'
+        '    subprocess.run([sys.executable, "-m", "llm_lab.gpu_check", "--fetch", REPO, REF])'
+    )
+    nb = nbformat.v4.new_notebook()
+    nb.metadata = {
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+        "colab": {"provenance": []},
+        "accelerator": "GPU",
+    }
+    nb.cells = [nbformat.v4.new_markdown_cell(intro), nbformat.v4.new_code_cell(code)]
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"gpu-check-{i}"
+    return nb
+
+
+MARKER = re.compile(r"^%% (title|md|code)(?: (zh))?(?: tags=([\w,-]+))?\s*$")
+
+
+def parse(path: Path, need_title: bool = True) -> dict:
+    """Parse a source into {'title': {lang: str}, 'cells': [...]}."""
+    blocks, current = [], None
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.startswith("%% "):
+            m = MARKER.match(line)
+            if not m:
+                raise ValueError(f"{path}:{lineno}: bad marker line {line!r}")
+            current = {"kind": m[1], "zh": bool(m[2]), "tags": m[3].split(",") if m[3] else [], "lines": [],
+                       "at": f"{path.name}:{lineno}"}
+            blocks.append(current)
+        elif current is None:
+            if line.strip():
+                raise ValueError(f"{path}:{lineno}: text before the first marker")
+        else:
+            current["lines"].append(line)
+    title, cells = {}, []
+    for i, b in enumerate(blocks):
+        text = "\n".join(b["lines"]).strip("\n")
+        if b["kind"] == "title":
+            title["zh" if b["zh"] else "en"] = text.strip()
+        elif b["kind"] == "code":
+            if b["zh"]:
+                raise ValueError(f"{b['at']}: code is shared by both languages; use {{{{LANG}}}} for the language")
+            cells.append({"type": "code", "source": text, "tags": b["tags"], "at": b["at"]})
+        elif not b["zh"]:
+            nxt = blocks[i + 1] if i + 1 < len(blocks) else None
+            if not nxt or nxt["kind"] != "md" or not nxt["zh"]:
+                raise ValueError(f"{b['at']}: an English markdown cell must be followed by '%% md zh'")
+            cells.append({"type": "md", "en": text, "zh": "\n".join(nxt["lines"]).strip("\n"), "tags": b["tags"]})
+        elif i == 0 or blocks[i - 1]["kind"] != "md" or blocks[i - 1]["zh"]:
+            raise ValueError(f"{b['at']}: '%% md zh' must follow an English '%% md' cell")
+    if need_title and set(title) != set(LANGS):
+        raise ValueError(f"{path}: needs '%% title' and '%% title zh'")
+    return {"title": title, "cells": cells}
+
+
+# Chinese twins of code comments ('# zh:'): parsing and the prose heuristic live in tools/authoring/_comments.py.
+from tools.authoring._comments import CJK, comment_twins, localize_comments, needs_twin, strip_comments  # noqa: E402,F401
+
+
+def untranslated(src: Path) -> list[str]:
+    """'file:line: comment' for every English prose comment in ``src``'s code cells that has no Chinese twin."""
+    found = []
+    for cell in parse(src, need_title=not src.name.endswith(".exercises.nbsrc"))["cells"]:
+        if cell["type"] != "code":
+            continue
+        lines, comments = comment_twins(cell["source"], cell.get("at", src.name))
+        for row, (_, en, zh) in sorted(comments.items()):
+            if zh is None and needs_twin(en):
+                found.append(f"{cell.get('at', src.name)}+{row}: {lines[row - 1].strip()}")
+    return found
+
+
+def cmd_comments(args) -> int:
+    """List the code comments that still lack a Chinese twin (exit 1 if there are any)."""
+    missing = []
+    for src in sources(args.only):
+        for path in (src, src.with_name(src.name.removesuffix(".nbsrc") + ".exercises.nbsrc")):
+            if path.exists():
+                missing += untranslated(path)
+    for line in missing:
+        print(line)
+    return 1 if missing else 0
+
+
+def notebook_name(src: Path) -> str:
+    return src.name.removesuffix(".nbsrc") + ".ipynb"
+
+
+def build_one(src: Path, lang: str, repo: str, ref: str, version: str = _course.INSTRUCTOR_VERSION
+              ) -> nbformat.NotebookNode:
+    """One notebook, unexecuted: the instructor version, or (``version="learner"``) the learner version."""
+    if version not in _course.VERSIONS:
+        raise ValueError(f"unknown notebook version {version!r}: use one of {', '.join(_course.VERSIONS)}")
+    spec = parse(src)
+    exercises = src.with_name(src.name.removesuffix(".nbsrc") + ".exercises.nbsrc")
+    first_exercise = len(spec["cells"])
+    if exercises.exists():
+        spec["cells"] += parse(exercises, need_title=False)["cells"]
+        spec["cells"][first_exercise]["tags"] = [*spec["cells"][first_exercise]["tags"], _course.EXERCISES_TAG]
+    name = notebook_name(src)
+    nb = nbformat.v4.new_notebook()
+    nb.metadata = {
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+        "colab": {"provenance": []},
+    }
+    header = f"# {spec['title'][lang]}\n\n{badge_markdown(repo, ref, lang, name)}"
+    cells = [nbformat.v4.new_markdown_cell(header), nbformat.v4.new_code_cell(setup_code(repo, ref, lang))]
+    howto = _course.HOWTO[_course.INSTRUCTOR_VERSION][lang]
+    for c in spec["cells"]:
+        if c["type"] == "md":
+            cells.append(nbformat.v4.new_markdown_cell(c[lang].replace("{{HOWTO}}", howto)))
+            if c.get("tags"):  # e.g. answer: a Predict/Explain model answer, graded by hand under nbgrader
+                cells[-1].metadata["tags"] = c["tags"]
+        else:
+            code = localize_comments(c["source"], lang, c.get("at", src.name))
+            cell = nbformat.v4.new_code_cell(code.replace("{{LANG}}", f'"{lang}"'))
+            if c["tags"]:
+                cell.metadata["tags"] = c["tags"]
+            cells.append(cell)
+    for i, cell in enumerate(cells):
+        cell["id"] = f"{lang}-{name[:2]}-{i:03d}"  # stable ids keep diffs small
+    _course.nbgrader_metadata(cells, name[:2])  # points, hidden tests, answer cells: from the tags
+    nb.cells = cells
+    if version == _course.LEARNER:
+        return learner.learner_version(nb, lang)  # keeps the header's badge: it opens this very version
+    cells[0].source = f"# {spec['title'][lang]}\n\n{_course.INSTRUCTOR_NOTE[lang].format(name=name)}"
+    return nb
+
+
+def sources(only: str | None = None) -> list[Path]:
+    found = sorted(p for p in SRC.glob("[0-9][0-9]_*.nbsrc") if not p.name.endswith(".exercises.nbsrc"))
+    wanted = _course.parse_only(only)  # "3,06" -> ("03", "06"): notebook numbers, one meaning everywhere
+    return [p for p in found if wanted is None or p.name[:2] in wanted]
+
+
+def out_path(src: Path, lang: str, version: str = _course.INSTRUCTOR_VERSION) -> Path:
+    return _course.version_dir(version, ROOT / "notebooks") / lang / notebook_name(src)
+
+
+def write(nb, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(path))
+
+
+def execute(nb, path: Path, timeout: int = 600) -> None:
+    from nbclient import NotebookClient
+
+    resources = {"metadata": {"path": str(path.parent)}}
+    # coalesce_streams: one print may arrive in several chunks on a busy machine; store it as one output
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", resources=resources, coalesce_streams=True).execute()
+    for cell in nb.cells:  # nbclient records timings; they would churn every diff
+        cell.metadata.pop("execution", None)
+    nb.metadata.pop("widgets", None)
+
+
+def cmd_build(args) -> None:
+    repo, ref = colab_config()
+    for src in sources(args.only):
+        for lang in LANGS:
+            for version in args.versions.split(",") if getattr(args, "versions", None) else _course.VERSIONS:
+                nb = build_one(src, lang, repo, ref, version)
+                path = out_path(src, lang, version)
+                if args.execute:
+                    print(f"executing {path.relative_to(ROOT)}", flush=True)
+                    execute(nb, path)
+                    if version == _course.LEARNER:
+                        learner.clear_exercise_outputs(nb)
+                write(nb, path)
+    write(gpu_notebook(repo, ref), ROOT / GPU_NOTEBOOK)  # no outputs: it only runs on a GPU runtime
+
+
+README_LANG = {"README.md": "en", "README.zh-CN.md": "zh"}
+TABLE_BEGIN, TABLE_END = "<!-- series:begin -->", "<!-- series:end -->"
+
+
+def series_table(lang: str, repo: str, ref: str) -> str:
+    """The README's table of notebooks, titles in ``lang``, a Colab badge per language."""
+    head = ("| # | Notebook | English | 中文 |" if lang == "en" else "| # | 笔记本 | English | 中文 |")
+    rows = [head, "| --- | --- | --- | --- |"]
+    for src in sources():
+        name = notebook_name(src)
+        title = parse(src)["title"][lang].split("·", 1)[-1].strip()
+        links = [f"[![Open In Colab]({BADGE_IMG})]({badge_url(repo, ref, lg, name)}) [{lg}](notebooks/{lg}/{name})"
+                 for lg in LANGS]
+        rows.append(f"| {name[:2]} | {title} | {links[0]} | {links[1]} |")
+    return "\n".join(rows)
+
+
+def render_readme(text: str, lang: str, repo: str, ref: str) -> str:
+    before, rest = text.split(TABLE_BEGIN, 1)
+    _, after = rest.split(TABLE_END, 1)
+    return f"{before}{TABLE_BEGIN}\n{series_table(lang, repo, ref)}\n{TABLE_END}{after}"
+
+
+def cmd_readme(args) -> int:
+    """Rewrite (or with --check, verify) the series tables in README.md and README.zh-CN.md."""
+    repo, ref = colab_config()
+    stale = []
+    for filename, lang in README_LANG.items():
+        path = ROOT / filename
+        text = path.read_text(encoding="utf-8")
+        new = render_readme(text, lang, repo, ref)
+        if new != text:
+            if args.check:
+                stale.append(f"{filename}: series table out of date: run python -m tools.authoring.nbtool readme")
+            else:
+                path.write_text(new, encoding="utf-8")
+    for line in stale:
+        print(line)
+    return 1 if stale else 0
+
+
+def cmd_check(args) -> int:
+    """Stored notebooks must hold exactly the cells their sources build (outputs aside)."""
+    repo, ref = colab_config()
+    problems = []
+    for src in sources(args.only):
+        for lang in LANGS:
+            for version in _course.VERSIONS:
+                path = out_path(src, lang, version)
+                if not path.exists():
+                    problems.append(f"{path} missing: run make execute")
+                    continue
+                want = build_one(src, lang, repo, ref, version)
+                have = nbformat.read(str(path), as_version=4)
+                w = [(c.cell_type, c.source) for c in want.cells]
+                h = [(c.cell_type, c.source) for c in have.cells]
+                if w != h:
+                    problems.append(f"{path} differs from {src.name}: run make execute NB={src.name[:2]}")
+    gpu = ROOT / GPU_NOTEBOOK
+    if not gpu.exists() or [c.source for c in nbformat.read(str(gpu), as_version=4).cells] != [
+            c.source for c in gpu_notebook(repo, ref).cells]:
+        problems.append(f"{gpu} is missing or stale: run python -m tools.authoring.nbtool build")
+    for p in problems:
+        print(p)
+    return 1 if problems else 0
+
+
+def cmd_set_repo(args) -> None:
+    """Rewrite pyproject's [tool.llm-lab] and every badge/setup cell in place (outputs are unaffected)."""
+    old_repo, old_ref = colab_config()
+    ref = args.ref or old_ref
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", args.repo):
+        raise SystemExit(f"repo must look like owner/name, got {args.repo!r}")
+    pp = ROOT / "pyproject.toml"
+    text = pp.read_text()
+    text = re.sub(r'(?m)^repo = ".*"$', f'repo = "{args.repo}"', text, count=1)
+    text = re.sub(r'(?m)^ref = ".*"$', f'ref = "{ref}"', text, count=1)
+    pp.write_text(text)
+    for version in _course.VERSIONS:
+        for lang in LANGS:
+            for path in sorted((_course.version_dir(version, ROOT / "notebooks") / lang).glob(_course.PATTERN)):
+                nb = nbformat.read(str(path), as_version=4)
+                for cell in nb.cells:
+                    if cell.cell_type == "markdown" and BADGE_IMG in cell.source:
+                        cell.source = cell.source.replace(
+                            badge_url(old_repo, old_ref, lang, path.name), badge_url(args.repo, ref, lang, path.name)
+                        )
+                    elif cell.cell_type == "code" and cell.source.startswith(SETUP_MARK):
+                        cell.source = setup_code(args.repo, ref, lang)
+                write(nb, path)
+    write(gpu_notebook(args.repo, ref), ROOT / GPU_NOTEBOOK)
+    for filename, lang in README_LANG.items():
+        readme = ROOT / filename
+        if readme.exists():
+            text = readme.read_text(encoding="utf-8")
+            text = text.replace(f"github.com/{old_repo}@{old_ref}", f"github.com/{args.repo}@{ref}")
+            text = text.replace(f"github/{old_repo}/blob/{old_ref}/", f"github/{args.repo}/blob/{ref}/")
+            if TABLE_BEGIN in text:
+                text = render_readme(text, lang, args.repo, ref)
+            readme.write_text(text, encoding="utf-8")
+    print(f"Colab links now point at {args.repo}@{ref}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="write notebooks from sources (without outputs)")
+    b.add_argument("--only", help="comma-separated number prefixes, e.g. 01,03")
+    b.add_argument("--versions", help="learner, instructor or both (default: both)")
+    b.set_defaults(func=cmd_build, execute=False)
+    e = sub.add_parser("execute", help="build and run every notebook, storing the outputs")
+    e.add_argument("--only")
+    e.add_argument("--versions", help="learner, instructor or both (default: both)")
+    e.set_defaults(func=cmd_build, execute=True)
+    c = sub.add_parser("check", help="fail if a stored notebook no longer matches its source")
+    c.add_argument("--only")
+    c.set_defaults(func=cmd_check)
+    r = sub.add_parser("readme", help="rewrite the series tables in the READMEs")
+    r.add_argument("--check", action="store_true", help="only report whether they are up to date")
+    r.set_defaults(func=cmd_readme)
+    t = sub.add_parser("comments", help="list code comments that lack a Chinese twin ('# zh: ...')")
+    t.add_argument("--only")
+    t.set_defaults(func=cmd_comments)
+    s = sub.add_parser("set-repo", help="point badges and Colab setup cells at owner/name (and a ref)")
+    s.add_argument("repo")
+    s.add_argument("--ref")
+    s.set_defaults(func=cmd_set_repo)
+    args = ap.parse_args(argv)
+    return args.func(args) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

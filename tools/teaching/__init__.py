@@ -1,0 +1,1 @@
+"""Running a course: student copies, grading in the sandbox, nbgrader courses, the local JupyterHub (hub/)."""

@@ -1,0 +1,232 @@
+"""One submission's kernel while it is graded (tools/teaching/grade.py): nbclient with a per-cell output cap, the kernel
+started in the bubblewrap sandbox (tools/teaching/sandbox.py), and the grader's round trip to it
+(``llm_lab.exercises._remote``)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import os
+import secrets
+import stat
+import subprocess
+import threading
+from collections import Counter
+from pathlib import Path
+
+import nbformat
+from jupyter_client import AsyncKernelManager
+from jupyter_client.kernelspec import KernelSpecManager
+from nbclient import NotebookClient
+from nbclient.exceptions import DeadKernelError
+
+from llm_lab.exercises import _remote
+from tools.teaching import sandbox
+
+
+class CappedClient(NotebookClient):
+    """nbclient that keeps at most ``max_output`` bytes of output per cell (the rest is dropped and noted);
+    ``limits`` gives some cells (the grader's requests) a larger allowance."""
+
+    def __init__(self, nb, max_output: int, **kw):
+        super().__init__(nb, **kw)
+        self.max_output, self.sizes, self.cut, self.limits = max_output, Counter(), set(), {}
+
+    def output(self, outs, msg, display_id, cell_index):
+        size = len(json.dumps(msg.get("content", {})))
+        self.sizes[cell_index] += size
+        if self.sizes[cell_index] > self.limits.get(cell_index, self.max_output):
+            self.cut.add(cell_index)
+            return None
+        return super().output(outs, msg, display_id, cell_index)
+
+
+class Kernel:
+    """One submission's kernel: in the bubblewrap sandbox (``tools/teaching/sandbox.py``) unless ``sandboxed`` is False.
+
+    ``run()`` executes the plan's cells; ``send(request, timeout)`` is the grader's round trip to the kernel
+    (``llm_lab.exercises._remote``): one request cell, whose printed reply is read back as data. Used as a
+    context manager; leaving it ends the kernel and, with the sandbox, every process the submission started."""
+
+    def __init__(self, p, tmp: Path, cell_timeout: float, max_output: int, sandboxed: bool,
+                 max_seconds: float):
+        self.p, self.tmp, self.cell_timeout = p, tmp, cell_timeout
+        self.sandboxed, self.max_seconds = sandboxed, max_seconds
+        self.conn = tmp / "conn"
+        self.conn.mkdir()
+        self.work = tmp / "work"  # the kernel's folder without the sandbox ("../x" written still lands in tmp)
+        self.work.mkdir()
+        specs = tmp / "kernels"
+        spec = specs / "llm-lab-grading"
+        spec.mkdir(parents=True)
+        argv = sandbox.kernel_argv()
+        self.uid = sandbox.new_uid()
+        if sandboxed:
+            argv = sandbox.wrap(argv, [str(self.conn)], uid=self.uid)
+        (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "llm-lab grading",
+                                                      "language": "python", "interrupt_mode": "message"}))
+        kw = {"transport": "ipc", "ip": str(self.conn / "k")} if sandboxed else {}
+        self.km = AsyncKernelManager(kernel_name="llm-lab-grading", kernel_spec_manager=KernelSpecManager(
+            kernel_dirs=[str(specs)]), connection_file=str(self.conn / "kernel.json"), **kw)
+        self.km.write_connection_file()
+        if sandboxed:
+            sandbox.prepare(self.conn, self.uid)
+        self.client = CappedClient(
+            p.nb, max_output, km=self.km, timeout=math.ceil(cell_timeout), allow_errors=True, interrupt_on_timeout=True,
+            startup_timeout=120, error_on_timeout={"ename": "CellTimeout", "evalue": f"the cell ran past "
+                                                   f"{cell_timeout:g} s", "traceback": []},
+            resources={"metadata": {"path": str(self.work)}})
+        self.slot = len(p.nb.cells)
+        self.next = 0  # the next plan cell to run
+        self.died = ""
+        self._timer: threading.Timer | None = None
+
+    def __enter__(self):
+        self._ctx = self.client.setup_kernel(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self._ctx.__enter__()
+        if self.sandboxed:
+            sandbox.seal(self.conn)  # the sockets are bound: from now on the kernel cannot touch that folder
+        self._warm_up()
+        self._timer = threading.Timer(self.max_seconds, self._out_of_time)
+        self._timer.daemon = True
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self._timer:
+            self._timer.cancel()
+        try:
+            self._ctx.__exit__(None, None, None)
+        except Exception:  # a kernel that is already gone
+            pass
+        finally:
+            self._kill()
+        return False
+
+    TOOL_DIRS = (".ipython", ".matplotlib", ".cache", ".local", ".config", ".jupyter", "data-gym-cache")
+
+    def written(self, limit: int = 1000) -> list[str]:
+        """Files the code wrote in its private /tmp (read through the kernel's /proc root, names only), or in its
+        folder when unsandboxed; at most ``limit`` entries are looked at."""
+        process = getattr(self.km.provisioner, "process", None)
+        top = self.work
+        if self.sandboxed:
+            if process is None or process.poll() is not None:
+                return []  # the sandbox is gone, and its /tmp with it
+            pids = [process.pid]
+            for _ in range(2):  # bwrap -> bwrap (the namespace's init) -> the kernel
+                try:
+                    kids = Path(f"/proc/{pids[-1]}/task/{pids[-1]}/children").read_text().split()
+                except OSError:
+                    return []
+                if not kids:
+                    return []
+                pids.append(int(kids[0]))
+            top = Path(f"/proc/{pids[-1]}/root/tmp")  # the sandbox's own /tmp, seen from outside
+        found = []
+        mounted = set(sandbox.read_only_paths()) | {str(self.conn)}  # bound into /tmp: not written by the code
+        for n, (folder, dirs, files) in enumerate(os.walk(top)):
+            if n == 0:  # tools' caches
+                dirs[:] = [d for d in dirs if d not in self.TOOL_DIRS]
+            inside = "/tmp/" + str(Path(folder).relative_to(top))
+            dirs[:] = [d for d in dirs if os.path.normpath(f"{inside}/{d}") not in mounted]
+            found += [str(Path(folder, f).relative_to(top)) for f in files if _regular(os.path.join(folder, f))]
+            if n > limit or len(found) > limit:
+                break
+        return sorted(found)
+
+    WARM_UP = "import torch\nimport llm_lab.exercises._remote"
+
+    def _warm_up(self) -> None:
+        """Import torch and the answering code before the first cell, with time to spare: on a busy machine a
+        first cell's ``import torch`` can outlast the cell timeout, and an import interrupted half way leaves
+        torch unusable for the rest of the notebook."""
+        cell = nbformat.v4.new_code_cell(self.WARM_UP)
+        self.p.nb.cells.append(cell)
+        self.client.timeout = max(180, math.ceil(self.cell_timeout))
+        try:
+            self.client.execute_cell(cell, self.slot, store_history=False)
+        except DeadKernelError:
+            self.died = "the kernel died while starting"
+        finally:
+            self.client.timeout = math.ceil(self.cell_timeout)
+
+    def _kill(self) -> None:
+        """End the kernel's process now: with the sandbox, its PID namespace and every process in it."""
+        process = getattr(self.km.provisioner, "process", None)
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
+
+    def _out_of_time(self):
+        self.died = f"the submission ran past {self.max_seconds:g} s in all and was stopped"
+        self._kill()  # nbclient notices the dead kernel within a second
+
+    def run(self, until: int | None = None) -> None:
+        """The plan's cells up to (not including) ``until``, from where the last run stopped; a cell that errs
+        or times out does not stop the others."""
+        stop = len(self.p.nb.cells) if until is None else min(until, self.slot)
+        while self.next < stop and not self.died:
+            try:
+                self.client.execute_cell(self.p.nb.cells[self.next], self.next)
+            except DeadKernelError:
+                self.died = self.died or "the kernel died (the code called os._exit, crashed or ran out of memory)"
+            self.next += 1
+
+    def send(self, request: dict, timeout: float) -> object:
+        """One round trip: the request as a cell that prints the kernel's reply; the reply as parsed JSON."""
+        if self.died:
+            raise _remote.RemoteFailed(self.died)
+        nonce = "LLMLAB-REPLY-" + secrets.token_hex(8) + " "
+        payload = base64.b64encode(json.dumps({**request, "nonce": nonce}).encode()).decode()
+        cell = nbformat.v4.new_code_cell(f"import llm_lab.exercises._remote as _llm_lab_remote\n"
+                                         f"_llm_lab_remote.serve({payload!r})")
+        if len(self.p.nb.cells) == self.slot:
+            self.p.nb.cells.append(cell)
+        self.p.nb.cells[self.slot] = cell
+        self.client.sizes[self.slot] = 0
+        self.client.limits[self.slot] = 4 * _remote.MAX_BYTES
+        self.client.timeout = max(1, math.ceil(timeout))  # nbclient wants whole seconds
+        try:
+            self.client.execute_cell(cell, self.slot, store_history=False)
+        except DeadKernelError:
+            self.died = self.died or "the kernel died (the code called os._exit, crashed or ran out of memory)"
+            raise _remote.RemoteFailed(self.died) from None
+        finally:
+            self.client.timeout = math.ceil(self.cell_timeout)
+        text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+        replies = [line[len(nonce):] for line in text.splitlines() if line.startswith(nonce)]
+        if not replies:
+            if cell_error(cell) == "timeout":
+                raise TimeoutError
+            raise _remote.RemoteFailed("the kernel did not answer" + (f" ({cell_error(cell)})"
+                                                                       if cell_error(cell) else ""))
+        try:
+            return json.loads(base64.b64decode(replies[-1], validate=True))
+        except (ValueError, binascii.Error):
+            raise _remote.RemoteFailed("the kernel's reply was not readable") from None
+
+
+def _regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:  # gone meanwhile
+        return False
+
+
+def cell_error(cell) -> str:
+    for o in cell.get("outputs", []):
+        if o.get("output_type") == "error":
+            if o.get("ename") in ("CellTimeout", "KeyboardInterrupt"):  # the grader's interrupt: the time limit
+                return "timeout"
+            return f"{o.get('ename')}: {_one_line(o.get('evalue'))}"
+    return ""
+
+
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,142 @@
+"""What tools/teaching/grade.py writes: the gradebook (grades.csv), one HTML feedback file per submission, the class
+report."""
+
+from __future__ import annotations
+
+import csv
+import html
+from collections import Counter
+from pathlib import Path
+
+ICON = {"pass": "✅", "todo": "🚧", "fail": "❌", "error": "❌", "timeout": "⏰", "reference": "⚠️",
+        "tampered": "⚠️", "missing": "❓"}
+STATUS = {
+    "pass": {"en": "passed", "zh": "通过"},
+    "todo": {"en": "not written yet", "zh": "还没有写"},
+    "fail": {"en": "wrong result", "zh": "结果不对"},
+    "error": {"en": "error", "zh": "出错"},
+    "timeout": {"en": "ran past the time limit", "zh": "超时"},
+    "reference": {"en": "llm_lab's own implementation handed in: 0 points", "zh": "交的是 llm_lab 自带的实现：0 分"},
+    "tampered": {"en": "the checkers were redefined or patched: 0 points", "zh": "检查器被重新定义或修改：0 分"},
+    "missing": {"en": "not found (the cell defining it was deleted or failed)",
+                "zh": "找不到（定义它的单元被删除或出错）"},
+}
+WORDS = {
+    "title": {"en": "Feedback", "zh": "反馈"},
+    "exercise": {"en": "Exercise", "zh": "练习"},
+    "verdict": {"en": "Verdict", "zh": "结果"},
+    "points": {"en": "Points", "zh": "得分"},
+    "hint": {"en": "Hint", "zh": "提示"},
+    "total": {"en": "Total (autograded)", "zh": "总分（自动评分）"},
+    "notes": {"en": "Notes", "zh": "说明"},
+    "manual": {"en": "Your written answers (Predict, Explain) are graded separately by your instructor.",
+               "zh": "你的文字作答（预测题、解释题）由老师另行批改。"},
+    "problem": {"en": "This submission could not be graded", "zh": "这份作业无法评分"},
+}
+
+
+def rel(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def exercise_keys(course, expected) -> list[str]:
+    """The gradebook's exercise columns: those of the assigned notebook (any language: the same keys)."""
+    lang, nn = expected
+    for (_lg, n), cn in sorted(course.items(), key=lambda kv: (kv[0][0] != lang, kv[0])):
+        if n == nn:
+            return [ex.key for ex in cn.exercises]
+    return []
+
+
+def max_points(course, expected) -> int:
+    lang, nn = expected
+    cn = next((cn for (lg, n), cn in course.items() if n == nn), None)
+    return sum(int(cn.nb.cells[ex.checker].metadata["nbgrader"]["points"]) for ex in cn.exercises) if cn else 0
+
+
+def write_csv(results, keys, maximum, path: Path) -> None:
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["student", "notebook", *keys, "total", "max"])
+        for r in results:
+            pts = {v.key: v.points for v in r.verdicts}
+            w.writerow([r.student, r.notebook or r.path.name, *(pts.get(k, 0) for k in keys), r.total, maximum])
+
+
+def feedback_name(r, results) -> str:
+    """``alice.html``, or ``alice--04_x.html`` when alice handed in several files."""
+    same = sum(x.student == r.student for x in results)
+    stem = r.student if same == 1 else f"{r.student}--{r.path.stem}"
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in stem) + ".html"
+
+
+def feedback_html(r, lang: str, maximum: int) -> str:
+    t = {k: v[lang] for k, v in WORDS.items()}
+    e = html.escape
+    rows = "".join(
+        f"<tr><td><code>{e(v.key)}</code></td><td>{ICON.get(v.status, '❌')} "
+        f"{e(STATUS.get(v.status, {}).get(lang, v.status))}</td><td>{v.points} / {v.max_points}</td>"
+        f"<td>{e(v.message)}</td></tr>" for v in r.verdicts)
+    body = [f"<h1>{t['title']}: {e(r.student)}</h1>", f"<p><code>{e(r.notebook or r.path.name)}</code></p>"]
+    if r.problem:
+        body.append(f"<p><strong>{t['problem']}:</strong> {e(r.problem)}</p>")
+    else:
+        body.append(f"<table><tr><th>{t['exercise']}</th><th>{t['verdict']}</th><th>{t['points']}</th>"
+                    f"<th>{t['hint']}</th></tr>{rows}</table>")
+    body.append(f"<p><strong>{t['total']}: {r.total} / {maximum}</strong></p>")
+    if r.notes:
+        body.append(f"<h2>{t['notes']}</h2><ul>" + "".join(f"<li>{e(n)}</li>" for n in r.notes) + "</ul>")
+    body.append(f"<p>{t['manual']}</p>")
+    style = ("body{font-family:sans-serif;max-width:60em;margin:2em auto}table{border-collapse:collapse}"
+             "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}")
+    return (f'<!DOCTYPE html>\n<html lang="{"zh-CN" if lang == "zh" else "en"}"><head><meta charset="utf-8">'
+            f"<title>{t['title']}: {e(r.student)}</title><style>{style}</style></head><body>\n"
+            + "\n".join(body) + "\n</body></html>\n")
+
+
+def class_report(results, keys, maximum) -> str:
+    graded = [r for r in results if not r.problem]
+    lines = ["# Class report", "",
+             f"{len(results)} submission(s), {len(graded)} graded, {len(results) - len(graded)} not gradable. "
+             f"Autograded points: mean {sum(r.total for r in results) / max(1, len(results)):.1f} of {maximum}.", "",
+             "## Per exercise: what to teach again", "",
+             "| exercise | passed | most common mistakes (count) |", "| --- | --- | --- |"]
+    for key in keys:
+        vs = [v for r in graded for v in r.verdicts if v.key == key]
+        passed = sum(v.status == "pass" for v in vs)
+        mistakes = Counter(v.mistake or v.status for v in vs if v.status != "pass")
+        common = ", ".join(f"`{m}` ({n})" for m, n in mistakes.most_common(4)) or "none"
+        lines.append(f"| `{key}` | {passed} / {len(vs)} | {common} |")
+    examples = {}
+    for r in graded:
+        for v in r.verdicts:
+            wanted = r.lang == "en" or (v.key, v.mistake) not in examples  # an English example when there is one
+            if v.status != "pass" and v.mistake and v.message and wanted:
+                examples[(v.key, v.mistake)] = v.message
+    if examples:
+        lines += ["", "### What the named mistakes mean (one example hint each)", ""]
+        lines += [f"- `{k}` / `{m}`: {msg}" for (k, m), msg in sorted(examples.items())]
+    problems = [r for r in results if r.problem]
+    noted = [r for r in results if not r.problem and r.notes]
+    lines += ["", "## Submissions that need a look", ""]
+    if not problems and not noted:
+        lines.append("None: every submission was graded normally.")
+    lines += [f"- **{r.student}** (`{r.path.name}`): not graded: {r.problem}" for r in problems]
+    lines += [f"- **{r.student}** (`{r.path.name}`): {'; '.join(r.notes)}" for r in noted]
+    lines += ["", "Written answers (Predict, Explain) are not autograded: read them in the submitted notebooks "
+              "(cells that said YOUR ANSWER HERE).", ""]
+    return "\n".join(lines)
+
+
+def write_all(results, course, expected, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    keys, maximum = exercise_keys(course, expected), max_points(course, expected)
+    write_csv(results, keys, maximum, out / "grades.csv")
+    (out / "feedback").mkdir(exist_ok=True)
+    for r in results:
+        lang = r.lang or expected[0] or "en"
+        (out / "feedback" / feedback_name(r, results)).write_text(feedback_html(r, lang, maximum), encoding="utf-8")
+    (out / "report.md").write_text(class_report(results, keys, maximum), encoding="utf-8")
