@@ -86,30 +86,30 @@ lint: setup
 
 # Two workers, each test module on one of them (module fixtures such as a graded class are built once).
 unit: setup instructor-setup
-	$(BIN)/python tools/nbtool.py check
+	$(BIN)/python -m tools.authoring.nbtool check
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile tests
 
 # The explorers again under ipywidgets 7.7.1, the version Colab ships (own venv: .venv-ipyw7).
 widgets7: setup
-	bash tools/test_widgets7.sh
+	bash tools/release/test_widgets7.sh
 
 nbval: setup
 	$(BIN)/python -m pytest -q $(NBVAL) $(ALL_NOTEBOOKS)
 
-# Both languages on the installed wheel, notebooks alone in empty folders (tools/standalone.py), two at a time.
+# Both languages on the installed wheel, notebooks alone in empty folders (tools/release/standalone.py), two at a time.
 # WHEEL_REQS=tests/colab-versions.txt PYTHON=python3.13 builds a full venv from those versions instead.
 XDIST := -- -n 2 --dist loadfile
 test-wheel: $(if $(WHEEL_REQS),,setup)
-	$(if $(WHEEL_REQS),$(PYTHON),$(BIN)/python) tools/standalone.py \
+	$(if $(WHEEL_REQS),$(PYTHON),$(BIN)/python) -m tools.release.standalone \
 		$(if $(WHEEL_REQS),--reqs $(WHEEL_REQS) --python $(PYTHON)) $(if $(NB),--only $(NB)) \
 		$(if $(WHEEL_REQS),,--skip instructor/en $(XDIST))
 
 # Stored outputs must not depend on float summation order: nbval with every float32 matmul/softmax/sum/SDPA
-# result nudged by a value-determined relative 1e-6 (tools/float_nudge.py), each notebook twice, the nudge up in
+# result nudged by a value-determined relative 1e-6 (tools/release/float_nudge.py), each notebook twice, the nudge up in
 # one copy and down in the other (--signs 1,-1), so a printed number on a rounding boundary fails either way.
 # English only: the zh notebooks run the same code with the same outputs (tests/test_notebooks.py checks that).
 test-perturbed: setup
-	$(BIN)/python tools/standalone.py --perturb --signs 1,-1 --langs en --versions instructor $(if $(NB),--only $(NB)) $(XDIST)
+	$(BIN)/python -m tools.release.standalone --perturb --signs 1,-1 --langs en --versions instructor $(if $(NB),--only $(NB)) $(XDIST)
 
 # nbval with a CUDA GPU visible (06 and 07 compute on llm_lab.get_device()); says so and stops without one.
 test-gpu: setup
@@ -131,12 +131,12 @@ test-torch:
 
 # Regenerate the notebooks from notebooks/src and store fresh outputs (NB=01,03 for a subset).
 execute: setup
-	$(BIN)/python tools/nbtool.py execute $(if $(NB),--only $(NB))
-	$(BIN)/python tools/nbtool.py readme
+	$(BIN)/python -m tools.authoring.nbtool execute $(if $(NB),--only $(NB))
+	$(BIN)/python -m tools.authoring.nbtool readme
 
 # Student copies without solutions, in build/student/{zh,en}/ (FORCE=1 overwrites edited copies).
 student: instructor-setup
-	$(BIN)/python tools/student.py $(if $(filter 1,$(FORCE)),--force) $(if $(NB),--only $(NB))
+	$(BIN)/python -m tools.teaching.student $(if $(filter 1,$(FORCE)),--force) $(if $(NB),--only $(NB))
 
 # Grade a folder of submitted notebooks (one per student): make grade SUBMISSIONS=dir [OUT=dir] [NB=04]
 # writes OUT/grades.csv, OUT/feedback/*.html and OUT/report.md (default OUT: build/grades). Each submission's
@@ -144,13 +144,13 @@ student: instructor-setup
 .PHONY: grade bench-grade
 grade: instructor-setup
 	@test -n "$(SUBMISSIONS)" || (echo "usage: make grade SUBMISSIONS=folder [OUT=folder] [NB=04]"; exit 2)
-	$(BIN)/python tools/grade.py "$(SUBMISSIONS)" $(if $(OUT),--out "$(OUT)") $(if $(NB),--notebook $(NB))
+	$(BIN)/python -m tools.teaching.grade "$(SUBMISSIONS)" $(if $(OUT),--out "$(OUT)") $(if $(NB),--notebook $(NB))
 
 # An nbgrader course graded the trusted way (instead of `nbgrader autograde`): scores into its gradebook.
 .PHONY: grade-nbgrader
 grade-nbgrader: instructor-setup
 	@test -n "$(COURSE)" -a -n "$(ASSIGNMENT)" || (echo "usage: make grade-nbgrader COURSE=folder ASSIGNMENT=ps1"; exit 2)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python tools/grade_nbgrader.py "$(COURSE)" "$(ASSIGNMENT)"
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m tools.teaching.grade_nbgrader "$(COURSE)" "$(ASSIGNMENT)"
 
 # 30 submissions of one notebook graded in parallel; prints the time and its ratio to the 3-minute target.
 bench-grade: instructor-setup
@@ -159,7 +159,7 @@ bench-grade: instructor-setup
 # Retrain the tiny model llm_lab.heads.load_trained() returns: data/heads-verdict.pt (a few minutes on 2 CPU cores);
 # then put the sha256 it prints in llm_lab/resources.py and data/README.md.
 train: setup
-	$(BIN)/python tools/train.py
+	$(BIN)/python -m tools.authoring.train
 
 # Attention and dataset benchmarks, then grading a class of 30 (sandboxed, and unsandboxed for the ratio).
 bench: instructor-setup
@@ -169,12 +169,12 @@ bench: instructor-setup
 # Point every Colab badge and setup cell at another repository (a fork): make colab-links REPO=owner/name
 colab-links: setup
 	@test -n "$(REPO)" || (echo "usage: make colab-links REPO=owner/name"; exit 2)
-	$(BIN)/python tools/nbtool.py set-repo $(REPO)
+	$(BIN)/python -m tools.authoring.nbtool set-repo $(REPO)
 
 # Set the version everywhere and point every badge/setup cell at its tag; prints what to push.
 release: setup
 	@test -n "$(VERSION)" || (echo "usage: make release VERSION=0.1.1"; exit 2)
-	$(BIN)/python tools/release.py $(VERSION)
+	$(BIN)/python -m tools.release.release $(VERSION)
 
 .PHONY: site test-site
 
@@ -187,7 +187,7 @@ $(SITE_VENV)/.installed: requirements-site.txt
 	@touch $@
 
 site: $(SITE_VENV)/.installed
-	$(SITE_VENV)/bin/python tools/build_site.py
+	$(SITE_VENV)/bin/python -m tools.authoring.build_site
 
 # The site in headless Chromium (Debian's chromium, as for test-browser; pytest-playwright, tests/e2e/): every
 # page offline with no console error, no broken link, math typeset, figures loaded, the language switch, search
@@ -200,11 +200,11 @@ test-site: site
 clean:
 	rm -rf $(VENV) .venv-ipyw7 .venv-torch* .venv-wheel* .venv-site build .pytest_cache
 
-# The course on a local JupyterHub (tools/hub/hub.py; docs/hub.md): real Unix users (so it needs root), an
+# The course on a local JupyterHub (tools/teaching/hub/hub.py; docs/hub.md): real Unix users (so it needs root), an
 # instructor with formgrader, HUB_STUDENTS students with the assignment list, nbgrader's exchange, notebook
 # HUB_NB released in both languages. Ctrl-C (or `make hub-stop`) stops it; `make hub-remove` deletes its users
 # and HUB_DIR. JupyterHub goes into .venv (requirements-hub.txt); its proxy, configurable-http-proxy, from the
-# npm registry at the version locked in tools/hub/proxy/; the learners' servers run from HUB_DIR/venv.
+# npm registry at the version locked in tools/teaching/hub/proxy/; the learners' servers run from HUB_DIR/venv.
 .PHONY: hub hub-stop hub-remove test-hub
 HUB_DIR      ?= /srv/llm-lab-hub
 HUB_PORT     ?= 8765
@@ -217,25 +217,25 @@ $(VENV)/.installed-hub: $(VENV)/.installed-instructor requirements-hub.txt
 	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements-hub.txt
 	@touch $@
 
-$(HUB_PROXY): tools/hub/proxy/package.json tools/hub/proxy/package-lock.json
+$(HUB_PROXY): tools/teaching/hub/proxy/package.json tools/teaching/hub/proxy/package-lock.json
 	@if ! command -v npm >/dev/null; then \
 		echo "the hub needs node and npm (Debian: apt-get install nodejs npm); make test-hub skips without them"; \
 	else \
 		mkdir -p build/hub/proxy && \
-		cp tools/hub/proxy/package.json tools/hub/proxy/package-lock.json build/hub/proxy/ && \
+		cp tools/teaching/hub/proxy/package.json tools/teaching/hub/proxy/package-lock.json build/hub/proxy/ && \
 		npm ci --prefix build/hub/proxy --no-audit --no-fund --loglevel=error && touch $@; \
 	fi
 
 hub: $(VENV)/.installed-hub $(HUB_PROXY)
-	$(BIN)/python tools/hub/hub.py start $(HUB_ARGS)
+	$(BIN)/python -m tools.teaching.hub.hub start $(HUB_ARGS)
 
 hub-stop: $(VENV)/.installed-hub
-	$(BIN)/python tools/hub/hub.py stop $(HUB_ARGS)
+	$(BIN)/python -m tools.teaching.hub.hub stop $(HUB_ARGS)
 
 hub-remove: $(VENV)/.installed-hub
-	$(BIN)/python tools/hub/hub.py remove $(HUB_ARGS)
+	$(BIN)/python -m tools.teaching.hub.hub remove $(HUB_ARGS)
 
 # The semester loop on that hub, in headless Chromium where it says so (tests/hub/): release, fetch, submit,
-# collect, grade (tools/grade_nbgrader.py, sandboxed), feedback; isolation. Own HUB_DIR and users, removed after.
+# collect, grade (tools/teaching/grade_nbgrader.py, sandboxed), feedback; isolation. Own HUB_DIR and users, removed after.
 test-hub: $(VENV)/.installed-hub $(VENV)/.installed-browser $(HUB_PROXY)
 	LLM_LAB_TEST_HUB=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/hub

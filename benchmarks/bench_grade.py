@@ -22,11 +22,10 @@ from pathlib import Path
 
 import nbformat
 
+from tools import course as _course
+from tools.teaching import grade, student
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import _course  # noqa: E402
-import grade  # noqa: E402
-import student  # noqa: E402
 
 TARGET_S = 180.0
 BEGIN, END = "<!-- grade:begin -->", "<!-- grade:end -->"

@@ -16,7 +16,7 @@ TEXTS = {
     "the-verdict": ("the-verdict.txt", "b41e41a68f0398a3154ae69e2e4c0e2694e17fe0d66730536837f1b01935b31f"),
 }
 GPT2_BPE = ("gpt2.tiktoken", "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930")
-# A tiny attention-only model trained on The Verdict by `make train` (tools/train.py):
+# A tiny attention-only model trained on The Verdict by `make train` (tools/authoring/train.py):
 # llm_lab.explore.heads.load_trained()
 TRAINED_HEADS = ("heads-verdict.pt", "694419619f1135113ba3792a6a8179d91bb5f8deccdc972af20c53bea8977995")
 

@@ -1,4 +1,4 @@
-"""Sphinx config of the static site, one build per language (SITE_LANG=en|zh; tools/build_site.py)."""
+"""Sphinx config of the static site, one build per language (SITE_LANG=en|zh; tools/authoring/build_site.py)."""
 
 import os
 import sys
@@ -16,7 +16,7 @@ extensions = ["myst_nb", "sphinx.ext.mathjax"]
 
 # Stored outputs only: the notebooks' outputs come from `make execute`, the site never runs code.
 nb_execution_mode = "off"
-# A static page cannot run a widget; tools/build_site.py replaces widget outputs with a note, and no
+# A static page cannot run a widget; tools/authoring/build_site.py replaces widget outputs with a note, and no
 # widget manager is loaded from a CDN.
 nb_ipywidgets_js = {}
 myst_enable_extensions = ["dollarmath", "amsmath"]
@@ -41,7 +41,7 @@ html_show_search_summary = False
 
 # Math offline: MathJax 3.2.2 as packaged on PyPI by django-static-mathjax (the official mathjax-full
 # distribution, no Django needed; pinned in requirements-site.txt), copied once into build/site/_mathjax/
-# for both languages by tools/build_site.py. Chosen over the CDN default, over Sphinx's imgmath (a LaTeX
+# for both languages by tools/authoring/build_site.py. Chosen over the CDN default, over Sphinx's imgmath (a LaTeX
 # install of several hundred MB), over npm's copy (a second package manager for one file) and over
 # jupyter-server-mathjax's MathJax 2.7 (its font check requests about:blank, a console error in Chromium).
 # CHTML output with MathJax's own woff fonts, served from the same folder. The path is relative to each

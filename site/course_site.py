@@ -1,7 +1,7 @@
 """The static site's model of the series: languages, pages and the language switch.
 
 Pure Python with no Sphinx import, so the fast unit tests (tests/test_site_config.py), the builder
-(tools/build_site.py), the Sphinx config (site/conf.py) and the browser test (tests/e2e/e2e_site.py) share it.
+(tools/authoring/build_site.py), the Sphinx config (site/conf.py) and the browser test (tests/e2e/e2e_site.py) share it.
 
 Layout of build/site/: ``index.html`` (pick a language), ``<lang>/index.html`` (the series' table of
 contents), ``<lang>/<stem>.html`` for every ``notebooks/<lang>/<stem>.ipynb``, and ``_mathjax/`` (MathJax,
@@ -26,7 +26,7 @@ MATHJAX_DIR = "_mathjax"
 BADGE_IMG_RE = re.compile(r"https://colab\.research\.google\.com/assets/colab-badge\.svg")
 BADGE_LOCAL = "colab-badge.svg"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
-SOLUTION_TAG = "solution"  # tools/nbtool.py's tag for an exercise's solution cell
+SOLUTION_TAG = "solution"  # tools/authoring/nbtool.py's tag for an exercise's solution cell
 
 
 @dataclass(frozen=True)

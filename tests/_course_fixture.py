@@ -6,15 +6,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import nbformat
 
+from tools.authoring import nbtool
+from tools.teaching import student
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import nbtool  # noqa: E402
-import student  # noqa: E402
 
 DEMO = """%% title
 01 · Demo

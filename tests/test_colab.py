@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tools.authoring import nbtool
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import nbtool  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[a-z][a-z]/[0-9][0-9]_*.ipynb"))
 

@@ -308,13 +308,9 @@ def test_tiled_attention_variants_of_the_checker_are_right_when_unplanted():
 
 
 def test_verdicts_survive_float_noise_of_another_device():
-    """Under tools/float_nudge.py (every float32 matmul/softmax/sum result moved by 1e-6 relative, as another
+    """Under tools/release/float_nudge.py (every float32 matmul/softmax/sum result moved by 1e-6 relative, as another
     device or library would) correct solutions still pass and the dropout probe still reads its placement."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-    import float_nudge
+    from tools.release import float_nudge
 
     with float_nudge.FloatNudge():
         for exercise, obj in CORRECT_BUT_DIFFERENT:

@@ -1,14 +1,11 @@
-"""tools/float_nudge.py: the robustness run's perturbation does what make test-perturbed relies on."""
+"""tools/release/float_nudge.py: the robustness run's perturbation does what make test-perturbed relies on."""
 
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import float_nudge  # noqa: E402
+from tools.release import float_nudge
 
 
 @pytest.fixture
@@ -86,7 +83,7 @@ def test_both_signs_find_a_number_on_a_rounding_boundary():
 
 
 def test_standalone_stages_one_copy_per_sign(tmp_path):
-    import standalone
+    from tools.release import standalone
 
     nb = tmp_path / "en" / "04_x.ipynb"
     nb.parent.mkdir()

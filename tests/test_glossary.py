@@ -1,15 +1,14 @@
 """The Chinese notebooks use one term per concept: the table in docs/glossary.md, checked against every source."""
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
+from tools import course as _course
+from tools.authoring import nbtool
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import _course  # noqa: E402
-import nbtool  # noqa: E402
 
 GLOSSARY = ROOT / "docs" / "glossary.md"
 SOURCES = sorted(nbtool.SRC.glob("[0-9][0-9]_*.nbsrc"))
@@ -57,8 +56,8 @@ def chinese_texts(src: Path) -> list[tuple[str, str, str]]:
 ROWS = glossary()
 TEXTS = [t for src in SOURCES for t in chinese_texts(src)]
 # the exercises' how-to paragraph and the instructor version's header note, written by the builder
-TEXTS += [(f"tools/_course.py HOWTO[{v!r}]", text["zh"], text["en"]) for v, text in _course.HOWTO.items()]
-TEXTS += [("tools/_course.py INSTRUCTOR_NOTE", _course.INSTRUCTOR_NOTE["zh"], _course.INSTRUCTOR_NOTE["en"])]
+TEXTS += [(f"tools/course.py HOWTO[{v!r}]", text["zh"], text["en"]) for v, text in _course.HOWTO.items()]
+TEXTS += [("tools/course.py INSTRUCTOR_NOTE", _course.INSTRUCTOR_NOTE["zh"], _course.INSTRUCTOR_NOTE["en"])]
 
 
 def test_glossary_is_well_formed():

@@ -11,10 +11,9 @@ import torch
 from nbclient import NotebookClient
 
 from llm_lab.dev import gpu_check
+from tools.authoring import nbtool
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import nbtool  # noqa: E402
 
 
 def test_without_a_gpu_it_says_so_in_one_line_and_runs_nothing(monkeypatch, capsys, tmp_path):

@@ -1,4 +1,4 @@
-"""make grade (tools/grade.py): a synthetic class of 24 submissions, each a careless or bad case, asserted totals.
+"""make grade (tools/teaching/grade.py): a synthetic class of submissions, each a careless or bad case, asserted totals.
 
 The class hands in the small fixture course's 01_demo (two autograded exercises, 2 points each, see
 tests/_course_fixture.py); grading it once takes about a minute on 2 cores, shared by every test below.
@@ -11,16 +11,14 @@ import csv
 import hashlib
 import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import _course_fixture as fx
 import nbformat
 import pytest
 
-sys.path.insert(0, str(fx.ROOT / "tools"))
-import grade  # noqa: E402
-import learner  # noqa: E402
+from tools.authoring import learner
+from tools.teaching import grade
 
 LOOP_FN = "def mask_and_renormalize(attn_weights):\n    while True:\n        pass\n"
 PATCH_EVALUATE = (
@@ -229,7 +227,7 @@ def test_grading_cells_are_derived_from_tags_not_a_list():
     """A new checker cell is graded without touching the grader: exercises come from the tags."""
     spec = importlib.util.find_spec("_course")
     assert spec is not None
-    import _course
+    from tools import course as _course
 
     nb = copy.deepcopy(nbformat.v4.new_notebook())
     nb.cells = [nbformat.v4.new_code_cell("def brand_new(x):\n    ### BEGIN SOLUTION\n    return x\n"

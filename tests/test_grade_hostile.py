@@ -7,16 +7,13 @@ sandbox cannot run, with the reason."""
 from __future__ import annotations
 
 import os
-import sys
 
 import _course_fixture as fx
 import _hostile
 import nbformat
 import pytest
 
-sys.path.insert(0, str(fx.ROOT / "tools"))
-import grade  # noqa: E402
-import sandbox  # noqa: E402
+from tools.teaching import grade, sandbox
 
 MISSING = sandbox.available()
 pytestmark = pytest.mark.skipif(MISSING is not None, reason=str(MISSING))

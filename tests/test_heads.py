@@ -2,7 +2,6 @@
 
 import hashlib
 import shutil
-import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -11,11 +10,10 @@ import torch
 
 from llm_lab import resources
 from llm_lab.explore import heads
+from tools.authoring import train
+from tools.release import float_nudge
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import float_nudge  # noqa: E402
-import train  # noqa: E402
 
 # What each named head of the shipped model does, measured on the held-out tenth of the story, and the bar it
 # must clear. Evenly spread weights score about 0.09 (previous token) and 0.12 (current token) on these windows.
@@ -27,14 +25,14 @@ NAMED_HEADS = {
 
 
 def test_the_old_path_is_the_moved_module():
-    # notebook 05 (from llm_lab import heads) and tools/train.py use the old path
+    # notebook 05 (from llm_lab import heads) and tools/authoring/train.py use the old path
     import llm_lab.heads
     from llm_lab import heads as old
     from llm_lab.heads import load_trained, with_positions
 
     assert old is llm_lab.heads is heads
     assert load_trained is heads.load_trained and with_positions is heads.with_positions
-    assert old.TRAINED_HEADS is resources.TRAINED_HEADS  # module-level names come along too (tools/train.py)
+    assert old.TRAINED_HEADS is resources.TRAINED_HEADS  # module-level names come along too (tools/authoring/train.py)
 
 
 @pytest.fixture(scope="module")

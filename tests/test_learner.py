@@ -1,6 +1,6 @@
 """The learner versions (notebooks/LANG, what a Colab badge and `make lab` open) give nothing away.
 
-Unit tests of tools/learner.py on a small notebook, then the stored learner versions against the stored
+Unit tests of tools/authoring/learner.py on a small notebook, then the stored learner versions against the stored
 instructor versions: no solution, hidden test or nbgrader metadata; each solution folded under its checker,
 the same code as the instructor's; each checker's stored verdict "not written yet"; no other exercise output;
 the lessons' stored outputs the same as the instructor version's.
@@ -8,17 +8,15 @@ the lessons' stored outputs the same as the instructor version's.
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from tools import course as _course
+from tools.authoring import learner, nbtool
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import _course  # noqa: E402
-import learner  # noqa: E402
-import nbtool  # noqa: E402
 
 NAMES = [p.name for p in sorted((ROOT / "notebooks" / "en").glob(_course.PATTERN))]
 PAIRS = [(lang, name) for lang in _course.LANGS for name in NAMES]
@@ -36,7 +34,7 @@ def instructor_cell(source: str, tags: list[str]) -> nbformat.NotebookNode:
     return cell
 
 
-# ---- tools/learner.py on small inputs ------------------------------------------------------------------
+# ---- tools/authoring/learner.py on small inputs ------------------------------------------------------------------
 
 
 def test_a_solution_becomes_the_stub_at_the_markers_indentation():

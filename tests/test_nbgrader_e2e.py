@@ -1,5 +1,6 @@
 """nbgrader, unchanged, on our notebooks, graded the trusted way: generate_assignment releases exactly what
-`make student` writes; tools/grade_nbgrader.py (make grade-nbgrader) grades the submitted/ folder in the sandbox
+`make student` writes; tools/teaching/grade_nbgrader.py (make grade-nbgrader) grades the submitted/ folder in the
+sandbox
 and writes the scores into nbgrader's gradebook and autograded/; generate_feedback and export then work as after
 autograde. The class (a temporary course, the fixture's 01_demo: two autograded exercises and one written
 answer) holds honest, careless and hostile submissions; the hostile ones score 0 for their wrong answers."""
@@ -79,9 +80,9 @@ def course(tmp_path_factory):
         (target.parent / "timestamp.txt").write_text("2026-12-01 09:00:00.000000 UTC")
     before = host.digest()
     env = {**os.environ, "MPLBACKEND": "Agg", "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", "")}
-    proc = subprocess.run([sys.executable, str(fx.ROOT / "tools" / "grade_nbgrader.py"), str(course), ASSIGNMENT,
+    proc = subprocess.run([sys.executable, "-m", "tools.teaching.grade_nbgrader", str(course), ASSIGNMENT,
                            "--src", str(notebooks)],
-                          capture_output=True, text=True, env=env, timeout=900)
+                          capture_output=True, text=True, env=env, timeout=900, cwd=fx.ROOT)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     after = host.digest()
     assert [f for f, sha in before.items() if after.get(f) != sha] == []

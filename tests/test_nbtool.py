@@ -2,15 +2,14 @@
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from tools.authoring import nbtool
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import nbtool  # noqa: E402
 
 
 def write(tmp_path, text, name="01_demo.nbsrc"):

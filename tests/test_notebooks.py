@@ -2,16 +2,14 @@
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
+from tools import course as _course
+from tools.authoring import learner, nbtool
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import _course  # noqa: E402
-import learner  # noqa: E402
-import nbtool  # noqa: E402
 
 LANGS = ("en", "zh")
 # the learner versions (notebooks/LANG, what Colab and `make lab` open) and the instructor versions
@@ -206,7 +204,8 @@ def test_library_figures_carry_no_chinese():
 
 @pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.name)
 def test_chinese_notebooks_have_chinese_comments(src):
-    """Every English prose comment in the code has a '# zh:' twin (python tools/nbtool.py comments lists them)."""
+    """Every English prose comment in the code has a '# zh:' twin (``python -m tools.authoring.nbtool comments``
+    lists them)."""
     missing = nbtool.untranslated(src)
     assert not missing, "comments without a Chinese twin ('# zh: ...'):\n" + "\n".join(missing)
 

@@ -3,17 +3,15 @@
 import json
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
 import llm_lab
+from tools.authoring import nbtool
+from tools.release import release
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import nbtool  # noqa: E402
-import release  # noqa: E402
 
 NOTEBOOKS = (sorted((ROOT / "notebooks").glob("[a-z][a-z]/[0-9][0-9]_*.ipynb"))  # learner versions
              + sorted((ROOT / "notebooks" / "instructor").glob("[a-z][a-z]/[0-9][0-9]_*.ipynb"))

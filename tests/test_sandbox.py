@@ -1,4 +1,4 @@
-"""tools/sandbox.py: what the grading sandbox binds and limits, and the one sentence when it cannot run."""
+"""tools/teaching/sandbox.py: what the grading sandbox binds and limits, and the one sentence when it cannot run."""
 
 from __future__ import annotations
 
@@ -10,9 +10,7 @@ import sys
 import _course_fixture as fx
 import pytest
 
-sys.path.insert(0, str(fx.ROOT / "tools"))
-import grade  # noqa: E402
-import sandbox  # noqa: E402
+from tools.teaching import grade, sandbox
 
 
 def test_without_bubblewrap_grading_stops_with_what_to_install(monkeypatch, tmp_path, capsys):

@@ -3,17 +3,16 @@
 import copy
 import json
 import runpy
-import sys
 from pathlib import Path
 
 import pytest
 
+from tools import course as _course
+from tools.authoring import build_site
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "site"))
-sys.path.insert(0, str(ROOT / "tools"))
-import _course  # noqa: E402
-import build_site  # noqa: E402
-import course_site as cs  # noqa: E402
+
+cs = _course.site_module()
 
 
 def fake_series(tmp_path, en, zh):

@@ -1,18 +1,17 @@
-"""Student copies (tools/student.py): nbgrader release versions that give nothing away; learners' work kept."""
+"""Student copies (tools/teaching/student.py): nbgrader release versions that give nothing away; learners' work kept."""
 
 import json
 import os
 import re
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from tools import course as _course
+from tools.teaching import student
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-import _course  # noqa: E402
-import student  # noqa: E402
 
 SOLUTION = "def add_one(x):\n    ### BEGIN SOLUTION\n    return x + 1\n    ### END SOLUTION"
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="

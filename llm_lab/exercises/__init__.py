@@ -11,7 +11,7 @@ only when the same mistake comes back in the same exercise (state kept per kerne
     set_language("zh")          # or "en"
     check_causal_mask(my_causal_mask)
 
-**Graders** (nbgrader test cells, ``tools/grade.py``) use:
+**Graders** (nbgrader test cells, ``tools/teaching/grade.py``) use:
 
 - ``grade(exercise, obj, *, lang="en", timeout=TIMEOUT) -> CheckResult``: deterministic (fixed seeds inside
   ``torch.random.fork_rng``; the notebook's random stream is untouched), never uses or changes the two-step

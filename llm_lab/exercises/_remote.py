@@ -1,6 +1,6 @@
 """Checking a learner's object that lives in another process: the grader's side and the kernel's side.
 
-Grading (``tools/grade.py``) runs the submission in a sandboxed kernel and the checkers in its own process.
+Grading (``tools/teaching/grade.py``) runs the submission in a sandboxed kernel and the checkers in its own process.
 The kernel only ever answers with DATA: the grader asks it to call the learner's function (or build and call
 the learner's class) on inputs the grader chose, and the kernel sends back what came out, as JSON with
 tensors written as raw bytes (``encode``/``decode``: no pickle, nothing in a reply can run code). The
@@ -16,7 +16,7 @@ forward sends them first, with the train/eval flag). ``_harness.call`` routes ca
 
 What the kernel says about *how* it computed (llm_lab's reference code running, a ruled-out function called,
 shapes observed) is its own word: an honest submission that calls the reference is caught, a lying kernel is
-not; the grader adds a check of the submitted source that no kernel can change (``tools/grade.py``).
+not; the grader adds a check of the submitted source that no kernel can change (``tools/teaching/grade.py``).
 """
 
 from __future__ import annotations

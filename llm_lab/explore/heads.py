@@ -410,7 +410,8 @@ class TrainedHeads:
 
 
 def load_trained(path=None) -> TrainedHeads:
-    """Load the shipped model trained on The Verdict (checksum verified), or a file written by ``tools/train.py``."""
+    """Load the shipped model trained on The Verdict (checksum verified), or a file written by
+    ``tools/authoring/train.py``."""
     if path is None:
         path = verified_path(*TRAINED_HEADS)
     saved = torch.load(path, map_location="cpu", weights_only=True)

@@ -1,11 +1,11 @@
-"""A semester on the local JupyterHub (tools/hub/hub.py), end to end, with real Unix users.
+"""A semester on the local JupyterHub (tools/teaching/hub/hub.py), end to end, with real Unix users.
 
 The fixture course (tests/_course_fixture.py, 01_demo: two autograded exercises and one written answer) is made
 into ``ps1-en`` and ``ps1-zh``. The instructor releases both; three students fetch in their own servers:
 alice in headless Chromium through the hub's pages (log in, Assignments tab: Fetch, Submit, Fetch Feedback),
 bob (Chinese, a partial answer) and mallory (a hostile notebook) through their servers' REST API (nbgrader's
 assignment-list handlers, called with a hub service token). The instructor collects, grades with
-tools/grade_nbgrader.py (each submission in the bubblewrap sandbox; run as the instructor's Unix user), checks
+tools/teaching/grade_nbgrader.py (each submission in the bubblewrap sandbox; run as the instructor's Unix user), checks
 the scores in formgrader in Chromium, generates and releases feedback; each student fetches their own
 feedback and no one else's. Isolation and the exchange's permissions are checked as the users themselves.
 Memory per user (server alone; server + kernel after running the notebook) and timings are written to
@@ -21,21 +21,19 @@ import re
 import shutil
 import socket
 import stat
-import sys
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
+import _course_fixture as fx
 import nbformat
 import pytest
 
+from tools.teaching.hub import hub as hubmod
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(ROOT / "tools" / "hub"))
-import _course_fixture as fx  # noqa: E402
-import hub as hubmod  # noqa: E402
 
 TEACHER, ALICE, BOB, MALLORY = "lt-teacher", "lt-alice", "lt-bob", "lt-mallory"
 STUDENTS = (ALICE, BOB, MALLORY)
@@ -383,8 +381,8 @@ def test_06_collect_and_grade_the_trusted_way(hub):
     assert sorted(p.parent.name for p in (hub.course / "submitted").glob(f"*/{ZH}")) == [BOB]
     t0 = time.monotonic()
     for assignment in (EN, ZH):
-        proc = hub.as_user(TEACHER, hub.venv / "bin" / "python", ROOT / "tools" / "grade_nbgrader.py",
-                           hub.course, assignment, "--src", hub.course / "instructor-notebooks", cwd=hub.course,
+        proc = hub.as_user(TEACHER, hub.venv / "bin" / "python", "-m", "tools.teaching.grade_nbgrader",
+                           hub.course, assignment, "--src", hub.course / "instructor-notebooks", cwd=ROOT,
                            timeout=900)
         assert "in the bubblewrap sandbox" in proc.stdout, proc.stdout
     record("grade_two_assignments_s", round(time.monotonic() - t0, 1))
@@ -425,7 +423,7 @@ def test_07_formgrader_in_chromium_shows_the_scores(hub):
 
 
 def test_08_feedback_reaches_each_student_only(hub):
-    # release_feedback reads autograded/<student>/<assignment>/submission_secret.txt: tools/grade_nbgrader.py
+    # release_feedback reads autograded/<student>/<assignment>/submission_secret.txt: tools/teaching/grade_nbgrader.py
     # put it there, as nbgrader autograde does
     for assignment in (EN, ZH):
         hub.nbgrader(TEACHER, "generate_feedback", assignment, cwd=hub.course)

@@ -1,4 +1,4 @@
-"""The Zero to JupyterHub files (tools/hub/z2jh/) are consistent with the local hub that `make test-hub` runs.
+"""The Zero to JupyterHub files (tools/teaching/hub/z2jh/) are consistent with the local hub that `make test-hub` runs.
 
 This is all that is checked of them here: no Kubernetes cluster and no Docker on the test machine, so the chart
 values and the image are neither deployed nor built (docs/hub.md says so). Runs everywhere (no root needed).
@@ -7,15 +7,14 @@ values and the image are neither deployed nor built (docs/hub.md says so). Runs 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-Z2JH = ROOT / "tools" / "hub" / "z2jh"
-sys.path.insert(0, str(ROOT / "tools" / "hub"))
-import hub  # noqa: E402
+Z2JH = ROOT / "tools" / "teaching" / "hub" / "z2jh"
+
+from tools.teaching.hub import hub  # noqa: E402  (after the constants it is compared with)
 
 
 def test_the_learners_jupyter_config_is_the_local_hubs():
@@ -43,5 +42,5 @@ def test_values_name_the_image_the_exchange_volume_and_a_uid_per_user():
 def test_the_image_installs_the_tested_pins_and_the_wheel():
     docker = (Z2JH / "Dockerfile").read_text()
     assert "requirements-hub.txt" in docker and "llm_lab_course-*.whl" in docker
-    assert "COPY tools/hub/z2jh/jupyter-config/ /etc/llm-lab/" in docker
+    assert "COPY tools/teaching/hub/z2jh/jupyter-config/ /etc/llm-lab/" in docker
     assert "bubblewrap" in docker
