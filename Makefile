@@ -154,7 +154,7 @@ grade-nbgrader: instructor-setup
 
 # 30 submissions of one notebook graded in parallel; prints the time and its ratio to the 3-minute target.
 bench-grade: instructor-setup
-	$(BIN)/python benchmarks/bench_grade.py
+	$(BIN)/python -m benchmarks.bench_grade
 
 # Retrain the tiny model llm_lab.heads.load_trained() returns: data/heads-verdict.pt (a few minutes on 2 CPU cores);
 # then put the sha256 it prints in llm_lab/resources.py and data/README.md.
@@ -163,8 +163,8 @@ train: setup
 
 # Attention and dataset benchmarks, then grading a class of 30 (sandboxed, and unsandboxed for the ratio).
 bench: instructor-setup
-	$(BIN)/python benchmarks/bench.py
-	$(BIN)/python benchmarks/bench_grade.py --out docs/benchmarks.md
+	$(BIN)/python -m benchmarks.bench
+	$(BIN)/python -m benchmarks.bench_grade --out docs/benchmarks.md
 
 # Point every Colab badge and setup cell at another repository (a fork): make colab-links REPO=owner/name
 colab-links: setup

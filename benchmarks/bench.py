@@ -1,9 +1,9 @@
 """Benchmarks for llm-lab, written to docs/benchmarks.md: attention implementations and the dataset.
 
-    python benchmarks/bench.py                   # full run (B=8, T up to 1024, d=768, 12 heads), writes the report
-    python benchmarks/bench.py --quick           # smoke run at small sizes, prints only
-    python benchmarks/bench.py --device cuda     # time on a GPU (random numbers still drawn on the CPU)
-    python benchmarks/bench.py --out -           # full run, print only
+    python -m benchmarks.bench                   # full run (B=8, T up to 1024, d=768, 12 heads), writes the report
+    python -m benchmarks.bench --quick           # smoke run at small sizes, prints only
+    python -m benchmarks.bench --device cuda     # time on a GPU (random numbers still drawn on the CPU)
+    python -m benchmarks.bench --out -           # full run, print only
 
 Part 1 is ``llm_lab.benchmark`` (the same code notebook 07 calls); part 2 is ``dataset_bench.py`` next to
 this file. The report's text is ``report_template.md``.
@@ -19,8 +19,7 @@ import time
 from pathlib import Path
 from string import Template
 
-import dataset_bench
-
+from benchmarks import dataset_bench
 from llm_lab import benchmark as lb
 
 ROOT = Path(__file__).resolve().parent.parent

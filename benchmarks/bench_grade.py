@@ -5,7 +5,7 @@ Target: <= 180 s on the 2-core reference machine, with the sandbox on (the same 
 notebook: a third correct, a third untouched student copies, a third with one exercise wrong. Prints the
 time, the ratio to the target (< 1 is within it) and the load average, since a shared machine is slower.
 
-Usage: python benchmarks/bench_grade.py [--notebook 04] [--lang en] [--students 30] [--jobs N] [--out FILE]
+Usage: python -m benchmarks.bench_grade [--notebook 04] [--lang en] [--students 30] [--jobs N] [--out FILE]
 
 With ``--out docs/benchmarks.md`` (what ``make bench`` does) the lines also go into that report, between
 ``<!-- grade:begin -->`` and ``<!-- grade:end -->`` (the section is replaced, or appended the first time).

@@ -2,7 +2,6 @@
 timings."""
 
 import functools
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -17,22 +16,12 @@ ROOT = Path(__file__).resolve().parent.parent
 TINY = lb.BenchSettings(batch=2, d=16, num_heads=4, lengths=(16, 32), repeats=2, warmup_tokens=8)
 
 
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def scripts():
-    """(bench, dataset_bench) loaded from benchmarks/, as `python benchmarks/bench.py` sees them."""
-    dataset_bench = _load("dataset_bench")
-    bench = _load("bench")
-    yield bench, dataset_bench
-    for name in ("bench", "dataset_bench"):
-        sys.modules.pop(name, None)
+    """(bench, dataset_bench), the modules `python -m benchmarks.bench` runs."""
+    from benchmarks import bench, dataset_bench
+
+    return bench, dataset_bench
 
 
 def test_every_contestant_matches_the_reference_with_gradients():

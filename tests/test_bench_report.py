@@ -1,12 +1,6 @@
 """docs/benchmarks.md has three writers; each rewrites only its own part and keeps the others' sections."""
 
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import bench  # noqa: E402
-import bench_grade  # noqa: E402
+from benchmarks import bench, bench_grade
 
 
 def test_grading_section_is_appended_then_replaced(tmp_path):

@@ -14,10 +14,10 @@ from urllib.parse import urldefrag, urlparse
 
 from e2e_js import JS
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "site"))
+from tools import course
 
-import course_site as cs  # noqa: E402
+ROOT = course.ROOT
+cs = course.site_module()
 
 LOAD_TIMEOUT_MS = 30_000
 
