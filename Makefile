@@ -113,7 +113,7 @@ test-perturbed: setup
 
 # nbval with a CUDA GPU visible (06 and 07 compute on llm_lab.get_device()); says so and stops without one.
 test-gpu: setup
-	$(BIN)/python -m llm_lab.gpu_check $(ALL_NOTEBOOKS)
+	$(BIN)/python -m llm_lab.dev.gpu_check $(ALL_NOTEBOOKS)
 
 # The unit tests and nbval under another torch, e.g. Colab's: make test-torch TORCH=2.11.0
 # (own venv .venv-torch<version>; PyPI's Linux wheels of other versions pull CUDA libraries, a few GB).
@@ -156,7 +156,7 @@ grade-nbgrader: instructor-setup
 bench-grade: instructor-setup
 	$(BIN)/python -m benchmarks.bench_grade
 
-# Retrain the tiny model llm_lab.heads.load_trained() returns: data/heads-verdict.pt (a few minutes on 2 CPU cores);
+# Retrain the tiny model llm_lab.explore.heads.load_trained() returns: data/heads-verdict.pt (a few minutes on 2 CPU cores);
 # then put the sha256 it prints in llm_lab/resources.py and data/README.md.
 train: setup
 	$(BIN)/python -m tools.authoring.train

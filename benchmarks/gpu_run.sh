@@ -20,9 +20,9 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
   python3 -c "import sys, torch; print('python', sys.version.split()[0], '| torch', torch.__version__, '| cuda', torch.version.cuda)"
 } | tee "$OUT/machine.txt"
-python3 -m llm_lab.gpu_check notebooks/en notebooks/zh notebooks/instructor/en notebooks/instructor/zh 2>&1 | tee "$OUT/gpu_check.log"
+python3 -m llm_lab.dev.gpu_check notebooks/en notebooks/zh notebooks/instructor/en notebooks/instructor/zh 2>&1 | tee "$OUT/gpu_check.log"
 status=${PIPESTATUS[0]}
 # the module entry point prints each length's table as soon as it is measured, so a time limit keeps what ran
-timeout "${BENCH_TIMEOUT:-240}" python3 -m llm_lab.benchmark --device cuda --preset full-cuda 2>&1 \
+timeout "${BENCH_TIMEOUT:-240}" python3 -m llm_lab.bench.benchmark --device cuda --preset full-cuda 2>&1 \
     | tee "$OUT/bench.log"
 exit "$status"

@@ -49,7 +49,8 @@ def chinese_texts(src: Path) -> list[tuple[str, str, str]]:
     for cell in spec["cells"]:
         if cell["type"] == "code":
             _, comments = nbtool.comment_twins(cell["source"], cell["at"])
-            texts += [(f"{cell['at']}+{row}", zh, en) for row, (_, en, zh) in sorted(comments.items()) if zh]
+            texts += [(f"{cell['at']}+{row}", twins["zh"], en) for row, (_, en, twins) in sorted(comments.items())
+                      if twins.get("zh")]
     return texts
 
 

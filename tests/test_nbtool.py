@@ -34,7 +34,9 @@ def test_parse_pairs_languages_and_substitutes_lang(tmp_path):
     ("%% title\nA\n%% title zh\nB\n%% md zh\norphan\n", "must follow an English"),
     ("%% title\nA\n%% md\na\n%% md zh\nb\n", "needs '%% title' and '%% title zh'"),
     ("%% title\nA\n%% title zh\nB\n%% cod\nx\n", "bad marker line"),
-    ("%% title\nA\n%% title zh\nB\n%% code zh\nx\n", "code is shared by both languages"),
+    ("%% title\nA\n%% title zh\nB\n%% code zh\nx\n", "code is shared by all languages"),
+    ("%% title\nA\n%% title zh\nB\n%% md\nhi\n%% md ja\nこんにちは\n",
+     "unknown language 'ja'.*the languages are en, zh"),
 ])
 def test_parse_errors_say_what_is_wrong(tmp_path, text, error):
     with pytest.raises(ValueError, match=error):
@@ -134,3 +136,27 @@ def test_builder_translates_comments_and_lists_the_missing_twins(tmp_path):
 ])
 def test_needs_twin_tells_prose_from_code(comment, prose):
     assert nbtool.needs_twin(comment) is prose
+
+
+def test_a_third_language_needs_no_new_grammar(tmp_path, monkeypatch):
+    """With 'ja' in the language list, '%% md ja' / '%% title ja' and '# ja:' twins work like zh's."""
+    from tools.authoring import _comments
+
+    monkeypatch.setattr(nbtool, "LANGS", ("en", "zh", "ja"))
+    monkeypatch.setattr(nbtool, "TWINS", ("zh", "ja"))
+    monkeypatch.setattr(_comments, "TWIN_LINE", _comments.twin_patterns(("zh", "ja"))[0])
+    monkeypatch.setattr(_comments, "TWIN_INLINE", _comments.twin_patterns(("zh", "ja"))[1])
+    src = write(tmp_path, "%% title\nDemo\n%% title zh\n演示\n%% title ja\nデモ\n"
+                          "%% md\nHello\n%% md zh\n你好\n%% md ja\nこんにちは\n"
+                          "%% code\nx = 1  # one  # zh: 一  # ja: いち\n# why\n# zh: 为什么\n# ja: なぜ\ny = 2\n")
+    spec = nbtool.parse(src)
+    assert spec["title"] == {"en": "Demo", "zh": "演示", "ja": "デモ"}
+    assert spec["cells"][0] == {"type": "md", "en": "Hello", "zh": "你好", "ja": "こんにちは", "tags": []}
+    code = spec["cells"][1]["source"]
+    assert nbtool.localize_comments(code, "ja") == "x = 1  # いち\n# なぜ\ny = 2"
+    assert nbtool.localize_comments(code, "zh") == "x = 1  # 一\n# 为什么\ny = 2"
+    assert nbtool.localize_comments(code, "en") == "x = 1  # one\n# why\ny = 2"
+    missing = write(tmp_path, "%% title\nD\n%% title zh\n演\n%% title ja\nデ\n%% md\nHi\n%% md zh\n你好\n",
+                    name="02_demo.nbsrc")
+    with pytest.raises(ValueError, match="must be followed by '%% md zh' then '%% md ja'"):
+        nbtool.parse(missing)

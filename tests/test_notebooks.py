@@ -11,7 +11,7 @@ from tools.authoring import learner, nbtool
 
 ROOT = Path(__file__).resolve().parent.parent
 
-LANGS = ("en", "zh")
+LANGS = _course.LANGS
 # the learner versions (notebooks/LANG, what Colab and `make lab` open) and the instructor versions
 NOTEBOOKS = {lang: sorted((ROOT / "notebooks" / lang).glob("[0-9][0-9]_*.ipynb")) for lang in LANGS}
 INSTRUCTOR = {lang: sorted((_course.INSTRUCTOR / lang).glob("[0-9][0-9]_*.ipynb")) for lang in LANGS}
@@ -219,7 +219,8 @@ def test_learners_are_not_told_about_the_test_machinery(src):
     cells = nbtool.parse(src, need_title=not src.name.endswith(".exercises.nbsrc"))["cells"]
     for cell in cells:
         texts = [cell["en"], cell["zh"]] if cell["type"] == "md" else [
-            text for _, en, zh in nbtool.comment_twins(cell["source"], cell["at"])[1].values() for text in (en, zh)
+            text for _, en, twins in nbtool.comment_twins(cell["source"], cell["at"])[1].values()
+            for text in (en, *twins.values())
             if text and text.strip() != "# NBVAL_IGNORE_OUTPUT"]
         for text in texts:
             where = cell.get("at", src.name)

@@ -155,18 +155,22 @@ def gpu_notebook(repo: str, ref: str) -> nbformat.NotebookNode:
     return nb
 
 
-MARKER = re.compile(r"^%% (title|md|code)(?: (zh))?(?: tags=([\w,-]+))?\s*$")
+MARKER = re.compile(r"^%% (title|md|code)(?: ([a-z]{2}))?(?: tags=([\w,-]+))?\s*$")
+TWINS = LANGS[1:]  # the languages whose markdown follows each English cell, in this order ('%% md zh', ...)
 
 
-def parse(path: Path, need_title: bool = True) -> dict:
-    """Parse a source into {'title': {lang: str}, 'cells': [...]}."""
+def _blocks(path: Path) -> list[dict]:
+    """The source's marker blocks: kind, language (None: English, or a code cell), tags, lines, where."""
     blocks, current = [], None
     for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if line.startswith("%% "):
             m = MARKER.match(line)
             if not m:
                 raise ValueError(f"{path}:{lineno}: bad marker line {line!r}")
-            current = {"kind": m[1], "zh": bool(m[2]), "tags": m[3].split(",") if m[3] else [], "lines": [],
+            if m[2] is not None and m[2] not in TWINS:
+                raise ValueError(f"{path}:{lineno}: unknown language {m[2]!r} in {line!r}; the languages are "
+                                 f"{', '.join(LANGS)} (English unmarked)")
+            current = {"kind": m[1], "lang": m[2], "tags": m[3].split(",") if m[3] else [], "lines": [],
                        "at": f"{path.name}:{lineno}"}
             blocks.append(current)
         elif current is None:
@@ -174,24 +178,36 @@ def parse(path: Path, need_title: bool = True) -> dict:
                 raise ValueError(f"{path}:{lineno}: text before the first marker")
         else:
             current["lines"].append(line)
-    title, cells = {}, []
-    for i, b in enumerate(blocks):
+    return blocks
+
+
+def parse(path: Path, need_title: bool = True) -> dict:
+    """Parse a source into {'title': {lang: str}, 'cells': [...]}: a markdown cell is {lang: text} for every
+    language (the English block, then one twin per other language, in ``LANGS`` order)."""
+    blocks = _blocks(path)
+    title, cells, i = {}, [], 0
+    while i < len(blocks):
+        b = blocks[i]
         text = "\n".join(b["lines"]).strip("\n")
         if b["kind"] == "title":
-            title["zh" if b["zh"] else "en"] = text.strip()
+            title[b["lang"] or "en"] = text.strip()
         elif b["kind"] == "code":
-            if b["zh"]:
-                raise ValueError(f"{b['at']}: code is shared by both languages; use {{{{LANG}}}} for the language")
+            if b["lang"]:
+                raise ValueError(f"{b['at']}: code is shared by all languages; use {{{{LANG}}}} for the language")
             cells.append({"type": "code", "source": text, "tags": b["tags"], "at": b["at"]})
-        elif not b["zh"]:
-            nxt = blocks[i + 1] if i + 1 < len(blocks) else None
-            if not nxt or nxt["kind"] != "md" or not nxt["zh"]:
-                raise ValueError(f"{b['at']}: an English markdown cell must be followed by '%% md zh'")
-            cells.append({"type": "md", "en": text, "zh": "\n".join(nxt["lines"]).strip("\n"), "tags": b["tags"]})
-        elif i == 0 or blocks[i - 1]["kind"] != "md" or blocks[i - 1]["zh"]:
-            raise ValueError(f"{b['at']}: '%% md zh' must follow an English '%% md' cell")
+        elif b["lang"]:
+            raise ValueError(f"{b['at']}: '%% md {b['lang']}' must follow an English '%% md' cell")
+        else:
+            twins = blocks[i + 1 : i + 1 + len(TWINS)]
+            if [(t["kind"], t["lang"]) for t in twins] != [("md", lang) for lang in TWINS]:
+                want = " then ".join(f"'%% md {lang}'" for lang in TWINS)
+                raise ValueError(f"{b['at']}: an English markdown cell must be followed by {want}")
+            cells.append({"type": "md", "en": text, "tags": b["tags"],
+                          **{t["lang"]: "\n".join(t["lines"]).strip("\n") for t in twins}})
+            i += len(TWINS)
+        i += 1
     if need_title and set(title) != set(LANGS):
-        raise ValueError(f"{path}: needs '%% title' and '%% title zh'")
+        raise ValueError(f"{path}: needs '%% title' and " + ", ".join(f"'%% title {lang}'" for lang in TWINS))
     return {"title": title, "cells": cells}
 
 
@@ -206,8 +222,8 @@ def untranslated(src: Path) -> list[str]:
         if cell["type"] != "code":
             continue
         lines, comments = comment_twins(cell["source"], cell.get("at", src.name))
-        for row, (_, en, zh) in sorted(comments.items()):
-            if zh is None and needs_twin(en):
+        for row, (_, en, twins) in sorted(comments.items()):
+            if set(twins) != set(TWINS) and needs_twin(en):
                 found.append(f"{cell.get('at', src.name)}+{row}: {lines[row - 1].strip()}")
     return found
 
