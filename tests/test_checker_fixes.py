@@ -154,7 +154,19 @@ def fixed(queries, keys, values, block_size):
     return out
 '''
 
-TEMPLATES = {"additive_attention": ADDITIVE, "causal_attention": CAUSAL, "multihead": MULTIHEAD,
+CACHED = '''
+import torch
+
+
+def fixed(queries, keys, values):
+    q_len, k_len = queries.shape[-2], keys.shape[-2]
+    hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)
+    scores = queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5
+    scores = scores.masked_fill(hidden, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ values
+'''
+
+TEMPLATES = {"cached_attention": CACHED, "additive_attention": ADDITIVE, "causal_attention": CAUSAL, "multihead": MULTIHEAD,
              "padded_attention": PADDED, "split_heads": SPLIT, "merge_heads": MERGE, "windows": WINDOWS,
              "input_embeddings": EMBEDDINGS, "tiled_attention": TILED}
 
@@ -372,8 +384,21 @@ TILED_CASES = [
      None),
 ]
 
+HIDDEN = "hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)"
+CACHED_SCORES = "    scores = queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5\n"
+CACHED_CASES = [
+    ("mask_top_left", [(HIDDEN, "hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=1)")], None),
+    ("cache_future_open", [('scores = scores.masked_fill(hidden, float("-inf"))', "scores = scores")], None),
+    ("cache_own_key_hidden", [(HIDDEN, "hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len)")],
+     None),
+    ("scale_missing", [(CACHED_SCORES, "    scores = queries @ keys.transpose(-2, -1)\n")], None),
+    ("input_modified", [(CACHED_SCORES, "    queries /= queries.shape[-1] ** 0.5\n    scores = queries @ keys.transpose(-2, -1)\n")],
+     [("    queries /= queries.shape[-1] ** 0.5\n", "    queries = queries / queries.shape[-1] ** 0.5\n")]),
+]
+
 CASES = (
-    [("additive_attention", *c) for c in ADDITIVE_CASES + MODULE_CASES]
+    [("cached_attention", *c) for c in CACHED_CASES]
+    + [("additive_attention", *c) for c in ADDITIVE_CASES + MODULE_CASES]
     + [("causal_attention", *c) for c in MASKED_FILL_CASES + MODULE_CASES]
     + [("multihead", *c) for c in MASKED_FILL_CASES + MODULE_CASES + MHA_CASES]
     + [("padded_attention", *c) for c in PADDED_CASES]

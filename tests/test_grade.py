@@ -225,7 +225,7 @@ def test_load_names_the_problem(tmp_path):
 
 def test_grading_cells_are_derived_from_tags_not_a_list():
     """A new checker cell is graded without touching the grader: exercises come from the tags."""
-    spec = importlib.util.find_spec("_course")
+    spec = importlib.util.find_spec("tools.course")
     assert spec is not None
     from tools import course as _course
 

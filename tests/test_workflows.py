@@ -347,7 +347,7 @@ def test_both_readmes_link_the_project_files_and_the_env_helper(readme):
     for target in ("LICENSE", "CONTRIBUTING.md", "CHANGELOG.md", "CITATION.cff"):
         assert f"]({target})" in text, f"{readme} does not link {target}"
         assert (ROOT / target).is_file()
-    assert "python -m llm_lab.env" in text
+    assert "python -m llm_lab.dev.env" in text
     contributing = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
     for must in ("docs/authoring.md", "tests/colab-versions.txt", "!pip list", "sys.version", "make test"):
         assert must in contributing, must
