@@ -11,6 +11,7 @@ import csv
 import hashlib
 import importlib.util
 import json
+import os
 from pathlib import Path
 
 import _course_fixture as fx
@@ -239,3 +240,10 @@ def test_grading_cells_are_derived_from_tags_not_a_list():
     code = grade.capture_code(ex)
     compile(code, "<capture cell>", "exec")
     assert "_llm_lab_remote.capture('brand_new', lambda: brand_new)" in code
+
+
+def test_the_check_budget_stretches_with_the_load_and_no_further_than_four_times(monkeypatch):
+    cores = os.cpu_count() or 1
+    for load, factor in ((0.0, 1.0), (cores * 2.5, 2.5), (cores * 9.0, 4.0)):
+        monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
+        assert grade.check_budget(30.0) == pytest.approx(30.0 * factor)

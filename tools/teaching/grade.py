@@ -318,6 +318,18 @@ def plan(cn: CourseNotebook, sub) -> Plan:
     return Plan(nb, grading, solutions, notes, learner)
 
 
+def check_budget(base: float | None = None) -> float:
+    """Seconds one exercise's check may take: 3 x the checkers' own limit, stretched by the machine's load per
+    core (at most 4x), so that a grading machine busy with a class (or with a test suite) does not time out a
+    correct solution whose every call is a round trip to a slow kernel. An endless loop still ends in it."""
+    base = 3 * exercises.TIMEOUT if base is None else base
+    try:
+        per_core = os.getloadavg()[0] / (os.cpu_count() or 1)
+    except OSError:  # no load average on this platform
+        per_core = 1.0
+    return base * min(4.0, max(1.0, per_core))
+
+
 def judge(cn: CourseNotebook, p: Plan, kernel: _grade_kernel.Kernel) -> list[Verdict]:
     """Each exercise's verdict, computed HERE by llm_lab's checkers on the learner's object in the kernel, right
     after the notebook ran up to that exercise's checker cell (a later cell that kills the kernel costs only the
@@ -336,7 +348,7 @@ def judge(cn: CourseNotebook, p: Plan, kernel: _grade_kernel.Kernel) -> list[Ver
             link.exercise = ex.exercise
             obj = link.lookup(ex.key)
             # the whole check's budget: the learner's time plus a round trip per call to a busy machine's kernel
-            result = exercises.grade(ex.exercise, obj, lang=cn.lang, timeout=3 * exercises.TIMEOUT)
+            result = exercises.grade(ex.exercise, obj, lang=cn.lang, timeout=check_budget())
             v.status, v.mistake, v.message = result.status, result.hint, result.message
             if found and v.status != "reference":
                 v.status, v.mistake = "reference", "reference"
