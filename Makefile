@@ -9,7 +9,7 @@ BROWSER ?= 0
 NB     ?=
 # Both stored versions of every notebook: the learner's (notebooks/LANG) and the instructor's (notebooks/instructor/LANG).
 ALL_NOTEBOOKS := notebooks/en notebooks/zh notebooks/instructor/en notebooks/instructor/zh
-NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
+NBVAL  := --nbval --nbval-current-env --nbval-kernel-startup-timeout 300 --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
 .PHONY: help setup instructor-setup lab lab-instructor test-browser test lint unit widgets7 nbval test-wheel test-perturbed test-gpu test-torch execute student bench train \
 	colab-links release clean

@@ -49,7 +49,7 @@ def run_nbval(paths: list[Path], sanitize: Path | None, workdir: Path) -> tuple[
     """nbval over ``paths`` with this interpreter's kernel; (exit status, cells passed, failed cell ids)."""
     junit = workdir / "nbval.xml"
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval", "--nbval-current-env",
-           f"--junitxml={junit}"]
+           "--nbval-kernel-startup-timeout", "300", f"--junitxml={junit}"]
     if sanitize is not None and sanitize.is_file():
         cmd += ["--nbval-sanitize-with", str(sanitize)]
     rc = subprocess.run(cmd + [str(p) for p in paths]).returncode

@@ -242,7 +242,8 @@ def main(argv=None) -> int:
         print(f"standalone: nbval over {len(staged)} notebooks ({what}installed wheel, one empty folder each)",
               flush=True)
         cmd = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp),
-               "--nbval", "--nbval-current-env", "--nbval-sanitize-with", str(SANITIZE),
+               "--nbval", "--nbval-current-env", "--nbval-kernel-startup-timeout", "300",
+               "--nbval-sanitize-with", str(SANITIZE),
                *args.pytest_args, *map(str, staged)]
         return subprocess.run(cmd, cwd=tmp / "notebooks", env=env).returncode
 
