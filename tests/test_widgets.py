@@ -1,7 +1,7 @@
 """The interactive explorers in llm_lab.explore.widgets (old path llm_lab.widgets), driven programmatically (no
 browser, no kernel).
 
-Runs under ipywidgets 8 (the main .venv) and 7.7.1 (`bash tools/release/test_widgets7.sh`, Colab's version).
+Runs under ipywidgets 8 (the main .venv) and 7.7.1 (`make widgets7`, Colab's version).
 Set LLM_LAB_IPYWIDGETS_MAJOR=7 or 8 to make the run fail if another major is installed.
 """
 

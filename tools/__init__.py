@@ -7,5 +7,7 @@
   tiny model's training.
 - ``tools.teaching``: running a course: student copies, grading (the sandbox, the kernel, the report), nbgrader
   courses, the local JupyterHub.
-- ``tools.release``: what users get: releases, the installed-wheel nbval run and its float nudge, ipywidgets 7.
+- ``tools.release``: what users get: releases, the installed-wheel nbval run and its float nudge.
+- ``tools.envs``: every virtual environment the targets use (the main ``.venv``, ipywidgets 7, the wheel, the site,
+  other torch versions, the hub's learners), made and kept current one way, with one stamp.
 """

@@ -3,6 +3,7 @@
     python -m tools.release.standalone                       # wheel into .venv-wheel (deps reused from .venv), nbval
     python -m tools.release.standalone --perturb --langs en   # the same, float32 results nudged (float_nudge.py)
     python -m tools.release.standalone --perturb --signs 1,-1 --langs en   # each notebook nudged both ways
+    python -m tools.release.standalone --perturb --signs 1,-1 --signs-by-lang   # en up, zh down (test-perturbed)
     python -m tools.release.standalone --reqs tests/colab-versions.txt --python python3.13   # another set of versions
 
 Steps: build the wheel from this tree (``build/dist``); install it, not editable, into a venv of its own; check
@@ -10,18 +11,19 @@ that ``import llm_lab`` there resolves to the installed wheel and that no path o
 ``sys.path``; copy each notebook into an empty folder of its own; run nbval over them with the venv's kernel.
 With ``--perturb --signs 1,-1`` each notebook is staged once per sign (folders ``en-NN_slug+1`` and
 ``en-NN_slug-1``) and all of them run in one pytest session: every float32 result is nudged up in one copy and
-down in the other, which finds printed numbers that sit on a rounding boundary.
+down in the other, which finds printed numbers that sit on a rounding boundary. ``--signs-by-lang`` stages each
+notebook once, en with the first sign and zh with the second: the same code on the same values, so every value is
+still nudged both ways, in half the runs.
 
-Without ``--reqs`` the venv reuses the project's ``.venv`` for the dependencies (a ``.pth`` line pointing at its
-site-packages, whose own ``.pth`` files, the editable install among them, are not processed), so it costs
-seconds. With ``--reqs FILE`` it is a full venv built from that requirements file (rebuilt when the file
-changes). Standard library only (tools.course is too): any Python runs it from the repository root.
+The venv is tools.envs's ``wheel`` environment: without ``--reqs`` it reuses the project's ``.venv`` for the
+dependencies (an overlay: it costs seconds); with ``--reqs FILE`` it is a full venv built from that requirements
+file (rebuilt when the file changes). The wheel is installed again whenever its hash changes. Standard library
+only (tools.course and tools.envs are too): any Python runs it from the repository root.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -30,7 +32,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tools import course
+from tools import course, envs
 
 ROOT = Path(__file__).resolve().parents[2]
 LANGS = course.LANGS
@@ -66,16 +68,6 @@ def run(cmd, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([str(c) for c in cmd], check=True, **kw)
 
 
-def venv_python(venv: Path) -> Path:
-    return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-
-
-def site_packages(python: Path) -> Path:
-    out = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                         check=True, capture_output=True, text=True).stdout.strip()
-    return Path(out)
-
-
 def build_wheel(python: Path, dist: Path) -> Path:
     """Build the (pure-Python) wheel from this tree with ``python``; return its path."""
     shutil.rmtree(dist, ignore_errors=True)
@@ -87,36 +79,6 @@ def build_wheel(python: Path, dist: Path) -> Path:
     if len(wheels) != 1:
         raise SystemExit(f"expected one wheel in {dist}, found {[w.name for w in wheels]}")
     return wheels[0]
-
-
-def reuse_env(venv: Path, deps_python: Path) -> Path:
-    """A venv whose dependencies come from ``deps_python``'s site-packages, without its editable installs."""
-    if not venv_python(venv).exists():
-        run([deps_python, "-m", "venv", venv])
-        (venv / ".gitignore").write_text("*\n")
-    (site_packages(venv_python(venv)) / "llm_lab_deps.pth").write_text(f"{site_packages(deps_python)}\n")
-    return venv_python(venv)
-
-
-def full_env(venv: Path, python: str, reqs: Path) -> Path:
-    """A venv built from a requirements file; rebuilt only when the file (or the interpreter) changes."""
-    stamp = venv / ".installed-requirements"
-    want = hashlib.sha256(reqs.read_bytes() + python.encode()).hexdigest()
-    if not (venv_python(venv).exists() and stamp.exists() and stamp.read_text() == want):
-        shutil.rmtree(venv, ignore_errors=True)
-        run([python, "-m", "venv", venv])
-        (venv / ".gitignore").write_text("*\n")
-        run([venv_python(venv), *PIP, "install", "-r", reqs])
-        stamp.write_text(want)
-    return venv_python(venv)
-
-
-def install_wheel(python: Path, wheel: Path, with_deps: bool) -> None:
-    if with_deps:  # whatever the wheel declares and the requirements file left out
-        run([python, *PIP, "install", wheel])
-    # the fresh build, even when the same version is installed; --ignore-installed: never touch an
-    # llm-lab-course seen through the .pth line (the editable one in .venv)
-    run([python, *PIP, "install", "--force-reinstall", "--ignore-installed", "--no-deps", wheel])
 
 
 def check_isolation(python: Path, workdir: Path, wheel: Path) -> None:
@@ -143,14 +105,18 @@ def check_isolation(python: Path, workdir: Path, wheel: Path) -> None:
     print(f"standalone: llm_lab {info['version']} from {info['file']}", flush=True)
 
 
-def stage(notebooks: list[Path], where: Path, signs: tuple[int, ...] = ()) -> list[Path]:
+def stage(notebooks: list[Path], where: Path, signs: tuple[int, ...] = (), by_lang: bool = False) -> list[Path]:
     """Copy each notebook into an empty folder of its own, as a learner opens one on Colab.
 
-    With ``signs`` (for ``--perturb``), one copy per sign, its folder holding the sign its kernel nudges with.
+    With ``signs`` (for ``--perturb``), one copy per sign, its folder holding the sign its kernel nudges with;
+    with ``by_lang``, one copy only, the sign taken in turn by language (en the first sign, zh the second): the
+    languages run the same code on the same values (tests/test_notebooks.py), so across them every value is
+    still nudged each way, at half the runs.
     """
     staged = []
     for nb in notebooks:
-        for sign in signs or (None,):
+        mine = signs[LANGS.index(nb.parent.name) % len(signs)] if by_lang and signs else None
+        for sign in (mine,) if mine is not None else signs or (None,):
             version = "instructor-" if nb.parent.parent.name == "instructor" else ""
             folder = where / (f"{version}{nb.parent.name}-{nb.stem}" + ("" if sign is None else f"{sign:+d}"))
             folder.mkdir(parents=True)
@@ -187,11 +153,10 @@ def select(langs: list[str], only: str | None, versions=("learner",)) -> list[Pa
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--reqs", type=Path, help="build a full venv from this requirements file (e.g. Colab's versions)")
-    ap.add_argument("--python", default=sys.executable, help="interpreter for a --reqs venv (default: this one)")
-    ap.add_argument("--deps-from", type=Path, default=ROOT / ".venv",
-                    help="without --reqs: the venv whose site-packages supply the dependencies (default .venv)")
-    ap.add_argument("--venv", type=Path, help="where the test venv lives (default .venv-wheel or .venv-wheel-<reqs>)")
+    ap.add_argument("--reqs", help="a full venv (.venv-wheel-<name>) from this requirements file,"
+                    " e.g. Colab's versions")
+    ap.add_argument("--python", help="interpreter for a --reqs venv (default: this one)")
+    ap.add_argument("--main-venv", help="without --reqs: the venv whose packages .venv-wheel reuses (default .venv)")
     ap.add_argument("--langs", default=",".join(LANGS))
     ap.add_argument("--only", help="comma-separated notebook numbers, e.g. 01,06")
     ap.add_argument("--versions", default="learner,instructor",
@@ -201,6 +166,8 @@ def main(argv=None) -> int:
     ap.add_argument("--perturb", action="store_true", help="nudge float32 results in the kernels (float_nudge.py)")
     ap.add_argument("--signs", type=parse_signs, default=(1,),
                     help="with --perturb: nudge directions, 1 (hashed), -1 (flipped) or 1,-1 (each notebook both ways)")
+    ap.add_argument("--signs-by-lang", action="store_true",
+                    help="with --perturb: each notebook once, the sign in turn by language (en 1, zh -1)")
     ap.add_argument("pytest_args", nargs="*", help="extra arguments for pytest (after --)")
     args = ap.parse_args(argv)
 
@@ -210,23 +177,16 @@ def main(argv=None) -> int:
     if bad:
         raise SystemExit(f"--skip: expected version/lang pairs such as instructor/en, got {sorted(bad)}")
     notebooks = [p for p in notebooks if not any(p.parent == VERSION_DIRS[v] / lang for v, lang in skip)]
-    if args.reqs:
-        venv = args.venv or ROOT / f".venv-wheel-{args.reqs.stem}"
-        python = full_env(venv, args.python, args.reqs.resolve())
-    else:
-        deps = venv_python(args.deps_from)
-        if not deps.exists():
-            raise SystemExit(f"{deps} not found: run make setup first (or pass --reqs)")
-        python = reuse_env(args.venv or ROOT / ".venv-wheel", deps)
+    env = envs.resolve("wheel", reqs=args.reqs, python=args.python, main_venv=args.main_venv)
     wheel = build_wheel(Path(sys.executable), ROOT / "build" / "dist")
-    install_wheel(python, wheel, with_deps=bool(args.reqs))
+    python = envs.ensure(env, args.main_venv, wheel=wheel)
 
     with tempfile.TemporaryDirectory(prefix="llm-lab-standalone-") as tmp:
         tmp = Path(tmp)
         empty = tmp / "empty"
         empty.mkdir()
         check_isolation(python, empty, wheel)
-        staged = stage(notebooks, tmp / "notebooks", args.signs if args.perturb else ())
+        staged = stage(notebooks, tmp / "notebooks", args.signs if args.perturb else (), args.signs_by_lang)
         env = dict(os.environ, PYTHONNOUSERSITE="1")
         env.pop("PYTHONPATH", None)
         env.pop("LLM_LAB_DATA", None)  # the data must come from the wheel

@@ -34,7 +34,6 @@ What ``start`` sets up, then runs until Ctrl-C (or ``hub.py stop``, or SIGTERM),
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import pwd
@@ -46,13 +45,14 @@ import sys
 import time
 from pathlib import Path
 
+from tools import envs
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 
 DEFAULT_DIR = Path("/srv/llm-lab-hub")
 COURSE_ID = "llm-lab"
 PROXY = ROOT / "build" / "hub" / "proxy" / "node_modules" / ".bin" / "configurable-http-proxy"
-REQUIREMENTS = ("requirements.txt", "requirements-instructor.txt", "requirements-hub.txt")
 LEARNER_PAGE_CONFIG = {"disabledExtensions": {
     "@jupyter/nbgrader:formgrader": True, "@jupyter/nbgrader:create-assignment": True,
     "@jupyter/nbgrader:course-list": True}}
@@ -172,19 +172,9 @@ class Hub:
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         shutil.rmtree(tree)
         wheel = next(dist.glob("llm_lab_course-*.whl"))
-        digest = hashlib.sha256(b"".join((ROOT / r).read_bytes() for r in REQUIREMENTS) + self.python.encode())
-        stamp = self.venv / ".llm-lab-hub"
-        want_reqs, want_wheel = digest.hexdigest(), hashlib.sha256(wheel.read_bytes()).hexdigest()
-        have = json.loads(stamp.read_text()) if stamp.is_file() else {}
-        pip = [self.venv / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-        if have.get("requirements") != want_reqs:
-            log(f"building the learners' environment {self.venv} (requirements-hub.txt; a few minutes)")
-            shutil.rmtree(self.venv, ignore_errors=True)
-            run([self.python, "-m", "venv", self.venv])
-            run([*pip, "-r", ROOT / "requirements-hub.txt"], stdout=subprocess.DEVNULL)
-        if have.get("requirements") != want_reqs or have.get("wheel") != want_wheel:
-            run([*pip, "--no-deps", "--force-reinstall", wheel], stdout=subprocess.DEVNULL)
-        stamp.write_text(json.dumps({"requirements": want_reqs, "wheel": want_wheel}))
+        env = envs.Env("learners", str(self.venv), ("requirements-hub.txt",), editable=False, python=self.python,
+                       purpose="the learners' servers on the hub: requirements-hub.txt and this tree's wheel")
+        envs.ensure(env, wheel=wheel)
 
     def create_users(self) -> None:
         made_file = self.state / "users.json"
