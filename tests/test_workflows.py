@@ -192,7 +192,8 @@ def test_ci_runs_make_test_on_python_311_with_the_venv_cached_by_the_requirement
     ci = load(WORKFLOWS / "ci.yml")
     assert {"push", "pull_request"} <= set(ci[True])
     steps = ci["jobs"]["test"]["steps"]
-    assert any(s.get("run") == "make test" for s in steps)
+    runs = [s.get("run") for s in steps]
+    assert "make test" in runs and "make test-notebooks" in runs
     (setup,) = [s for s in steps if s.get("uses", "").startswith("actions/setup-python@")]
     assert setup["with"]["python-version"] == "3.11"
     (cache,) = [s for s in steps if s.get("uses", "").startswith("actions/cache@")]
@@ -351,3 +352,15 @@ def test_both_readmes_link_the_project_files_and_the_env_helper(readme):
     contributing = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
     for must in ("docs/authoring.md", "tests/colab-versions.txt", "!pip list", "sys.version", "make test"):
         assert must in contributing, must
+
+
+def test_ci_runs_the_fast_tier_then_the_notebooks_then_the_hub_browser_and_site():
+    """`make test` is the README's quick command; CI runs it and every slower tier, so nothing is checked less."""
+    ci_run = (ROOT / ".ci" / "run").read_text()
+    made = re.findall(r"^make (\S+)\s*$", ci_run, re.M)
+    assert made == ["test", "test-notebooks", "test-hub", "test-browser", "test-site"]
+    makefile = (ROOT / "Makefile").read_text()
+    targets = {m[1]: m[2].split() for m in re.finditer(r"^([\w-]+):([^=\n]*)$", makefile, re.M)}
+    assert {"lint", "unit"} <= set(targets["test"])
+    assert set(targets["test-notebooks"]) == {"widgets7", "test-wheel", "test-perturbed"}
+    assert targets["test-all"] == ["test", "test-notebooks"]
