@@ -78,7 +78,7 @@ test-browser: instructor-setup browser-setup
 # nudged, en up and zh down (test-perturbed); and the explorers under Colab's ipywidgets 7.7.1 (widgets7).
 # make test-all is both; CI (.ci/run) runs both, then the hub, the browser and the site. `make nbval` checks
 # all four notebook sets on the working tree's editable install, for maintainers.
-test: setup instructor-setup lint unit
+test: instructor-setup lint unit
 
 test-notebooks: widgets7 test-wheel test-perturbed
 

@@ -34,7 +34,13 @@ def calls(monkeypatch):
 
 
 def installs(calls):
-    return [c[-1] for c in calls if "install" in c]
+    """The requirement files (after -r) and wheels each pip run installed."""
+    runs = []
+    for c in calls:
+        if "install" in c:
+            files = [c[i + 1] for i, arg in enumerate(c) if arg == "-r"]
+            runs.append(files if files else c[-1])
+    return runs
 
 
 def test_a_second_ensure_runs_nothing(tmp_path, calls):
@@ -59,7 +65,7 @@ def test_only_the_changed_layer_is_installed_again(tmp_path, calls):
     b.write_text("-r a.txt\nsix==1.16.0\n")
     assert envs.state(env) == "stale"
     envs.ensure(env)
-    assert installs(calls) == [str(b)]  # no new venv, a.txt not again
+    assert installs(calls) == [[str(b)]]  # no new venv, a.txt not again
 
 
 def test_a_change_in_an_included_file_counts(tmp_path, calls):
@@ -71,7 +77,15 @@ def test_a_change_in_an_included_file_counts(tmp_path, calls):
     calls.clear()
     a.write_text("numpy==2.4.6\n")
     envs.ensure(env)
-    assert installs(calls) == [str(b)]
+    assert installs(calls) == [[str(b)]]
+
+
+def test_every_pending_layer_goes_into_one_pip_run(tmp_path, calls):
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("numpy\n")
+    b.write_text("six\n")
+    envs.ensure(envs.Env("t", str(tmp_path / "venv"), (str(a), str(b)), editable=False))
+    assert installs(calls) == [[str(a), str(b)]]
 
 
 def test_another_interpreter_rebuilds(tmp_path, calls):

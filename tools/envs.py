@@ -10,8 +10,8 @@ One stamp per venv, ``.llm-lab-env.json``: the interpreter's version, the overla
 requirement file and of ``pyproject.toml`` as they were when installed. ``ensure`` brings a venv up to date:
 
 - rebuilt from nothing when its interpreter or its overlay changed (or the overlay's own requirements did);
-- otherwise ``pip install -r`` again only for the files whose hash changed, then the editable install if
-  ``pyproject.toml`` changed;
+- otherwise ``pip install -r`` again only for the files whose hash changed (in one pip run), then the editable
+  install if ``pyproject.toml`` changed;
 - nothing at all when every hash matches (milliseconds: ``make`` calls it before each target).
 
 A full venv made before this stamp existed is adopted: kept, its requirement files installed once more (pip
@@ -248,12 +248,12 @@ def ensure(env: Env, main_venv: str | None = None, wheel: Path | None = None) ->
         stamp = {}
     stamp.update(keep)
     layers = stamp.setdefault("layers", {})
-    for layer in env.layers:
-        digest = layer_digest(ROOT / layer)
-        if layers.get(layer) != digest:
-            run([env.exe, *PIP, "-r", ROOT / layer])
-            layers[layer] = digest
-            write_stamp(env, stamp)
+    pending = {layer: layer_digest(ROOT / layer) for layer in env.layers}
+    pending = {layer: digest for layer, digest in pending.items() if layers.get(layer) != digest}
+    if pending:  # one pip run for all of them: one resolution, and pip sees every pin at once
+        run([env.exe, *PIP, *(arg for layer in pending for arg in ("-r", ROOT / layer))])
+        layers.update(pending)
+        write_stamp(env, stamp)
     if env.editable and stamp.get("editable") != sha256(ROOT / "pyproject.toml"):
         run([env.exe, *PIP, "--no-deps", "-e", ROOT])
         stamp["editable"] = sha256(ROOT / "pyproject.toml")
