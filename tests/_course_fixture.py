@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
+import pytest
 
 from tools.authoring import nbtool
 from tools.teaching import student
@@ -93,7 +94,12 @@ def build_course(root: Path) -> Path:
     return root / "notebooks"
 
 
+NO_NBGRADER = "nbgrader is an instructor tool: make instructor-setup installs it (make unit does)"
+
+
 def student_copy(notebooks: Path, lang: str = "en", name: str = NAME) -> nbformat.NotebookNode:
+    """The student copy of a fixture notebook (nbgrader's preprocessors: the test is skipped without nbgrader)."""
+    pytest.importorskip("nbgrader", reason=NO_NBGRADER)
     nb = nbformat.read(str(notebooks / lang / name), as_version=4)
     return nbformat.reads(student.make_student_copy(nb, lang, name), as_version=4)
 

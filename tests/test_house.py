@@ -6,6 +6,8 @@ exception needs a written reason here.
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -67,3 +69,12 @@ def test_no_history_as_documentation(path):
                                                                               .splitlines(), 1)
             if ISSUE_REFERENCE.search(UPSTREAM.sub("", line)) and path != Path(__file__)]
     assert not hits, "\n".join(hits)
+
+
+def test_the_tests_collect_without_the_instructor_tools():
+    """`make setup` alone installs no nbgrader: every test module must still import (the nbgrader ones skip)."""
+    script = ("import sys; sys.modules['nbgrader'] = None; import pytest; "
+              "sys.exit(pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider', 'tests']))")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert " error" not in proc.stdout.lower()

@@ -37,8 +37,6 @@ from pathlib import Path
 import nbformat
 from nbconvert.exporters import NotebookExporter
 from nbconvert.preprocessors import Preprocessor
-from nbgrader.converters import GenerateAssignment
-from nbgrader.preprocessors import SaveCells
 from traitlets import Unicode
 from traitlets.config import Config
 
@@ -145,6 +143,12 @@ def source_exporter(lang: str) -> NotebookExporter:
 
 def release_exporter(lang: str) -> NotebookExporter:
     """nbgrader source -> release: generate_assignment's own preprocessors, minus the gradebook (SaveCells)."""
+    try:  # here, not at the top: the rest of this module (and the tests that import it) needs no nbgrader
+        from nbgrader.converters import GenerateAssignment
+        from nbgrader.preprocessors import SaveCells
+    except ImportError as exc:
+        raise SystemExit("student copies are made by nbgrader's own preprocessors, and nbgrader is not installed: "
+                         "run make instructor-setup (requirements-instructor.txt)") from exc
     exp = NotebookExporter(config=nbgrader_config(lang))
     for pp in GenerateAssignment.class_traits()["preprocessors"].default():
         if pp is not SaveCells:
