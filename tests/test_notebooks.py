@@ -35,6 +35,12 @@ def code_cells(nb):
     return [c for c in nb["cells"] if c["cell_type"] == "code"]
 
 
+def instructor_outputs(learner_path: Path) -> dict:
+    """Cell id -> stored outputs of the instructor version of a learner notebook."""
+    twin = _course.INSTRUCTOR / learner_path.parent.name / learner_path.name
+    return {c.get("id"): c.get("outputs") for c in code_cells(load(twin))}
+
+
 def text_of(output):
     data = output.get("data", {})
     return "".join(output.get("text", "")) + "".join(data.get("text/plain", ""))
@@ -86,9 +92,11 @@ def test_notebook_hygiene(path):
         where = f"{path.name} code cell {i}"
         checker = "checker" in cell.get("metadata", {}).get("tags", [])
         if cell["execution_count"] is None and version_of(path) == _course.LEARNER and not checker:
-            # the learner version's exercises keep no output but the checkers' (nothing given away)
+            # the learner version's exercises keep no output but the checkers' (nothing given away); only a
+            # cell with something to hide (its instructor twin printed) is stored unexecuted
             assert start is not None and nb["cells"].index(cell) > start, f"{where}: not executed"
             assert not cell["outputs"], f"{where}: outputs without an execution count"
+            assert instructor_outputs(path).get(cell.get("id")), f"{where}: nothing to hide, so keep its count"
             continue
         assert cell["execution_count"] is not None, f"{where}: not executed (nbval would skip it)"
         counts.append(cell["execution_count"])

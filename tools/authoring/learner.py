@@ -137,10 +137,15 @@ def exercises_start(nb: nbformat.NotebookNode) -> int | None:
 
 
 def clear_exercise_outputs(nb: nbformat.NotebookNode) -> None:
-    """After a run: in the exercises section keep only the checkers' outputs (the verdict on the stub)."""
+    """After a run: in the exercises section keep only the checkers' outputs (the verdict on the stub).
+
+    A cell whose output is cleared loses its execution count too (nbval then runs it without comparing: its
+    output would be a Predict answer). A cell that printed nothing (an import, a stub's definition) keeps its
+    count, so nbval checks that it still prints nothing and raises nothing.
+    """
     start = exercises_start(nb)
     if start is None:
         return
     for cell in nb.cells[start:]:
-        if cell.cell_type == "code" and _course.CHECKER not in _course.tags(cell):
+        if cell.cell_type == "code" and _course.CHECKER not in _course.tags(cell) and cell.outputs:
             cell.outputs, cell.execution_count = [], None
