@@ -213,3 +213,19 @@ def test_the_command_line_lists_every_environment():
     out = subprocess.run([sys.executable, "-m", "tools.envs", "list"], capture_output=True, text=True,
                          check=True, cwd=ROOT).stdout
     assert [line.split()[0] for line in out.splitlines()] == list(envs.ENVS)
+
+
+def test_wheel_reqs_is_a_full_venv_of_its_own_named_after_the_file():
+    """make test-wheel WHEEL_REQS=tests/colab-versions.txt: no overlay, the file's pins, the wheel with its deps."""
+    env = envs.resolve("wheel", reqs="tests/colab-versions.txt", python=sys.executable)
+    assert env.path == ".venv-wheel-colab-versions" and env.overlay is None and not env.editable
+    assert env.layers == ("tests/colab-versions.txt",) and env.wheel_deps and env.python == sys.executable
+    assert envs.resolve("wheel").overlay == "main"  # without --reqs: over .venv's packages
+
+
+def test_the_main_venv_moves_with_make_s_venv_and_so_do_its_overlays(tmp_path):
+    """make VENV=other: the rows living in .venv live there, and the overlays reuse that venv."""
+    assert envs.resolve("instructor", main_venv=str(tmp_path / "v")).dir == tmp_path / "v"
+    assert envs.resolve("site", main_venv=str(tmp_path / "v")).path == ".venv-site"
+    with pytest.raises(SystemExit, match=re.escape(f"{tmp_path / 'v'}, which is not built")):
+        envs.ensure(envs.resolve("widgets7", main_venv=str(tmp_path / "v")), str(tmp_path / "v"))
