@@ -92,11 +92,11 @@ lint: setup
 	$(BIN)/ruff check llm_lab tests tools benchmarks notebooks/en notebooks/zh .github/scripts
 	$(BIN)/actionlint -shellcheck= -pyflakes=
 
-# Two workers, each test module on one of them (module fixtures such as a graded class are built once), the
-# modules that grade a class first (tests/conftest.py), in collection order (--no-loadscope-reorder).
-# tests/test_notebooks.py includes `nbtool check` (stored notebooks equal to their sources).
+# Two workers, each test module on one of them (module fixtures such as a graded class are built once); both
+# stay busy (the tests' durations add up to about twice the wall time). tests/test_notebooks.py includes
+# `nbtool check` (stored notebooks equal to their sources).
 unit: setup instructor-setup
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder tests
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile tests
 
 # The explorers again under ipywidgets 7.7.1, the version Colab ships (own venv: .venv-ipyw7).
 widgets7: setup

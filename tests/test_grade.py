@@ -21,8 +21,6 @@ import pytest
 from tools.authoring import learner
 from tools.teaching import grade
 
-pytestmark = pytest.mark.grades_a_class
-
 LOOP_FN = "def mask_and_renormalize(attn_weights):\n    while True:\n        pass\n"
 PATCH_EVALUATE = (
     "import llm_lab.exercises as ex\n\n"
