@@ -15,6 +15,15 @@ def positive_int(name: str, value) -> int:
     return int(value)
 
 
+def int_range(name: str, value, low: int, high: int) -> int:
+    """An int in ``[low, high]`` (numpy ints too; bools are not ints here)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int in [{low}, {high}], got {value!r} ({type(value).__name__})")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be an int in [{low}, {high}], got {value}")
+    return int(value)
+
+
 def dropout_rate(value) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"dropout must be a float in [0, 1), got {value!r} ({type(value).__name__})")

@@ -55,6 +55,49 @@ def test_repeat_batch_leaves_the_global_stream_alone_and_checks_min_offset():
         induction.repeat_batch(2, CONFIG, torch.Generator(), min_offset=33)
 
 
+def test_copy_batch_copies_anywhere_and_never_tells_a_segment_twice_in_a_row():
+    ids = induction.copy_batch(512, CONFIG, torch.Generator().manual_seed(0))
+    assert ids.shape == (512, 64) and ids.dtype == torch.long
+    assert torch.equal(ids, induction.copy_batch(512, CONFIG, torch.Generator().manual_seed(0)))
+    can = induction.copyable(ids)  # (B, T - 1)
+    assert 0.3 < float(can.float().mean()) < 0.6
+    per_position = can.float().mean(dim=0)
+    assert float(per_position[8:].min()) > 0.2  # copies at every position from 8 on, not at a fixed start
+    assert not induction.told_twice(ids, 8).any()  # the probes' placement never occurs in training
+    for start, length in induction.PROBES.values():
+        probe = induction.probe_batch(4, CONFIG, start, length)
+        assert induction.told_twice(probe, 8).all()
+        assert torch.equal(probe[:, start + length : start + 2 * length], probe[:, start : start + length])
+
+
+def test_told_twice_finds_a_segment_repeated_at_once_only():
+    row = torch.arange(20)[None]
+    assert not induction.told_twice(row, 3).any()
+    row = torch.tensor([[9, 1, 2, 3, 1, 2, 3, 8]])  # 1 2 3 told twice in a row
+    assert induction.told_twice(row, 3).all() and not induction.told_twice(row, 4).any()
+    row = torch.tensor([[1, 2, 3, 7, 1, 2, 3, 8]])  # told twice with a gap: not "in a row"
+    assert not induction.told_twice(row, 3).any()
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"copy_rate": 1.5}, r"copy_rate=1.5 must be a float in \(0, 1\)"),
+    ({"min_run": 9, "max_run": 8}, "min_run=9 must not exceed max_run=8"),
+    ({"max_gap": 0}, "max_gap must be a positive int"),
+])
+def test_copy_task_names_bad_settings(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        induction.CopyTask(**kwargs)
+
+
+def test_probe_batch_and_train_settings_name_bad_values():
+    with pytest.raises(ValueError, match="start=40, length=20: the segment and its repeat must fit"):
+        induction.probe_batch(2, CONFIG, 40, 20)
+    with pytest.raises(ValueError, match=r"data='random' must be one of \('copies', 'fixed start'\)"):
+        induction.TrainSettings(data="random")
+    with pytest.raises(TypeError, match="task must be a CopyTask"):
+        induction.copy_batch(2, CONFIG, torch.Generator(), task={"copy_rate": 0.1})
+
+
 def test_probe_is_one_half_twice():
     probe = induction.repeated_sequences(5, CONFIG, seed=3)
     assert probe.shape == (5, 64) and torch.equal(probe[:, :32], probe[:, 32:])
@@ -154,6 +197,18 @@ def test_scores_of_perfect_heads_and_of_an_even_spread():
         induction.previous_token_scores(torch.ones(4, 4))
 
 
+def test_copyable_marks_pairs_seen_before_and_split_losses_uses_it():
+    ids = torch.tensor([[5, 1, 2, 5, 1, 3, 5, 1]])  # (5, 1) repeats at 3 and 6: targets 4 and 7 copyable
+    assert induction.copyable(ids)[0].nonzero().flatten().tolist() == [3, 6]
+    logits = torch.zeros(1, 8, 8)
+    logits[0, [3, 6], 1] = 50.0  # perfect on the copyable predictions, uniform on the rest
+    losses = induction.split_losses(logits, ids)
+    assert losses["copyable"] < 1e-6 and math.isclose(losses["other"], math.log(8), rel_tol=1e-9)
+    assert (losses["n_copyable"], losses["n_other"]) == (2, 5)
+    with pytest.raises(ValueError, match=r"logits must be \(B, T, V\) for ids \(1, 8\)"):
+        induction.split_losses(logits[:, :4], ids)
+
+
 def test_half_losses_split_the_predictions():
     t, v = 8, 5
     ids = torch.tensor([[0, 1, 2, 3, 0, 1, 2, 3]])
@@ -181,7 +236,7 @@ def test_train_is_deterministic_and_leaves_the_caller_state_alone():
     assert calls == first.steps == [0, 3, 6] and len(first.train_loss) == 6
     assert first.scores("induction").shape == (3, 2, 2) and first.scores("previous").shape == (3, 2, 2)
     second = induction.train(small_model(), settings)
-    assert first.train_loss == second.train_loss and first.repeated_half == second.repeated_half
+    assert first.train_loss == second.train_loss and first.copyable == second.copyable
     with pytest.raises(ValueError, match="'previous' or 'induction'"):
         first.scores("first token")
 

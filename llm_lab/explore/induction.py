@@ -160,8 +160,113 @@ def repeated_sequences(batch_size: int, config: InductionConfig, seed: int = 0) 
     return torch.cat([half, half], dim=1)
 
 
+@dataclass(frozen=True)
+class CopyTask:
+    """Where :func:`copy_batch` puts its copies. Scanning left to right, a copy starts at a position with
+    probability ``copy_rate``: a run of ``min_run .. max_run`` tokens repeats tokens from earlier in the row. A
+    share ``short_share`` of the copies repeat from 2 to 7 tokens back (overlapping: a short pattern again and
+    again); the others copy a run that ended 1 to ``max_gap`` tokens before the copy starts. Rows where a run of
+    ``min_told_twice`` or more tokens is followed at once by itself are drawn again, so that placement (a segment
+    told twice in a row, as in :data:`PROBES`) never occurs in training.
+    """
+
+    copy_rate: float = 0.12
+    min_run: int = 4
+    max_run: int = 16
+    short_share: float = 0.5
+    max_gap: int = 24
+    min_told_twice: int = 8
+
+    def __post_init__(self):
+        if not (isinstance(self.copy_rate, float) and 0.0 < self.copy_rate < 1.0):
+            raise ValueError(f"copy_rate={self.copy_rate!r} must be a float in (0, 1)")
+        if not (isinstance(self.short_share, float) and 0.0 <= self.short_share <= 1.0):
+            raise ValueError(f"short_share={self.short_share!r} must be a float in [0, 1]")
+        for name in ("min_run", "max_run", "max_gap", "min_told_twice"):
+            _checks.positive_int(name, getattr(self, name))
+        if self.min_run > self.max_run:
+            raise ValueError(f"min_run={self.min_run} must not exceed max_run={self.max_run}")
+
+
+def copy_batch(batch_size: int, config: InductionConfig, generator: torch.Generator,
+               task: CopyTask = CopyTask()) -> torch.Tensor:
+    """Training sequences ``(B, T)``: random tokens with copied runs wherever :class:`CopyTask` puts them.
+
+    Copies start anywhere, copy from anywhere before, and have any length in the task's range, so no position
+    tells where a copy is: only the content does. The draws come from ``generator`` alone.
+    """
+    _checks.positive_int("batch_size", batch_size)
+    if not isinstance(task, CopyTask):
+        raise TypeError(f"task must be a CopyTask, got {type(task).__name__}")
+    out = torch.empty(batch_size, config.context_length, dtype=torch.long)
+    todo = torch.arange(batch_size)
+    while len(todo):
+        ids = _with_copies(len(todo), config, generator, task)
+        bad = told_twice(ids, task.min_told_twice)  # (n,): rows that hold a segment told twice in a row
+        out[todo[~bad]] = ids[~bad]
+        todo = todo[bad]
+    return out
+
+
+def _with_copies(n: int, config: InductionConfig, g: torch.Generator, task: CopyTask) -> torch.Tensor:
+    t = config.context_length
+    rows = torch.randint(0, config.vocab_size, (n, t), generator=g).tolist()
+    draws = torch.rand(n, t, 4, generator=g).tolist()  # per position: start?, length, kind, offset
+    span = task.max_run - task.min_run + 1
+    for x, row_draws in zip(rows, draws, strict=True):
+        i = 2
+        while i < t - 1:
+            start, u_len, u_kind, u_off = row_draws[i]
+            length = min(task.min_run + int(u_len * span), t - i)
+            short = u_kind < task.short_share
+            if start >= task.copy_rate or (not short and i < length + 1):
+                i += 1
+                continue
+            # the offset back to the source: 2 .. 7 (overlapping), or the run's length plus a gap of 1 .. max_gap
+            d = 2 + int(u_off * min(6, i - 1)) if short else length + 1 + int(u_off * min(task.max_gap, i - length))
+            for k in range(length):
+                x[i + k] = x[i + k - d]
+            i += length + 1
+    return torch.tensor(rows)
+
+
+def told_twice(ids: torch.Tensor, min_length: int) -> torch.Tensor:
+    """``(B, T)`` -> ``(B,)`` bool: the row holds a run of ``min_length`` or more tokens followed at once by itself."""
+    _checks.positive_int("min_length", min_length)
+    found = torch.zeros(ids.shape[0], dtype=torch.bool)
+    for d in range(min_length, ids.shape[1] // 2 + 1):
+        same = (ids[:, d:] == ids[:, :-d]).int()  # (B, T - d): x[i + d] == x[i]
+        runs = F.pad(same.cumsum(dim=1), (1, 0))
+        found |= ((runs[:, d:] - runs[:, :-d]) == d).any(dim=1)  # d equal in a row: x[i : i+d] == x[i+d : i+2d]
+    return found
+
+
+PROBES = {
+    "0-31 told again at 32-63": (0, 32),
+    "4-17 told again at 18-31": (4, 14),
+    "40-51 told again at 52-63": (40, 12),
+}
+"""Probe placements ``name: (start, length)``: random tokens, and the segment at ``start`` told again right after
+itself. Training never holds a segment of 8 or more tokens told twice in a row (:class:`CopyTask`), so each of
+these is a placement the model never saw; the first is also longer than any copied run (16)."""
+
+
+def probe_batch(batch_size: int, config: InductionConfig, start: int, length: int, seed: int = 0) -> torch.Tensor:
+    """``(B, T)`` random tokens (drawn with ``seed``); tokens ``start .. start+length-1`` are told again at once."""
+    _checks.positive_int("batch_size", batch_size)
+    t = config.context_length
+    if not (isinstance(start, int) and isinstance(length, int) and start >= 0 and length >= 1
+            and start + 2 * length <= t):
+        raise ValueError(f"start={start!r}, length={length!r}: the segment and its repeat must fit in "
+                         f"context_length={t} (start >= 0, length >= 1, start + 2 * length <= {t})")
+    ids = torch.randint(0, config.vocab_size, (batch_size, t), generator=torch.Generator().manual_seed(seed))
+    ids[:, start + length : start + 2 * length] = ids[:, start : start + length]
+    return ids
+
+
 def half_losses(logits: torch.Tensor, ids: torch.Tensor) -> tuple[float, float]:
-    """Mean next-token loss on the probe: predictions inside the first half, and inside the repeated half.
+    """Mean next-token loss on the fixed-layout probe: predictions inside the first half, and inside the repeated
+    half.
 
     Position ``i`` predicts token ``i + 1``. First half: ``i = 0 .. T/2 - 2`` (random targets). Repeated half:
     ``i = T/2 .. T - 2`` (targets an induction head can copy). The prediction of the first repeated token
@@ -227,11 +332,16 @@ def even_scores(num_tokens: int) -> dict[str, float]:
 # ---- training ------------------------------------------------------------------------------------------------
 
 
+DATA = ("copies", "fixed start")
+
+
 @dataclass(frozen=True)
 class TrainSettings:
     """How :func:`train` trains: AdamW, ``steps`` batches of ``batch_size`` sequences, the learning rate ``lr``
     constant for the first ``decay_from`` steps (the induction circuit forms there), then decaying along a half
     cosine to ``lr * final_lr_ratio`` (so the model settles); the probe measured every ``measure_every`` steps.
+    ``data``: ``"copies"`` (:func:`copy_batch` with ``task``: copies anywhere) or ``"fixed start"``
+    (:func:`repeat_batch`: the repeat always starts at ``T/2``, the layout that teaches a shortcut).
     ``seed`` fixes the data stream (the model's initial weights come from ``torch.manual_seed`` before it is
     built). ``threads``: torch threads while training (one is enough for this model and keeps it off the other
     core)."""
@@ -246,19 +356,34 @@ class TrainSettings:
     measure_every: int = 20
     probe_size: int = 32
     threads: int = 1
+    data: str = "copies"
+    task: CopyTask = CopyTask()
+
+    def __post_init__(self):
+        if self.data not in DATA:
+            raise ValueError(f"data={self.data!r} must be one of {DATA}")
+        for name in ("steps", "batch_size", "measure_every", "probe_size", "threads"):
+            _checks.positive_int(name, getattr(self, name))
+
+    def batch(self, config: InductionConfig, generator: torch.Generator) -> torch.Tensor:
+        """One training batch ``(batch_size, T)`` drawn from ``generator``."""
+        if self.data == "copies":
+            return copy_batch(self.batch_size, config, generator, self.task)
+        return repeat_batch(self.batch_size, config, generator)[0]
 
 
 @dataclass
 class History:
     """What :func:`train` measured on the probe: one entry per measurement, at ``steps``.
 
-    ``first_half``, ``repeated_half``: losses (floats); ``previous``, ``induction``: ``(n, L, nh)`` scores;
-    ``train_loss``: the training loss of every step; ``seconds``: wall time of the whole run.
+    ``copyable``, ``other``: losses (floats) on the predictions a copier can make and on the rest
+    (:func:`split_losses`); ``previous``, ``induction``: ``(n, L, nh)`` scores; ``train_loss``: the training loss
+    of every step; ``seconds``: wall time of the whole run.
     """
 
     steps: list = field(default_factory=list)
-    first_half: list = field(default_factory=list)
-    repeated_half: list = field(default_factory=list)
+    copyable: list = field(default_factory=list)
+    other: list = field(default_factory=list)
     previous: list = field(default_factory=list)
     induction: list = field(default_factory=list)
     train_loss: list = field(default_factory=list)
@@ -271,31 +396,57 @@ class History:
         return torch.stack(getattr(self, name))
 
 
+def copyable(ids: torch.Tensor) -> torch.Tensor:
+    """``(B, T)`` ids -> ``(B, T - 1)`` bool: position ``i``'s target ``ids[i + 1]`` can be copied, that is, some
+    earlier ``j < i`` has ``ids[j] == ids[i]`` and ``ids[j + 1] == ids[i + 1]``."""
+    _checks.tensor("ids", ids)
+    if ids.dim() != 2 or ids.dtype != torch.long or ids.shape[1] < 2:
+        raise ValueError(f"ids must be a (B, T) tensor of int64 token ids with T >= 2, got {ids.dtype} "
+                         f"{tuple(ids.shape)}")
+    cur, nxt = ids[:, :-1], ids[:, 1:]  # (B, T - 1): the pair at each position
+    same = (cur[:, :, None] == cur[:, None, :]) & (nxt[:, :, None] == nxt[:, None, :])  # (B, i, j)
+    earlier = torch.ones(same.shape[-1], same.shape[-1], dtype=torch.bool, device=ids.device).tril(-1)
+    return (same & earlier).any(dim=-1)
+
+
+def split_losses(logits: torch.Tensor, ids: torch.Tensor) -> dict:
+    """Mean next-token loss (float64) on the predictions a copier can make and on all the others, with counts."""
+    can = copyable(ids)
+    if logits.dim() != 3 or logits.shape[:2] != ids.shape:
+        raise ValueError(f"logits must be (B, T, V) for ids {tuple(ids.shape)}, got {tuple(logits.shape)}")
+    loss = F.cross_entropy(logits[:, :-1].transpose(1, 2).double(), ids[:, 1:], reduction="none")  # (B, T - 1)
+    return {"copyable": float(loss[can].mean()), "other": float(loss[~can].mean()),
+            "n_copyable": int(can.sum()), "n_other": int((~can).sum())}
+
+
 @torch.no_grad()
 def measure(model: AttentionOnlyTransformer, probe: torch.Tensor, ablate=()) -> dict:
-    """Losses and scores of ``model`` on ``probe`` ``(B, T)``: a dict of two floats and two ``(L, nh)`` tensors."""
+    """Losses and scores of ``model`` on ``probe`` ``(B, T)`` (a segment told twice: :func:`repeated_sequences`):
+    ``copyable`` and ``other`` losses (floats) and the ``previous`` and ``induction`` scores ``(L, nh)``."""
     was_training = model.training
     model.eval()
     logits, weights = model(probe, return_attn_weights=True, ablate=ablate)
     model.train(was_training)
-    first, repeated = half_losses(logits, probe)
-    return {"first_half": first, "repeated_half": repeated, "previous": previous_token_scores(weights),
+    losses = split_losses(logits, probe)
+    return {"copyable": losses["copyable"], "other": losses["other"], "previous": previous_token_scores(weights),
             "induction": induction_scores(weights)}
 
 
 def train(model: AttentionOnlyTransformer, settings: TrainSettings = TrainSettings(),
           progress: Callable[[int, dict, float], None] | None = None) -> History:
-    """Train ``model`` in place on :func:`repeat_batch` sequences; measure the probe as it goes.
+    """Train ``model`` in place on ``settings.batch`` sequences; measure the probe as it goes.
 
-    Runs on the CPU with ``settings.threads`` threads (restored afterwards), the data drawn from its own
-    generator (the global random stream is not touched). ``progress(step, measured, seconds)`` is called at
-    every measurement. Returns a :class:`History`.
+    The loop that notebook 08 writes out: batch, forward, cross-entropy of each position against the next
+    token, backward, AdamW step, schedule step. Runs on the CPU with ``settings.threads`` threads (restored
+    afterwards), the data drawn from its own generator (the global random stream is not touched), the probe a
+    segment told twice (:func:`repeated_sequences`, seed ``settings.seed + 1``). ``progress(step, measured,
+    seconds)`` is called at every measurement. Returns a :class:`History`.
     """
     if next(model.parameters()).device.type != "cpu":
         raise ValueError("train runs on the CPU (the same numbers on every machine); move the model with .cpu()")
     config = model.config
     threads = torch.get_num_threads()
-    torch.set_num_threads(_checks.positive_int("threads", settings.threads))
+    torch.set_num_threads(settings.threads)
     g = torch.Generator().manual_seed(settings.seed)
     probe = repeated_sequences(settings.probe_size, config, seed=settings.seed + 1)
     opt = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
@@ -306,17 +457,12 @@ def train(model: AttentionOnlyTransformer, settings: TrainSettings = TrainSettin
         model.train()
         for step in range(settings.steps + 1):
             if step % settings.measure_every == 0 or step == settings.steps:
-                m = measure(model, probe)
-                history.steps.append(step)
-                for key in ("first_half", "repeated_half", "previous", "induction"):
-                    getattr(history, key).append(m[key])
-                if progress is not None:
-                    progress(step, m, time.perf_counter() - start)
+                _record(history, step, measure(model, probe), progress, time.perf_counter() - start)
             if step == settings.steps:
                 break
-            ids, _ = repeat_batch(settings.batch_size, config, g)
+            ids = settings.batch(config, g)  # (B, T)
             logits = model(ids)  # (B, T, V)
-            loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
+            loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())  # i predicts i + 1
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -327,6 +473,14 @@ def train(model: AttentionOnlyTransformer, settings: TrainSettings = TrainSettin
         model.eval()
     history.seconds = time.perf_counter() - start
     return history
+
+
+def _record(history: History, step: int, m: dict, progress, seconds: float) -> None:
+    history.steps.append(step)
+    for key in ("copyable", "other", "previous", "induction"):
+        getattr(history, key).append(m[key])
+    if progress is not None:
+        progress(step, m, seconds)
 
 
 def lr_factor(step: int, settings: TrainSettings) -> float:
