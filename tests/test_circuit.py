@@ -144,7 +144,7 @@ def test_trained_induction_heads_write_the_token_they_copy(trained, probes):
     can, right = induction.copyable(probe), probe[:, 1:]
     share = torch.tensor([[float((circuit.logit_attribution(trained, probe, layer, head)[:, :-1].argmax(-1)
                                   == right)[can].float().mean()) for head in range(4)] for layer in range(2)])
-    assert float(share[1].max()) > 0.5 and float(share[0].max()) < 0.2
+    assert float(share[1].min()) > 0.3 and float(share[0].max()) < 0.1
 
 
 def test_the_fixed_layout_teaches_a_shortcut_that_fails_elsewhere(probes):

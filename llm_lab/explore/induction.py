@@ -414,7 +414,7 @@ def split_losses(logits: torch.Tensor, ids: torch.Tensor) -> dict:
     can = copyable(ids)
     if logits.dim() != 3 or logits.shape[:2] != ids.shape:
         raise ValueError(f"logits must be (B, T, V) for ids {tuple(ids.shape)}, got {tuple(logits.shape)}")
-    loss = F.cross_entropy(logits[:, :-1].transpose(1, 2).double(), ids[:, 1:], reduction="none")  # (B, T - 1)
+    loss = F.cross_entropy(logits.detach()[:, :-1].transpose(1, 2).double(), ids[:, 1:], reduction="none")
     return {"copyable": float(loss[can].mean()), "other": float(loss[~can].mean()),
             "n_copyable": int(can.sum()), "n_other": int((~can).sum())}
 
