@@ -146,7 +146,9 @@ def tricks(h: Host) -> dict[str, str]:
         "meta_linear": "from torch import nn\n\nclass Big(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
                        "        self.W = nn.Linear(23170, 23170, device='meta')\n\n"
                        "def causal_mask(num_tokens):\n    return Big()\n",
-        "comm_flood": "import comm\nc = comm.create_comm(target_name='jupyter.widget', data={'state': {}})\n"
+        "comm_flood": "import comm\nc = comm.create_comm(target_name='jupyter.widget', data={'state': {'_model_module': "
+                      "'@jupyter-widgets/base', '_model_module_version': '1.2.0', '_model_name': 'LayoutModel'}, "
+                      "'buffer_paths': []})\n"
                       "for i in range(COMM_MESSAGES):\n    c.send({'state': {f'k{i}': 'y' * 1_000_000}})\n"
                       .replace("COMM_MESSAGES", str(COMM_MESSAGES)),
         "display_flood": "from IPython.display import display, update_display\ndisplay('x', display_id='d')\n"
@@ -213,3 +215,11 @@ def host_for(root: Path, notebooks: Path, submissions: Path) -> Host:
     site = next(Path(p) for p in sys.path if p.endswith("site-packages") and Path(p).is_dir())
     return Host(root=root, package=Path(llm_lab.__file__).resolve().parent,
                 answer_key=next(notebooks.glob("en/01_*.ipynb")), submissions=submissions, site=site)
+
+
+def rendered_markdown(text: str) -> str:
+    """report.md as a Markdown viewer shows it, raw HTML let through (as GitHub and VS Code do for many tags)."""
+    import pytest
+
+    mistune = pytest.importorskip("mistune", reason="mistune comes with nbconvert (make instructor-setup)")
+    return mistune.create_markdown(escape=False, plugins=["url", "table", "strikethrough"])(text)

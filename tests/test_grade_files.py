@@ -23,12 +23,6 @@ def host(tmp_path):
     return notebooks, _hostile.host_for(tmp_path, notebooks, tmp_path / "subs")
 
 
-def rendered_markdown(text: str) -> str:
-    """report.md as a Markdown viewer shows it, raw HTML let through (as GitHub and VS Code do for tags)."""
-    mistune = pytest.importorskip("mistune", reason="mistune comes with nbconvert (make instructor-setup)")
-    return mistune.create_markdown(escape=False, plugins=["url", "table", "strikethrough"])(text)
-
-
 def in_time(fn, *args, seconds: float = 20.0):
     """fn(*args) in a thread; fails the test (instead of hanging it) when it has not returned in time."""
     out: dict = {}
@@ -152,6 +146,6 @@ def test_a_class_with_hostile_files_is_graded_and_reported(tmp_path):
     assert sorted(f"{full} / {full}" in t for t in twins) == [False, True]
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "\u202e" not in report
-    rendered = rendered_markdown(report)
+    rendered = _hostile.rendered_markdown(report)
     assert "<img" not in rendered and "<a " not in rendered and "&lt;img src=x onerror=alert(1)&gt;" in rendered
     assert all("\u202e" not in text and "<img src" not in text for text in feedback.values())
