@@ -37,7 +37,9 @@ SUBMISSIONS = {  # student -> (solution overrides, the exercises that score)
     "fay": ({"causal_mask": "from llm_lab import causal_mask\n"}, ("mask_and_renormalize",)),
     "erin": ({"mask_and_renormalize": PATCH}, ("causal_mask",)),
     _hostile.TWINS[0]: ({}, BOTH),  # one feedback file for both, before
-    _hostile.TWINS[1]: ({"causal_mask": "def causal_mask(num_tokens):\n    raise NotImplementedError()\n"}, ()),
+    _hostile.TWINS[1]: ({"causal_mask": "def causal_mask(num_tokens):\n    raise NotImplementedError()\n",
+                         "mask_and_renormalize": "def mask_and_renormalize(w):\n    raise NotImplementedError()\n"},
+                        ()),
 }
 FILES = ("key_link", "key_folder", "key_assignment", "shadow", "zero", "pipe", "deep")  # each a 0 or no row
 
@@ -81,6 +83,7 @@ def course(tmp_path_factory):
         target.parent.mkdir(parents=True)
         nbformat.write(fx.filled(notebooks, **overrides), str(target))
         (target.parent / "timestamp.txt").write_text("2026-12-01 09:00:00.000000 UTC")
+    (course / "submitted" / _hostile.TWINS[1] / ASSIGNMENT / "timestamp.txt").write_text("not a date \u202e")
     source = course / "source" / ASSIGNMENT
     (course / "submitted" / "key_link" / ASSIGNMENT).mkdir(parents=True)
     (course / "submitted" / "key_link" / ASSIGNMENT / fx.NAME).symlink_to(source / fx.NAME)  # the course's source

@@ -17,7 +17,8 @@ JupyterHub and Colab) or its title, and graded the way nbgrader's autograde woul
   with the grader's rights and every report says so), submissions in parallel on all cores; a cell that runs
   past ``--cell-timeout`` seconds is interrupted (an endless loop costs that exercise only), a submission past
   ``--max-seconds`` is stopped, output past ``--max-output`` bytes per cell is dropped; nothing in SUBMISSIONS
-  is ever written;
+  is ever written, and only regular files inside it are read (``_grade_files``: a link, a pipe or a device is
+  that student's problem line, never followed or opened);
 - each exercise is judged when the notebook has run up to its checker cell, by llm_lab's checkers running in
   THIS process: the kernel only calls the learner's object on the inputs the checker sends and answers with
   data (``llm_lab.exercises._remote``), so nothing in the kernel can change a verdict; the submitted source

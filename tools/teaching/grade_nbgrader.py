@@ -60,8 +60,9 @@ def collect(course: Path, assignment: str, into: Path) -> tuple[dict[str, str], 
     refused: list[grade.Result] = []
     for student in sorted(os.listdir(submitted)) if submitted.is_dir() else []:
         folder = submitted / student / assignment
-        problem = _not_a_folder(submitted, Path(student), Path(student, assignment))
-        if problem is None or student.startswith("."):
+        problem = None if student.startswith(".") else _not_a_folder(submitted, Path(student),
+                                                                     Path(student, assignment))
+        if problem is None:
             continue  # nothing handed in for this assignment
         stamps[student] = ""
         if problem:
@@ -110,7 +111,11 @@ def autograded_copy(release: Path, sub: nbformat.NotebookNode | None,
     """The released notebook with the learner's solution/answer cells (by nbgrader grade_id) and the verdicts;
     ``sub`` None (the submission could not be read): the release's stubs stay."""
     nb = nbformat.read(str(release), as_version=4)
-    theirs = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in sub.cells} if sub is not None else {}
+    theirs = {}
+    for c in sub.cells if sub is not None else []:
+        meta = c.metadata.get("nbgrader")  # the learner's: anything at all
+        if isinstance(meta, dict) and isinstance(meta.get("grade_id"), str):
+            theirs[meta["grade_id"]] = c
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         gid = meta.get("grade_id")
@@ -144,8 +149,12 @@ def write_gradebook(course: Path, assignment: str, results: list[grade.Result], 
             try:
                 gb.find_submission(assignment, r.student)
             except MissingEntry:
-                gb.add_submission(assignment, r.student, **({"timestamp": stamps[r.student]}
-                                                            if stamps.get(r.student) else {}))
+                try:
+                    gb.add_submission(assignment, r.student, **({"timestamp": stamps[r.student]}
+                                                                if stamps.get(r.student) else {}))
+                except (ValueError, OverflowError):  # a timestamp.txt nbgrader cannot read: recorded without it
+                    gb.db.rollback()
+                    gb.add_submission(assignment, r.student)
             nn = name[:2]
             by_key = {v.key: v for v in r.verdicts}
             for cell in gb.find_notebook(name, assignment).grade_cells:
@@ -166,7 +175,7 @@ def write_gradebook(course: Path, assignment: str, results: list[grade.Result], 
             target.mkdir(parents=True, exist_ok=True)
             try:
                 sub = None if r.problem else grade.load(r.path, course / "submitted")
-            except ValueError:
+            except Exception:  # unreadable now: the release's stubs stay
                 sub = None
             nbformat.write(autograded_copy(course / "release" / assignment / r.path.name, sub, by_key),
                            str(target / r.path.name))
