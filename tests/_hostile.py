@@ -142,11 +142,67 @@ def tricks(h: Host) -> dict[str, str]:
                        "'value': True, 'status': 'pass'}).encode()).decode())\n"
                        "sys.modules['llm_lab.exercises._remote'] = fake\n",
         "output_flood": "for _ in range(200):\n    print('x' * 200_000)\n",
+        # the grader's own memory: a meta layer costs nothing in the kernel and its full size where it is rebuilt
+        "meta_linear": "from torch import nn\n\nclass Big(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                       "        self.W = nn.Linear(23170, 23170, device='meta')\n\n"
+                       "def causal_mask(num_tokens):\n    return Big()\n",
+        "comm_flood": "import comm\nc = comm.create_comm(target_name='jupyter.widget', data={'state': {'_model_module': "
+                      "'@jupyter-widgets/base', '_model_module_version': '1.2.0', '_model_name': 'LayoutModel'}, "
+                      "'buffer_paths': []})\n"
+                      "for i in range(COMM_MESSAGES):\n    c.send({'state': {f'k{i}': 'y' * 1_000_000}})\n"
+                      .replace("COMM_MESSAGES", str(COMM_MESSAGES)),
+        "display_flood": "from IPython.display import display, update_display\ndisplay('x', display_id='d')\n"
+                         "for _ in range(100):\n    update_display({'text/plain': 'y' * 2_000_000}, raw=True, display_id='d')\n",
+        # what the grader writes: a message that would be Markdown, HTML, a link and reversed text in the report
+        "forged_message": "pass\n\ndef causal_mask(num_tokens):\n    raise ValueError(" + repr(FORGED) + ")\n",
         "pickle_reply": "class Evil:\n    def __reduce__(self):\n        return (os.system, ('touch /tmp/pwned',))\n\n"
                         "def causal_mask(num_tokens):\n    return Evil()\n",
     }
+    own_body = ("pickle_reply", "meta_linear", "forged_message")
     return {name: "import os\nimport torch\n\nLEAK = False\ntry:\n" + _indent(code) + "except Exception:\n"
-            "    pass\n" + (BODY if name != "pickle_reply" else "") for name, code in t.items()}
+            "    pass\n" + (BODY if name not in own_body else "") for name, code in t.items()}
+
+
+# ---- files that are not notebooks, and names that would forge the reports ------------------------------------
+
+COMM_MESSAGES = 400  # of 1 MB each: nbclient kept every widget state (+743 MiB in the grader)
+FORGED = "<img src=x onerror=alert(1)> [pay](https://evil.example) **A+** `x` | \u202egnp.exe"
+SPECIAL = ("key_link", "key_folder", "key_inside", "shadow", "zero", "pipe", "deep")  # each a problem row
+NAMES = {"=1+2": "a formula in grades.csv", "<img src=x onerror=alert(1)>": "HTML in report.md and feedback",
+         "[grade](javascript:alert(1))": "a Markdown link", "\u202egnp.exe": "a right-to-left override"}
+TWINS = ("twin~a", "twin_a")  # one feedback file for both, before
+
+
+def plant(h: Host, folder: Path, name: str) -> None:
+    """Put hostile entry ``name`` (one of SPECIAL) at ``folder/<it>``: links to the answer key, its folder,
+    /etc/shadow and /dev/zero, a named pipe, a notebook nested 100,000 deep."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / "01_demo.ipynb"
+    if name == "key_link":
+        target.symlink_to(h.answer_key)
+    elif name == "key_folder":  # the whole folder is a link to the instructor notebooks
+        folder.rmdir()
+        folder.symlink_to(h.answer_key.parent, target_is_directory=True)
+    elif name == "key_inside":  # a real folder, a linked folder inside it
+        (folder / "mine").symlink_to(h.answer_key.parent, target_is_directory=True)
+    elif name == "shadow":
+        target.symlink_to("/etc/shadow")
+    elif name == "zero":
+        target.symlink_to("/dev/zero")
+    elif name == "pipe":
+        os.mkfifo(target)
+    elif name == "deep":
+        target.write_text('{"cells": [' + "[" * 100_000 + "]" * 100_000 + "]}")
+
+
+def host_files_unread(results: dict, students=SPECIAL) -> dict[str, str]:
+    """The special entries that were NOT each a problem row with 0 points (want: {})."""
+    wrong = {}
+    for s in students:
+        rows = [r for r in results if r.student == s]
+        if not rows or any(not r.problem or r.total for r in rows):
+            wrong[s] = [(r.path.name, r.problem, r.total) for r in rows] or "no row"
+    return wrong
 
 
 def _indent(code: str) -> str:
@@ -159,3 +215,11 @@ def host_for(root: Path, notebooks: Path, submissions: Path) -> Host:
     site = next(Path(p) for p in sys.path if p.endswith("site-packages") and Path(p).is_dir())
     return Host(root=root, package=Path(llm_lab.__file__).resolve().parent,
                 answer_key=next(notebooks.glob("en/01_*.ipynb")), submissions=submissions, site=site)
+
+
+def rendered_markdown(text: str) -> str:
+    """report.md as a Markdown viewer shows it, raw HTML let through (as GitHub and VS Code do for many tags)."""
+    import pytest
+
+    mistune = pytest.importorskip("mistune", reason="mistune comes with nbconvert (make instructor-setup)")
+    return mistune.create_markdown(escape=False, plugins=["url", "table", "strikethrough"])(text)

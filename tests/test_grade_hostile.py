@@ -7,6 +7,7 @@ sandbox cannot run, with the reason."""
 from __future__ import annotations
 
 import os
+import resource
 
 import _course_fixture as fx
 import _hostile
@@ -36,27 +37,61 @@ def hostile(tmp_path_factory):
         nb = fx.filled(notebooks, causal_mask=code)
         fx.solution_cells(nb)[1].source = "def mask_and_renormalize(attn_weights):\n    raise NotImplementedError()\n"
         nbformat.write(nb, str(subs / f"{student}.ipynb"))
+    for name in _hostile.SPECIAL:  # files that are not notebooks: links to the key, a pipe, /dev/zero, ...
+        _hostile.plant(host, subs / name, name)
+    for name in _hostile.NAMES:  # names that would forge the reports
+        nbformat.write(fx.filled(notebooks), str(subs / f"{name}.ipynb"))
+    nbformat.write(fx.filled(notebooks), str(subs / f"{_hostile.TWINS[0]}.ipynb"))
+    nbformat.write(fx.student_copy(notebooks), str(subs / f"{_hostile.TWINS[1]}.ipynb"))
     before = host.digest()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     try:
         results = grade.grade(subs, root / "out", cell_timeout=10, src=notebooks, echo=lambda *a: None,
                               max_seconds=120)
     finally:
         host.stop()
         os.environ.pop("LLM_LAB_TEST_SECRET", None)
-    return {"results": {r.student: r for r in results}, "attacks": attacks, "host": host, "before": before,
-            "points": fx.points(notebooks)}
+    grew = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak) * 1024  # bytes (Linux: ru_maxrss in KiB)
+    return {"results": {r.student: r for r in results}, "rows": results, "attacks": attacks, "host": host,
+            "before": before, "points": fx.points(notebooks), "grew": grew, "out": root / "out"}
 
 
 def test_a_big_class_of_attacks(hostile):
-    assert len(hostile["attacks"]) >= 15
+    assert len(hostile["attacks"]) + len(_hostile.SPECIAL) + len(_hostile.NAMES) + 1 >= 40
 
 
 def test_every_hostile_submission_scores_zero(hostile):
     scored = {s: (r.total, [(v.key, v.status, v.message[:120]) for v in r.verdicts])
               for s, r in hostile["results"].items() if s in hostile["attacks"] and r.total}
     assert not scored, scored
-    problems = {s: r.problem for s, r in hostile["results"].items() if r.problem}
+    problems = {s: r.problem for s, r in hostile["results"].items() if r.problem and s not in _hostile.SPECIAL}
     assert problems == {}  # each was graded (a verdict per exercise), not dropped
+
+
+def test_files_that_are_not_notebooks_are_each_a_problem_row(hostile):
+    assert _hostile.host_files_unread(hostile["rows"]) == {}
+    assert (hostile["out"] / "grades.csv").is_file()
+
+
+def test_the_graders_memory_is_bounded(hostile):
+    assert hostile["grew"] < 1.5 * 2**30  # a meta layer rebuilt here was +2 GiB, 400 MB of comm messages +743 MiB
+    for student in ("meta_linear", "comm_flood", "display_flood"):
+        assert hostile["results"][student].total == 0 and not hostile["results"][student].problem
+
+
+def test_names_and_messages_cannot_forge_the_reports(hostile):
+    r, out, full = hostile["results"], hostile["out"], sum(hostile["points"].values())
+    assert all(r[name].total == full for name in _hostile.NAMES)  # graded normally, whatever their names
+    assert r[_hostile.TWINS[0]].total == full and r[_hostile.TWINS[1]].total == 0
+    pages = [p.read_text(encoding="utf-8") for p in (out / "feedback").glob("*.html")]
+    assert len(pages) == len(hostile["rows"])
+    assert all("\u202e" not in p and "<img src" not in p for p in pages)
+    csv_text = (out / "grades.csv").read_text(encoding="utf-8")
+    assert "\n'=1+2," in csv_text and "\n=1+2," not in csv_text
+    report = (out / "report.md").read_text(encoding="utf-8")
+    rendered = _hostile.rendered_markdown(report)
+    assert "\u202e" not in report and "<img" not in rendered and "<a " not in rendered
+    assert "onerror=alert(1)" in rendered  # shown as text
 
 
 def test_the_honest_students_beside_them_are_graded_normally(hostile):

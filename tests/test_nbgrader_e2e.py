@@ -19,7 +19,7 @@ import nbformat
 import pytest
 
 pytest.importorskip("nbgrader", reason="nbgrader is an instructor tool: make instructor-setup installs it")
-from nbgrader.api import Gradebook  # noqa: E402
+from nbgrader.api import Gradebook, MissingEntry  # noqa: E402
 
 ASSIGNMENT = "ps1"
 WRONG_MASK = "def causal_mask(n):\n    return torch.ones(n, n, dtype=torch.bool).triu()\n"
@@ -36,7 +36,12 @@ SUBMISSIONS = {  # student -> (solution overrides, the exercises that score)
     "mallory": ({"mask_and_renormalize": CHEAT}, ("causal_mask",)),
     "fay": ({"causal_mask": "from llm_lab import causal_mask\n"}, ("mask_and_renormalize",)),
     "erin": ({"mask_and_renormalize": PATCH}, ("causal_mask",)),
+    _hostile.TWINS[0]: ({}, BOTH),  # one feedback file for both, before
+    _hostile.TWINS[1]: ({"causal_mask": "def causal_mask(num_tokens):\n    raise NotImplementedError()\n",
+                         "mask_and_renormalize": "def mask_and_renormalize(w):\n    raise NotImplementedError()\n"},
+                        ()),
 }
+FILES = ("key_link", "key_folder", "key_assignment", "shadow", "zero", "pipe", "deep")  # each a 0 or no row
 
 
 # nbgrader runs `alembic` from PATH (its gradebook migrations): the venv's bin must come first.
@@ -78,6 +83,15 @@ def course(tmp_path_factory):
         target.parent.mkdir(parents=True)
         nbformat.write(fx.filled(notebooks, **overrides), str(target))
         (target.parent / "timestamp.txt").write_text("2026-12-01 09:00:00.000000 UTC")
+    (course / "submitted" / _hostile.TWINS[1] / ASSIGNMENT / "timestamp.txt").write_text("not a date \u202e")
+    source = course / "source" / ASSIGNMENT
+    (course / "submitted" / "key_link" / ASSIGNMENT).mkdir(parents=True)
+    (course / "submitted" / "key_link" / ASSIGNMENT / fx.NAME).symlink_to(source / fx.NAME)  # the course's source
+    (course / "submitted" / "key_folder").symlink_to(course / "source", target_is_directory=True)
+    (course / "submitted" / "key_assignment").mkdir()
+    (course / "submitted" / "key_assignment" / ASSIGNMENT).symlink_to(source, target_is_directory=True)
+    for name in ("shadow", "zero", "pipe", "deep"):
+        _hostile.plant(host, course / "submitted" / name / ASSIGNMENT, name)
     before = host.digest()
     env = {**os.environ, "MPLBACKEND": "Agg", "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", "")}
     proc = subprocess.run([sys.executable, "-m", "tools.teaching.grade_nbgrader", str(course), ASSIGNMENT,
@@ -111,6 +125,30 @@ def test_gradebook_scores(course, student):
         for key in BOTH:
             grade = gb.find_grade(f"ex01-{key}-test", "01_demo", ASSIGNMENT, student)
             assert grade.score == (points[key] if key in scoring else 0), f"{student} {key}"
+
+
+@pytest.mark.parametrize("student", FILES)
+def test_links_pipes_and_devices_score_nothing_and_reveal_nothing(course, student):
+    root = course["course"]
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", "llm-lab-test") as gb:
+        try:
+            assert gb.find_submission(ASSIGNMENT, student).code_score == 0
+        except MissingEntry:
+            pass  # no notebook of the assignment read: no submission
+    copy = root / "autograded" / student / ASSIGNMENT / fx.NAME
+    assert not copy.exists() or "BEGIN SOLUTION" not in copy.read_text(encoding="utf-8")
+    assert "triu(diagonal=1)" not in (copy.read_text(encoding="utf-8") if copy.exists() else "")
+    rows = {r["student"]: r for r in csv.DictReader(
+        (root / "llm-lab-grades" / ASSIGNMENT / "grades.csv").open(encoding="utf-8"))}
+    assert rows[student]["total"] == "0"
+
+
+def test_twins_get_a_feedback_file_each(course):
+    pages = [p.read_text(encoding="utf-8") for p in (course["course"] / "llm-lab-grades" / ASSIGNMENT / "feedback")
+             .glob("twin*.html")]
+    assert len(pages) == 2
+    full = sum(fx.points(course["notebooks"]).values())
+    assert sorted(f"{full} / {full}" in p for p in pages) == [False, True]
 
 
 def test_tampering_gets_a_clear_note_in_feedback_and_export(course):

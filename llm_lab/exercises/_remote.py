@@ -31,7 +31,9 @@ import torch
 from torch import nn
 
 MAX_ITEMS = 10_000  # values in one reply (a flood is an error, not a hang)
-MAX_BYTES = 64 * 2**20
+MAX_BYTES = 64 * 2**20  # one tensor's bytes, meta tensors included (what would be built from their shape)
+MAX_REPLY_BYTES = 4 * MAX_BYTES  # all tensors of one reply together; also its text, as the grader reads it
+MAX_NODES = 200_000  # JSON values in one reply's text, counted before it is parsed
 MAX_DEPTH = 8
 DTYPES = {str(d).removeprefix("torch."): d for d in (
     torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128,
@@ -79,26 +81,45 @@ def _encode_tensor(t: torch.Tensor):
     return {"__tensor__": dtype, "shape": list(t.shape), "data": base64.b64encode(raw.numpy().tobytes()).decode()}
 
 
-def decode(obj, _depth: int = 0):
-    """The value ``encode`` wrote; raises ``WireError`` for anything else. Never runs code."""
+def parse(text: bytes):
+    """A reply's JSON text as data, within a fixed budget: at most MAX_REPLY_BYTES of text and MAX_NODES values,
+    counted before anything is parsed (a text of a million empty lists costs its length, not 20 times it)."""
+    if len(text) > MAX_REPLY_BYTES:
+        raise WireError(f"a reply of {len(text)} bytes (at most {MAX_REPLY_BYTES})")
+    nodes = text.count(b",") + text.count(b"[") + text.count(b"{") + text.count(b":")
+    if nodes > MAX_NODES:
+        raise WireError(f"a reply of about {nodes} values (at most {MAX_NODES})")
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise WireError("reply nested too deep") from None
+    except ValueError as exc:
+        raise WireError(f"a reply that is not JSON ({type(exc).__name__})") from None
+
+
+def decode(obj, _depth: int = 0, _budget: list | None = None):
+    """The value ``encode`` wrote; raises ``WireError`` for anything else. Never runs code. Every tensor's size
+    (a meta tensor's too) is checked against MAX_BYTES, and all of one reply's against MAX_REPLY_BYTES, from its
+    shape, before anything is built."""
+    budget = [MAX_REPLY_BYTES] if _budget is None else _budget
     if _depth > MAX_DEPTH + 1:
         raise WireError("reply nested too deep")
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
     if isinstance(obj, list):
-        return [decode(v, _depth + 1) for v in obj]
+        return [decode(v, _depth + 1, budget) for v in obj]
     if not isinstance(obj, dict) or len(obj) > 4:
         raise WireError(f"unexpected value of type {type(obj).__name__}")
     if "__tensor__" in obj:
-        return _decode_tensor(obj)
+        return _decode_tensor(obj, budget)
     if "__tuple__" in obj:
-        return tuple(decode(v, _depth + 1) for v in _list(obj["__tuple__"]))
+        return tuple(decode(v, _depth + 1, budget) for v in _list(obj["__tuple__"]))
     if "__dict__" in obj:
-        return {str(k): decode(v, _depth + 1) for k, v in _list(obj["__dict__"])}
+        return {str(k): decode(v, _depth + 1, budget) for k, v in _list(obj["__dict__"])}
     if "__float__" in obj:
         return float(str(obj["__float__"]))
     if "__embedding__" in obj:
-        weight = _decode_tensor(obj["__embedding__"])
+        weight = _decode_tensor(obj["__embedding__"], budget)
         if weight.dim() != 2 or not weight.is_floating_point():
             raise WireError("an embedding's weight must be a 2-D float tensor")
         return nn.Embedding.from_pretrained(weight, freeze=False)
@@ -113,17 +134,23 @@ def _list(v) -> list:
     return v
 
 
-def _decode_tensor(obj) -> torch.Tensor:
+def _decode_tensor(obj, budget: list) -> torch.Tensor:
+    if not isinstance(obj, dict):
+        raise WireError("a tensor that is not an object")
     dtype = DTYPES.get(str(obj.get("__tensor__")))
     shape = obj.get("shape")
-    if dtype is None or not isinstance(shape, list) or not all(isinstance(s, int) and 0 <= s for s in shape):
+    if dtype is None or not isinstance(shape, list) or len(shape) > 16 \
+            or not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s for s in shape):
         raise WireError("a tensor with an unknown dtype or a bad shape")
     n = math.prod(shape)
-    if obj.get("meta"):
-        return torch.empty(shape, dtype=dtype, device="meta")
     size = torch.empty((), dtype=dtype).element_size()
     if n * size > MAX_BYTES:
         raise WireError(f"a tensor of {n * size} bytes (at most {MAX_BYTES})")
+    budget[0] -= n * size
+    if budget[0] < 0:
+        raise WireError(f"a reply whose tensors hold more than {MAX_REPLY_BYTES} bytes")
+    if obj.get("meta"):
+        return torch.empty(shape, dtype=dtype, device="meta")
     raw = base64.b64decode(str(obj.get("data", "")), validate=True)
     if len(raw) != n * size:
         raise WireError(f"a tensor of shape {shape} needs {n * size} bytes, got {len(raw)}")
@@ -416,12 +443,15 @@ class RemoteModule(_Remote, nn.Module):
             weight, bias = layer.get("weight"), layer.get("bias")
             if not isinstance(weight, torch.Tensor) or weight.dim() != 2 or not str(name).isidentifier():
                 continue
+            meta = weight.is_meta or (isinstance(bias, torch.Tensor) and bias.is_meta)
             copy = nn.Linear(weight.shape[1], weight.shape[0], bias=isinstance(bias, torch.Tensor),
-                             dtype=weight.dtype if weight.is_floating_point() else torch.float32)
+                             dtype=weight.dtype if weight.is_floating_point() else torch.float32,
+                             device="meta" if meta else None)  # the learner's meta layer: no values, no memory
             with torch.no_grad():
-                copy.weight.copy_(weight)
-                if isinstance(bias, torch.Tensor) and bias.shape == copy.bias.shape:
-                    copy.bias.copy_(bias)
+                if not meta:
+                    copy.weight.copy_(weight)
+                    if isinstance(bias, torch.Tensor) and bias.shape == copy.bias.shape:
+                        copy.bias.copy_(bias)
             setattr(self, name, copy)
         for name, buf in (state.get("buffers") or {}).items():
             if isinstance(buf, torch.Tensor) and "." not in name and str(name).isidentifier() \

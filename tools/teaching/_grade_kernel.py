@@ -17,30 +17,66 @@ from collections import Counter
 from pathlib import Path
 
 import nbformat
+import zmq
+import zmq.asyncio
 from jupyter_client import AsyncKernelManager
+from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
+from traitlets import default
 
 from llm_lab.exercises import _remote
 from tools.teaching import sandbox
 
+# One frame the grader accepts from a kernel: the largest reply it reads, plus room for the message's
+# envelope. A larger frame closes that connection before it is read into memory (ZMQ's MAXMSGSIZE).
+MAX_FRAME = _remote.MAX_REPLY_BYTES + 2**20
+MAX_TOTAL_CELLS = 40  # output kept for a whole submission: this many cells' allowance (the rest dropped)
+
+
+class CappedKernelClient(AsyncKernelClient):
+    """The grader's sockets to a kernel: no frame larger than MAX_FRAME is received."""
+
+    @default("context")
+    def _context_default(self) -> zmq.asyncio.Context:
+        self._created_context = True
+        context = zmq.asyncio.Context()
+        context.setsockopt(zmq.MAXMSGSIZE, MAX_FRAME)
+        return context
+
 
 class CappedClient(NotebookClient):
-    """nbclient that keeps at most ``max_output`` bytes of output per cell (the rest is dropped and noted);
-    ``limits`` gives some cells (the grader's requests) a larger allowance."""
+    """nbclient holding a bounded amount of what the kernel sends: at most ``max_output`` bytes of output per
+    cell and ``MAX_TOTAL_CELLS`` times that per submission (the rest dropped and noted; the first error of a
+    cell is kept, shortened); ``limits`` gives some cells (the grader's requests) a larger allowance. Comm
+    (widget) messages and display updates are dropped unread: the grader needs neither."""
 
     def __init__(self, nb, max_output: int, **kw):
         super().__init__(nb, **kw)
         self.max_output, self.sizes, self.cut, self.limits = max_output, Counter(), set(), {}
+        self.total = 0
 
     def output(self, outs, msg, display_id, cell_index):
-        size = len(json.dumps(msg.get("content", {})))
+        content = msg.get("content", {})
+        size = len(json.dumps(content))
         self.sizes[cell_index] += size
-        if self.sizes[cell_index] > self.limits.get(cell_index, self.max_output):
+        if cell_index not in self.limits:
+            self.total += size
+        if self.sizes[cell_index] > self.limits.get(cell_index, self.max_output) \
+                or self.total > MAX_TOTAL_CELLS * self.max_output and cell_index not in self.limits:
             self.cut.add(cell_index)
+            if msg.get("msg_type") == "error" and not any(o.get("output_type") == "error" for o in outs):
+                outs.append(nbformat.v4.new_output("error", ename=str(content.get("ename"))[:100],
+                                                   evalue=str(content.get("evalue"))[:300], traceback=[]))
             return None
         return super().output(outs, msg, display_id, cell_index)
+
+    def handle_comm_msg(self, outs, msg, cell_index):
+        return None  # widget state is not kept: 400 MB of comm messages cost nothing here
+
+    def _update_display_id(self, display_id, msg):
+        return None  # an update would replace counted output with uncounted data
 
 
 class Kernel:
@@ -70,6 +106,7 @@ class Kernel:
         kw = {"transport": "ipc", "ip": str(self.conn / "k")} if sandboxed else {}
         self.km = AsyncKernelManager(kernel_name="llm-lab-grading", kernel_spec_manager=KernelSpecManager(
             kernel_dirs=[str(specs)]), connection_file=str(self.conn / "kernel.json"), **kw)
+        self.km.client_factory = CappedKernelClient
         self.km.write_connection_file()
         if sandboxed:
             sandbox.prepare(self.conn, self.uid)
@@ -204,9 +241,9 @@ class Kernel:
             raise _remote.RemoteFailed("the kernel did not answer" + (f" ({cell_error(cell)})"
                                                                        if cell_error(cell) else ""))
         try:
-            return json.loads(base64.b64decode(replies[-1], validate=True))
-        except (ValueError, binascii.Error):
-            raise _remote.RemoteFailed("the kernel's reply was not readable") from None
+            return _remote.parse(base64.b64decode(replies[-1], validate=True))
+        except (_remote.WireError, ValueError, binascii.Error) as exc:
+            raise _remote.RemoteFailed(f"the kernel's reply was not readable ({exc})"[:300]) from None
 
 
 def _regular(path: str) -> bool:

@@ -1,12 +1,30 @@
 """What tools/teaching/grade.py writes: the gradebook (grades.csv), one HTML feedback file per submission, the class
-report."""
+report.
+
+Student ids, file names and messages come from the class (a file name, what a kernel printed), so none of them
+can forge what the instructor reads: every one is written through ``visible`` (control and bidirectional
+override characters shown as ``<U+202E>``), and then ``csv_cell`` (no cell a spreadsheet reads as a formula),
+``md_text``/``md_code`` (no Markdown or HTML in report.md) or ``html.escape``; feedback file names are unique
+per student (``feedback_names``).
+"""
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import html
+import re
+import unicodedata
 from collections import Counter
 from pathlib import Path
+
+# shown, never obeyed: bidi embeddings, overrides and isolates, the directional marks, line separators
+BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u2028\u2029")
+FORMULA = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")  # and full-width twins
+_MD_SPECIAL = re.compile(r"([\\`*_~\[\]<>&|@#!])")
+_MD_LINK = re.compile(r"(?i)(www)\.|:(?=//)")
+_NAME_OK = re.compile(r"[A-Za-z0-9_.-]")
+MAX_NAME = 120  # characters of a feedback file name before its hash
 
 ICON = {"pass": "✅", "todo": "🚧", "fail": "❌", "error": "❌", "timeout": "⏰", "reference": "⚠️",
         "tampered": "⚠️", "missing": "❓"}
@@ -57,25 +75,81 @@ def max_points(course, expected) -> int:
     return sum(int(cn.nb.cells[ex.checker].metadata["nbgrader"]["points"]) for ex in cn.exercises) if cn else 0
 
 
+def visible(text, *, lines: bool = False) -> str:
+    """``text`` with every control character (newlines kept when ``lines``), bidirectional override and
+    isolate shown as ``<U+XXXX>``: nothing in a name or message can reorder or hide what is around it."""
+    return "".join(f"<U+{ord(ch):04X}>" if ch in BIDI or (unicodedata.category(ch) == "Cc"
+                                                          and not (lines and ch in "\n\t")) else ch
+                   for ch in str(text))
+
+
+def csv_cell(value) -> object:
+    """A CSV cell no spreadsheet runs: text starting with = + - @ (or a tab, CR) gets a leading apostrophe."""
+    if not isinstance(value, str):
+        return value
+    text = visible(value)
+    return "'" + text if text.startswith(FORMULA) else text
+
+
+def md_text(text) -> str:
+    """``text`` as literal Markdown on one line: no HTML, link, image, emphasis, code or table syntax survives."""
+    one = " ".join(visible(text, lines=True).split())
+    return _MD_LINK.sub(lambda m: m.group(1) + "\\." if m.group(1) else "\\:", _MD_SPECIAL.sub(r"\\\1", one))
+
+
+def md_code(text) -> str:
+    """``text`` as a Markdown code span (nothing inside is interpreted), fenced by more backticks than it holds."""
+    one = " ".join(visible(text, lines=True).split())
+    fence = "`" * (max((len(run) for run in re.findall("`+", one)), default=0) + 1)
+    pad = " " if one.startswith("`") or one.endswith("`") else ""
+    return f"{fence}{pad}{one}{pad}{fence}"
+
+
 def write_csv(results, keys, maximum, path: Path) -> None:
     with path.open("w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["student", "notebook", *keys, "total", "max"])
         for r in results:
             pts = {v.key: v.points for v in r.verdicts}
-            w.writerow([r.student, r.notebook or r.path.name, *(pts.get(k, 0) for k in keys), r.total, maximum])
+            w.writerow([csv_cell(r.student), csv_cell(r.notebook or r.path.name), *(pts.get(k, 0) for k in keys),
+                        r.total, maximum])
+
+
+def _safe_name(text: str) -> str:
+    """An injective file-name spelling: letters, digits and ``_.-`` kept, anything else as ``~XXXXXX``."""
+    name = "".join(ch if _NAME_OK.fullmatch(ch) else f"~{ord(ch):06x}" for ch in text)
+    if len(name) > MAX_NAME or name.startswith("."):  # a long id: cut, made unique by a hash of the whole
+        name = name[:MAX_NAME].lstrip(".") + "~" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
+    return name
+
+
+def feedback_names(results) -> dict[int, str]:
+    """id(result) -> its feedback file: ``alice.html``, or ``alice--04_x.html`` when alice handed in several
+    files. Different students never share a file, not even on a case-insensitive disk ("twin~a", "twin_a"
+    and "Twin_A" get three)."""
+    files = Counter(r.student for r in results)
+    names, taken = {}, set()
+    for r in results:
+        stem = _safe_name(r.student) + ("" if files[r.student] == 1 else "--" + _safe_name(r.path.stem))
+        name, n = stem, 1
+        while name.casefold() in taken:
+            n += 1
+            name = f"{stem}~{n}"
+        taken.add(name.casefold())
+        names[id(r)] = name + ".html"
+    return names
 
 
 def feedback_name(r, results) -> str:
-    """``alice.html``, or ``alice--04_x.html`` when alice handed in several files."""
-    same = sum(x.student == r.student for x in results)
-    stem = r.student if same == 1 else f"{r.student}--{r.path.stem}"
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in stem) + ".html"
+    return feedback_names(results)[id(r)]
 
 
 def feedback_html(r, lang: str, maximum: int) -> str:
     t = {k: v[lang] for k, v in WORDS.items()}
-    e = html.escape
+
+    def e(text) -> str:
+        return html.escape(visible(text, lines=True))
+
     rows = "".join(
         f"<tr><td><code>{e(v.key)}</code></td><td>{ICON.get(v.status, '❌')} "
         f"{e(STATUS.get(v.status, {}).get(lang, v.status))}</td><td>{v.points} / {v.max_points}</td>"
@@ -118,14 +192,15 @@ def class_report(results, keys, maximum) -> str:
                 examples[(v.key, v.mistake)] = v.message
     if examples:
         lines += ["", "### What the named mistakes mean (one example hint each)", ""]
-        lines += [f"- `{k}` / `{m}`: {msg}" for (k, m), msg in sorted(examples.items())]
+        lines += [f"- `{k}` / `{m}`: {md_text(msg)}" for (k, m), msg in sorted(examples.items())]
     problems = [r for r in results if r.problem]
     noted = [r for r in results if not r.problem and r.notes]
     lines += ["", "## Submissions that need a look", ""]
     if not problems and not noted:
         lines.append("None: every submission was graded normally.")
-    lines += [f"- **{r.student}** (`{r.path.name}`): not graded: {r.problem}" for r in problems]
-    lines += [f"- **{r.student}** (`{r.path.name}`): {'; '.join(r.notes)}" for r in noted]
+    lines += [f"- **{md_text(r.student)}** ({md_code(r.path.name)}): not graded: {md_text(r.problem)}"
+              for r in problems]
+    lines += [f"- **{md_text(r.student)}** ({md_code(r.path.name)}): {md_text('; '.join(r.notes))}" for r in noted]
     lines += ["", "Written answers (Predict, Explain) are not autograded: read them in the submitted notebooks "
               "(cells that said YOUR ANSWER HERE).", ""]
     return "\n".join(lines)
@@ -136,7 +211,8 @@ def write_all(results, course, expected, out: Path) -> None:
     keys, maximum = exercise_keys(course, expected), max_points(course, expected)
     write_csv(results, keys, maximum, out / "grades.csv")
     (out / "feedback").mkdir(exist_ok=True)
+    names = feedback_names(results)
     for r in results:
         lang = r.lang or expected[0] or "en"
-        (out / "feedback" / feedback_name(r, results)).write_text(feedback_html(r, lang, maximum), encoding="utf-8")
+        (out / "feedback" / names[id(r)]).write_text(feedback_html(r, lang, maximum), encoding="utf-8")
     (out / "report.md").write_text(class_report(results, keys, maximum), encoding="utf-8")

@@ -17,7 +17,8 @@ JupyterHub and Colab) or its title, and graded the way nbgrader's autograde woul
   with the grader's rights and every report says so), submissions in parallel on all cores; a cell that runs
   past ``--cell-timeout`` seconds is interrupted (an endless loop costs that exercise only), a submission past
   ``--max-seconds`` is stopped, output past ``--max-output`` bytes per cell is dropped; nothing in SUBMISSIONS
-  is ever written;
+  is ever written, and only regular files inside it are read (``_grade_files``: a link, a pipe or a device is
+  that student's problem line, never followed or opened);
 - each exercise is judged when the notebook has run up to its checker cell, by llm_lab's checkers running in
   THIS process: the kernel only calls the learner's object on the inputs the checker sends and answers with
   data (``llm_lab.exercises._remote``), so nothing in the kernel can change a verdict; the submitted source
@@ -38,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import json
 import os
 import re
 import shutil
@@ -55,10 +55,10 @@ import nbformat
 import llm_lab.exercises as exercises
 from llm_lab.exercises import _remote
 from tools import course as _course
-from tools.teaching import _grade_kernel, _grade_report, _grade_source, sandbox
+from tools.teaching import _grade_files, _grade_kernel, _grade_report, _grade_source, sandbox
 
 DEFAULT_OUT = _course.ROOT / "build" / "grades"
-MAX_FILE_BYTES = 50_000_000
+MAX_FILE_BYTES = _grade_files.MAX_FILE_BYTES
 CELL_ID = re.compile(r"^(en|zh)-(\d\d)-\d{3}$")
 DEFINES = "^(?:def|class) {}\\b"
 
@@ -88,6 +88,7 @@ class Result:
     notes: list[str] = field(default_factory=list)
     problem: str = ""
     seconds: float = 0.0
+    root: Path | None = None  # the folder it was handed in (read inside it only, links never followed)
 
     @property
     def total(self) -> int:
@@ -98,47 +99,12 @@ class Result:
 
 
 def discover(submissions: Path) -> list[Result]:
-    """One Result per submitted file: a notebook to grade, or a problem (not a notebook, empty folder)."""
-    found = []
-    for entry in sorted(submissions.iterdir()):
-        if entry.name.startswith((".", "__MACOSX")):
-            continue
-        if entry.is_dir():
-            notebooks = sorted(p for p in entry.rglob("*.ipynb")
-                               if not any(part.startswith(".") for part in p.relative_to(entry).parts))
-            found += [Result(entry.name, p) for p in notebooks]
-            if not notebooks:
-                others = ", ".join(sorted(p.name for p in entry.rglob("*") if p.is_file())[:5]) or "nothing"
-                found.append(Result(entry.name, entry, problem=f"no .ipynb notebook in the folder (found: {others})"))
-        elif entry.suffix == ".ipynb":
-            found.append(Result(entry.stem, entry))
-        else:
-            found.append(Result(entry.stem, entry, problem=f"not a notebook: {entry.name} (expected a .ipynb file)"))
-    return found
+    """One Result per submitted file: a notebook to grade, or a problem (not a notebook, empty folder, a link,
+    a pipe); nothing is followed or opened here (``_grade_files``)."""
+    return [Result(f.student, f.path, problem=f.problem, root=submissions) for f in _grade_files.find(submissions)]
 
 
-def load(path: Path) -> nbformat.NotebookNode:
-    """Read a submitted notebook; ValueError with a clear reason when it cannot be one."""
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise ValueError(f"file is {size / 1e6:.0f} MB, more than {MAX_FILE_BYTES / 1e6:.0f} MB: not graded")
-    raw = path.read_bytes()
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise ValueError("not a text file (binary content), so not a notebook") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"invalid JSON (line {exc.lineno}: {exc.msg}): damaged, or not a notebook") from None
-    if not isinstance(data, dict) or "cells" not in data:
-        raise ValueError("valid JSON but not a Jupyter notebook (no 'cells')")
-    try:
-        nb = nbformat.reads(json.dumps(data), as_version=4)
-    except Exception as exc:  # nbformat raises several types for malformed notebooks
-        raise ValueError(f"not a valid Jupyter notebook ({type(exc).__name__}: {_one_line(str(exc))})") from None
-    for cell in nb.cells:
-        if "source" not in cell or "cell_type" not in cell:
-            raise ValueError("not a valid Jupyter notebook (a cell without source)")
-    return nb
+load = _grade_files.load  # a submitted notebook, read safely; ValueError with the reason
 
 
 def _one_line(text: str, limit: int = 200) -> str:
@@ -376,7 +342,7 @@ def grade_one(r: Result, course, expected: tuple[str | None, str | None], cell_t
     """Grade one submitted file in place (never raises)."""
     start = time.monotonic()
     try:
-        nb = load(r.path)
+        nb = load(r.path, r.root)
         key = identify(nb, course)
         if key is None:
             r.problem = "not one of the course notebooks (no matching cell ids or title)"
@@ -425,8 +391,8 @@ def expected_notebook(results, course, notebook: str | None) -> tuple[str | None
     for r in results:
         if not r.problem:
             try:
-                keys.append(identify(load(r.path), course))
-            except (ValueError, OSError):
+                keys.append(identify(load(r.path, r.root), course))
+            except Exception:  # grade_one names the reason in that student's row
                 pass
     counts = Counter(k for k in keys if k)
     lang = counts.most_common(1)[0][0][0] if counts else None
@@ -441,10 +407,11 @@ class SandboxMissing(RuntimeError):
 
 def grade(submissions: Path, out: Path, notebook: str | None = None, jobs: int | None = None,
           cell_timeout: float = 30.0, max_output: int = 200_000, src: Path = _course.INSTRUCTOR,
-          echo=print, sandboxed: bool = True, max_seconds: float = 600.0) -> list[Result]:
+          echo=print, sandboxed: bool = True, max_seconds: float = 600.0, refused=()) -> list[Result]:
     """Grade every submission in ``submissions`` and write grades.csv, feedback/ and report.md into ``out``.
     Each submission's kernel runs in the bubblewrap sandbox (``sandboxed=False``: as the grader, noted in
-    every feedback file); the verdicts are computed here."""
+    every feedback file); the verdicts are computed here. ``refused``: problem Results found elsewhere
+    (grade_nbgrader's links and pipes), reported with the rest."""
     if not submissions.is_dir():
         raise FileNotFoundError(f"SUBMISSIONS={submissions} is not a folder of submitted notebooks")
     if sandboxed:
@@ -452,7 +419,7 @@ def grade(submissions: Path, out: Path, notebook: str | None = None, jobs: int |
         if missing:
             raise SandboxMissing(missing)
     course = load_course(src)
-    results = discover(submissions)
+    results = discover(submissions) + list(refused)
     if not results:
         raise FileNotFoundError(f"{submissions} holds no submissions")
     expected = expected_notebook(results, course, notebook)
@@ -465,7 +432,7 @@ def grade(submissions: Path, out: Path, notebook: str | None = None, jobs: int |
         for r in pool.map(lambda r: grade_one(r, course, expected, cell_timeout, max_output, sandboxed,
                                               max_seconds), todo):
             mark = r.problem or f"{r.total}/{sum(v.max_points for v in r.verdicts)}"
-            echo(f"  {r.student:<24} {r.path.name:<40} {mark}")
+            echo(_grade_report.visible(f"  {r.student:<24} {r.path.name:<40} {mark}"))
     if out.exists():
         shutil.rmtree(out / "feedback", ignore_errors=True)
     _grade_report.write_all(results, course, expected, out)

@@ -24,7 +24,8 @@ written to ``COURSE/llm-lab-grades/ASSIGNMENT/``.
 from __future__ import annotations
 
 import argparse
-import shutil
+import os
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -32,7 +33,7 @@ from pathlib import Path
 import nbformat
 
 from tools import course as _course
-from tools.teaching import grade
+from tools.teaching import _grade_files, _grade_report, grade
 
 STUB_TEXT = "# (graded by llm-lab's sandboxed grader)"
 
@@ -50,29 +51,71 @@ def course_config(course: Path) -> tuple[str, str]:
     return db_url, course_id
 
 
-def collect(course: Path, assignment: str, into: Path) -> dict[str, str]:
-    """Lay ``submitted/<student>/<assignment>/`` out as grade.py's SUBMISSIONS (one folder per student);
-    returns {student: timestamp}."""
-    stamps = {}
-    for folder in sorted((course / "submitted").glob(f"*/{assignment}")):
-        student = folder.parent.name
-        target = into / student
-        target.mkdir(parents=True)
-        for nb in folder.glob("*.ipynb"):
-            shutil.copyfile(nb, target / nb.name)
-        stamp = folder / "timestamp.txt"
-        stamps[student] = stamp.read_text(encoding="utf-8").strip() if stamp.is_file() else ""
-    return stamps
+def collect(course: Path, assignment: str, into: Path) -> tuple[dict[str, str], list[grade.Result]]:
+    """Lay ``submitted/<student>/<assignment>/`` out as grade.py's SUBMISSIONS (one folder per student),
+    copying only regular files read safely (``_grade_files.read``: no link followed, no pipe or device opened,
+    at most MAX_FILE_BYTES); returns ({student: timestamp}, a problem Result for everything else)."""
+    submitted = course / "submitted"
+    stamps: dict[str, str] = {}
+    refused: list[grade.Result] = []
+    for student in sorted(os.listdir(submitted)) if submitted.is_dir() else []:
+        folder = submitted / student / assignment
+        problem = None if student.startswith(".") else _not_a_folder(submitted, Path(student),
+                                                                     Path(student, assignment))
+        if problem is None:
+            continue  # nothing handed in for this assignment
+        stamps[student] = ""
+        if problem:
+            refused.append(grade.Result(student, folder, problem=problem))
+            continue
+        before = len(refused)
+        (into / student).mkdir(parents=True)  # left empty: "no .ipynb notebook in the folder"
+        for name in sorted(os.listdir(folder)):
+            if not name.endswith(".ipynb"):
+                continue
+            try:
+                (into / student / name).write_bytes(_grade_files.read(folder / name, submitted))
+            except (_grade_files.Unreadable, OSError) as exc:
+                refused.append(grade.Result(student, folder / name, problem=str(exc)))
+        if len(refused) > before and not any((into / student).iterdir()):
+            (into / student).rmdir()  # its refused files are its rows
+        stamps[student] = small_file(folder / "timestamp.txt", submitted).decode("utf-8", "replace").strip()
+    return stamps, refused
 
 
-def autograded_copy(release: Path, submitted: Path, verdicts: dict[str, grade.Verdict]) -> nbformat.NotebookNode:
-    """The released notebook with the learner's solution/answer cells (by nbgrader grade_id) and the verdicts."""
-    nb = nbformat.read(str(release), as_version=4)
+def _not_a_folder(root: Path, *rels: Path) -> str | None:
+    """"" when every ``root/rel`` is a real folder (not a link), None when one does not exist, else the reason."""
+    for rel in rels:
+        try:
+            mode = os.lstat(root / rel).st_mode
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return f"submitted/{rel}: could not be looked at ({exc.strerror})"
+        if not stat.S_ISDIR(mode):
+            return _grade_files.refused(f"submitted/{rel}", mode)
+    return ""
+
+
+def small_file(path: Path, root: Path, limit: int = 4096) -> bytes:
+    """A small regular file inside ``root`` (timestamp.txt, submission_secret.txt), read safely; b"" if it is
+    missing, a link, a pipe or larger than ``limit``."""
     try:
-        sub = nbformat.read(str(submitted), as_version=4)
-        theirs = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in sub.cells}
-    except Exception:  # an unreadable submission: the release's stubs stay
-        theirs = {}
+        return _grade_files.read(path, root, limit)
+    except (_grade_files.Unreadable, OSError):
+        return b""
+
+
+def autograded_copy(release: Path, sub: nbformat.NotebookNode | None,
+                    verdicts: dict[str, grade.Verdict]) -> nbformat.NotebookNode:
+    """The released notebook with the learner's solution/answer cells (by nbgrader grade_id) and the verdicts;
+    ``sub`` None (the submission could not be read): the release's stubs stay."""
+    nb = nbformat.read(str(release), as_version=4)
+    theirs = {}
+    for c in sub.cells if sub is not None else []:
+        meta = c.metadata.get("nbgrader")  # the learner's: anything at all
+        if isinstance(meta, dict) and isinstance(meta.get("grade_id"), str):
+            theirs[meta["grade_id"]] = c
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         gid = meta.get("grade_id")
@@ -84,8 +127,8 @@ def autograded_copy(release: Path, submitted: Path, verdicts: dict[str, grade.Ve
                 call = _course.checker_call(cell.source)
                 v = verdicts.get(call[1]) if call else None
                 if v is not None:
-                    icon = grade._grade_report.ICON.get(v.status, "")
-                    text = f"{icon} {v.points}/{v.max_points}: {v.message or v.status}\n"
+                    icon = _grade_report.ICON.get(v.status, "")
+                    text = f"{icon} {v.points}/{v.max_points}: {_grade_report.visible(v.message or v.status)}\n"
                     cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
     return nb
 
@@ -106,8 +149,12 @@ def write_gradebook(course: Path, assignment: str, results: list[grade.Result], 
             try:
                 gb.find_submission(assignment, r.student)
             except MissingEntry:
-                gb.add_submission(assignment, r.student, **({"timestamp": stamps[r.student]}
-                                                            if stamps.get(r.student) else {}))
+                try:
+                    gb.add_submission(assignment, r.student, **({"timestamp": stamps[r.student]}
+                                                                if stamps.get(r.student) else {}))
+                except (ValueError, OverflowError):  # a timestamp.txt nbgrader cannot read: recorded without it
+                    gb.db.rollback()
+                    gb.add_submission(assignment, r.student)
             nn = name[:2]
             by_key = {v.key: v for v in r.verdicts}
             for cell in gb.find_notebook(name, assignment).grade_cells:
@@ -119,19 +166,25 @@ def write_gradebook(course: Path, assignment: str, results: list[grade.Result], 
                 g.auto_score = float(v.points) if v else 0.0
                 try:
                     c = gb.find_comment(f"ex{nn}-{key}", name, assignment, r.student)
-                    c.auto_comment = (v.message or v.status) if v else (r.problem or "not graded")
+                    c.auto_comment = _grade_report.visible((v.message or v.status) if v else
+                                                           (r.problem or "not graded"))
                 except MissingEntry:
                     pass
             gb.db.commit()
             target = course / "autograded" / r.student / assignment
             target.mkdir(parents=True, exist_ok=True)
-            nbformat.write(autograded_copy(course / "release" / assignment / r.path.name, r.path, by_key),
+            try:
+                sub = None if r.problem else grade.load(r.path, course / "submitted")
+            except Exception:  # unreadable now: the release's stubs stay
+                sub = None
+            nbformat.write(autograded_copy(course / "release" / assignment / r.path.name, sub, by_key),
                            str(target / r.path.name))
             if stamps.get(r.student):
                 (target / "timestamp.txt").write_text(stamps[r.student], encoding="utf-8")
-            secret = course / "submitted" / r.student / assignment / "submission_secret.txt"
-            if secret.is_file() and not secret.is_symlink() and secret.stat().st_size < 4096:
-                shutil.copyfile(secret, target / secret.name)  # release_feedback looks for it here, as autograde
+            secret = small_file(course / "submitted" / r.student / assignment / "submission_secret.txt",
+                                course / "submitted")
+            if secret:  # release_feedback looks for it here, as after autograde
+                (target / "submission_secret.txt").write_bytes(secret)
             written += 1
     return written
 
@@ -144,13 +197,15 @@ def run(course: Path, assignment: str, *, jobs: int | None = None, sandboxed: bo
     with tempfile.TemporaryDirectory(prefix="llm-lab-nbgrader-") as tmp:
         subs = Path(tmp) / "submissions"
         subs.mkdir()
-        stamps = collect(course, assignment, subs)
+        stamps, refused = collect(course, assignment, subs)
         if not stamps:
             raise FileNotFoundError(f"no submissions in {course / 'submitted'}/*/{assignment}")
         results = grade.grade(subs, course / "llm-lab-grades" / assignment, jobs=jobs, sandboxed=sandboxed,
-                              echo=echo, **kw)
+                              echo=echo, refused=refused, **kw)
+        copied = {id(r) for r in results} - {id(r) for r in refused}
         for r in results:  # the paths pointed into the temporary copy: keep them readable after it goes
-            r.path = course / "submitted" / r.student / assignment / r.path.name
+            if id(r) in copied:
+                r.path = course / "submitted" / r.student / assignment / r.path.name
         n = write_gradebook(course, assignment, results, stamps)
     echo(f"wrote {n} submission(s) into the gradebook and {course / 'autograded'}; next: nbgrader "
          f"generate_feedback {assignment}")

@@ -1,0 +1,215 @@
+"""Reading what students handed in, without trusting it (tools/teaching/grade.py, grade_nbgrader.py).
+
+A submission folder is written by the class: an entry may be a symbolic link (to the answer key, to
+``/etc/shadow``, to ``/dev/zero``), a folder linked to the course's notebooks, a named pipe, a device, a file
+of gigabytes or a JSON text nested 100,000 deep. So:
+
+- only **regular files** are read, and only **inside the folder** they were handed in: every path is opened
+  component by component from that folder with ``O_NOFOLLOW`` (a link anywhere on the way is refused, never
+  followed) and ``O_NONBLOCK`` (a pipe or device is never waited on), and ``fstat`` must say "regular file"
+  before one byte is read;
+- at most ``MAX_FILE_BYTES`` are read from one file, and at most ``MAX_ENTRIES`` entries of one student's
+  folder are looked at;
+- anything else is a **problem row** for that student (0 points, the reason in the report), never an
+  exception that stops the class.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+MAX_FILE_BYTES = 50_000_000
+MAX_ENTRIES = 2_000  # entries of one student's folder looked at
+MAX_DEPTH = 8  # folder levels inside one student's folder
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) \
+    | getattr(os, "O_NOCTTY", 0)
+_DIR_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+class Unreadable(ValueError):
+    """A handed-in path that is not read: a link, a pipe, a device, too big, outside its folder."""
+
+
+@dataclass
+class Found:
+    """One entry of a submission folder: a notebook to grade (``problem`` empty) or why it is not one."""
+
+    student: str
+    path: Path
+    problem: str = ""
+
+
+def what(mode: int) -> str:
+    """The kind of file ``mode`` (from lstat) is, in words."""
+    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a named pipe"),
+                       (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return name
+    return "a regular file" if stat.S_ISREG(mode) else "not a regular file"
+
+
+def refused(name: str, mode: int) -> str:
+    return (f"{name} is {what(mode)}, not a regular file: not read (links are never followed, pipes and "
+            "devices never opened; hand in the notebook file itself)")
+
+
+def find(submissions: Path) -> list[Found]:
+    """Every entry of SUBMISSIONS (one per student), looked at with lstat only: nothing is followed or opened."""
+    found = []
+    for name in sorted(os.listdir(submissions)):
+        if name.startswith((".", "__MACOSX")):
+            continue
+        path = submissions / name
+        student = name[: -len(".ipynb")] if name.endswith(".ipynb") else Path(name).stem or name
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError as exc:
+            found.append(Found(student, path, f"could not be looked at ({exc.strerror})"))
+            continue
+        if stat.S_ISDIR(mode):
+            found += folder(name, path)
+        elif not stat.S_ISREG(mode):
+            found.append(Found(student, path, refused(name, mode)))
+        elif name.endswith(".ipynb"):
+            found.append(Found(student, path))
+        else:
+            found.append(Found(student, path, f"not a notebook: {name} (expected a .ipynb file)"))
+    return found
+
+
+def folder(student: str, top: Path) -> list[Found]:
+    """The notebooks in one student's folder (every level, hidden entries skipped), links and special files
+    as problem rows; at most MAX_ENTRIES entries and MAX_DEPTH levels are looked at."""
+    notebooks, problems, others, seen = [], [], [], 0
+    todo = [(top, 0)]
+    while todo:
+        here, depth = todo.pop()
+        try:
+            with os.scandir(here) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            problems.append(Found(student, here, f"{here.name}: could not be listed ({exc.strerror})"))
+            continue
+        for entry in entries:
+            seen += 1
+            if seen > MAX_ENTRIES:
+                problems.append(Found(student, top, f"more than {MAX_ENTRIES} entries in the folder: the rest "
+                                                     "were not looked at"))
+                return sorted(notebooks, key=lambda f: f.path) + problems
+            if entry.name.startswith("."):
+                continue
+            path = Path(entry.path)
+            try:
+                mode = entry.stat(follow_symlinks=False).st_mode
+            except OSError:  # gone meanwhile
+                continue
+            if stat.S_ISDIR(mode):
+                if depth + 1 < MAX_DEPTH:
+                    todo.append((path, depth + 1))
+            elif not stat.S_ISREG(mode):
+                problems.append(Found(student, path, refused(str(path.relative_to(top.parent)), mode)))
+            elif entry.name.endswith(".ipynb"):
+                notebooks.append(Found(student, path))
+            else:
+                others.append(entry.name)
+    if not notebooks and not problems:
+        listed = ", ".join(sorted(others)[:5]) or "nothing"
+        problems.append(Found(student, top, f"no .ipynb notebook in the folder (found: {listed})"))
+    return sorted(notebooks, key=lambda f: f.path) + problems
+
+
+def read(path: Path, root: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of ``path``, a regular file inside ``root`` (itself trusted: the instructor's folder). Each
+    component below ``root`` is opened with O_NOFOLLOW, the file with O_NONBLOCK; Unreadable if anything on the
+    way is a link, if the file is not regular or is larger than ``limit`` bytes."""
+    try:
+        parts = Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).parts
+    except ValueError:
+        raise Unreadable(f"{path} is outside {root}: not read") from None
+    if not parts or ".." in parts:
+        raise Unreadable(f"{path} is not a file inside {root}: not read")
+    if os.open not in os.supports_dir_fd or not _NOFOLLOW:  # no openat here: check each level with lstat
+        return _read_by_path(path, root, parts, limit)
+    fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        for i, part in enumerate(parts):
+            mode = os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode
+            last = i == len(parts) - 1
+            if not (stat.S_ISREG(mode) if last else stat.S_ISDIR(mode)):
+                raise Unreadable(refused(str(Path(*parts[: i + 1])), mode))
+            try:
+                new = os.open(part, _FLAGS if last else _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:  # swapped for a link meanwhile (ELOOP), or gone
+                raise Unreadable(f"{Path(*parts[: i + 1])} could not be opened safely ({exc.strerror})") from None
+            os.close(fd)
+            fd = new
+        return _read_fd(fd, str(Path(*parts)), limit)
+    finally:
+        os.close(fd)
+
+
+def _read_by_path(path: Path, root: Path, parts: tuple[str, ...], limit: int) -> bytes:
+    for i in range(1, len(parts) + 1):
+        mode = os.lstat(root.joinpath(*parts[:i])).st_mode
+        if not (stat.S_ISREG(mode) if i == len(parts) else stat.S_ISDIR(mode)):
+            raise Unreadable(refused(str(Path(*parts[:i])), mode))
+    fd = os.open(path, _FLAGS)
+    try:
+        return _read_fd(fd, str(Path(*parts)), limit)
+    finally:
+        os.close(fd)
+
+
+def _read_fd(fd: int, name: str, limit: int) -> bytes:
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise Unreadable(refused(name, info.st_mode))
+    if info.st_size > limit:
+        raise Unreadable(f"file is {info.st_size / 1e6:.0f} MB, more than {limit / 1e6:.0f} MB: not graded")
+    chunks, size = [], 0
+    while size <= limit:
+        chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    if size > limit:  # it grew while we read
+        raise Unreadable(f"file is more than {limit / 1e6:.0f} MB: not graded")
+    return b"".join(chunks)
+
+
+def load(path: Path, root: Path | None = None) -> nbformat.NotebookNode:
+    """Read a submitted notebook (``read``: a regular file inside ``root``, default its folder); ValueError with
+    a clear reason when it cannot be one. Nothing in the file can raise anything else."""
+    raw = read(path, path.parent if root is None else root)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError("not a text file (binary content), so not a notebook") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON (line {exc.lineno}: {exc.msg}): damaged, or not a notebook") from None
+    except RecursionError:
+        raise ValueError("JSON nested too deep to be a notebook: not graded") from None
+    if not isinstance(data, dict) or "cells" not in data:
+        raise ValueError("valid JSON but not a Jupyter notebook (no 'cells')")
+    try:
+        nb = nbformat.reads(json.dumps(data), as_version=4)
+    except Exception as exc:  # nbformat raises several types for malformed notebooks (RecursionError too)
+        raise ValueError(f"not a valid Jupyter notebook ({type(exc).__name__}: {_one_line(str(exc))})") from None
+    for cell in nb.cells:
+        if "source" not in cell or "cell_type" not in cell:
+            raise ValueError("not a valid Jupyter notebook (a cell without source)")
+    return nb
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
