@@ -33,9 +33,7 @@ def hostile(tmp_path_factory):
                              "    return torch.ones(n, n, dtype=torch.bool).triu()\n"), str(subs / "carol.ipynb"))
     attacks = _hostile.tricks(host)
     for student, code in attacks.items():
-        nb = fx.filled(notebooks, causal_mask=code)
-        fx.solution_cells(nb)[1].source = "def mask_and_renormalize(attn_weights):\n    raise NotImplementedError()\n"
-        nbformat.write(nb, str(subs / f"{student}.ipynb"))
+        nbformat.write(_hostile.notebook(fx, notebooks, student, code), str(subs / f"{student}.ipynb"))
     before = host.digest()
     try:
         results = grade.grade(subs, root / "out", cell_timeout=10, src=notebooks, echo=lambda *a: None,
@@ -48,7 +46,7 @@ def hostile(tmp_path_factory):
 
 
 def test_a_big_class_of_attacks(hostile):
-    assert len(hostile["attacks"]) >= 15
+    assert len(hostile["attacks"]) >= 40
 
 
 def test_every_hostile_submission_scores_zero(hostile):
@@ -79,6 +77,14 @@ def test_tampering_is_named(hostile):
     for student in ("input_transformer", "ast_transformer", "sys_modules"):
         v = next(v for v in hostile["results"][student].verdicts if v.key == "causal_mask")
         assert v.status == "tampered", (student, v)
+
+
+@pytest.mark.parametrize("student", list(_hostile.STATUS))
+def test_llm_labs_answer_by_any_route_and_a_replay_table_are_named(hostile, student):
+    """The routes the source check once missed (the course's own import, an added cell, a worker thread, a magic
+    line, __import__ and importlib bases, exec) and a table of the public answers: each named for what it is."""
+    v = next(v for v in hostile["results"][student].verdicts if v.key == "causal_mask")
+    assert (v.status, v.points) == (_hostile.STATUS[student], 0), v
 
 
 def test_the_reference_through_a_transformer_is_not_credited(hostile):
