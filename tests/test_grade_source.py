@@ -50,7 +50,7 @@ CASES = [
     ("rebound inside a function", [RIGHT + "def f():\n    global causal_mask\n    causal_mask = 2\n\n\nf()\n"],
      "missing"),
     ("deleted after the definition", [RIGHT, "del causal_mask\n"], "missing"),
-    ("a syntax error", ["def causal_mask(n:\n    pass\n"], "error"),
+    ("invalid syntax", ["def causal_mask(n:\n    pass\n"], "error"),
     ("exec of a string", [RIGHT + "exec('from llm_lab import causal_mask')\n"], "error"),
     ("globals() written", [RIGHT + "globals()['causal_mask'] = 1\n"], "error"),
     ("a module the notebook wrote itself", ["import mymodule_written_by_the_cell\n" + RIGHT], "error"),
