@@ -341,15 +341,15 @@ def judge(cn: CourseNotebook, p: Plan, kernel: _grade_kernel.Kernel) -> list[Ver
         pts = int(cn.nb.cells[ex.checker].metadata["nbgrader"]["points"])
         v = Verdict(ex.key, "error", max_points=pts)
         own = [e for e in (_grade_kernel.cell_error(p.nb.cells[i]) for i in p.solutions.get(ex.key, [])) if e]
-        static = reading.verdict(ex.key, ex.exercise, p.grading[ex.key])  # the source decides first
+        decided = reading.verdict(ex.key, ex.exercise, p.grading[ex.key])  # the source first: no kernel asked
         try:
-            if static is None:
+            if decided is None:
                 link.exercise = ex.exercise
                 # the whole check's budget: the learner's time plus a round trip per call to a busy kernel;
                 # the checkers' inputs drawn from this run's secret, not the public checkers' fixed seeds
-                static = exercises.grade(ex.exercise, link.lookup(ex.key), lang=cn.lang, timeout=check_budget(),
-                                         secret=SECRET)
-            v.status, v.mistake, v.message = static.status, static.hint, static.message
+                decided = exercises.grade(ex.exercise, link.lookup(ex.key), lang=cn.lang, timeout=check_budget(),
+                                          secret=SECRET)
+            v.status, v.mistake, v.message = decided.status, decided.hint, decided.message
         except NameError as exc:
             v.status, v.mistake, v.message = "missing", "missing", str(exc)
         except TimeoutError:
