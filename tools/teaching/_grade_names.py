@@ -27,11 +27,16 @@ class Binding:
     kind: str
     node: object
     learner: bool
-    text: str  # the statement, one line
+    statement: ast.stmt
 
     @property
     def pos(self) -> tuple[int, int]:
         return self.cell, self.stmt
+
+    @property
+    def text(self) -> str:
+        """The statement, on one line (for messages)."""
+        return " ".join(ast.unparse(self.statement).split())[:80]
 
 
 def bindings(stmt, top: bool = True) -> list[tuple[str, str, object]]:
@@ -109,9 +114,8 @@ class Names:
             if tree is None:
                 continue
             for si, stmt in enumerate(tree.body):
-                text = " ".join(ast.unparse(stmt).split())[:80]
                 for name, kind, node in bindings(stmt):
-                    b = Binding(ci, si, name, kind, node, learner, text)
+                    b = Binding(ci, si, name, kind, node, learner, stmt)
                     (self.stars if kind == "star" else self.by_name.setdefault(name, [])).append(b)
             if learner:
                 self.declared += [(ci, name) for n in ast.walk(tree) if isinstance(n, ast.Global) for name in n.names]

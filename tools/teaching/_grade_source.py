@@ -25,6 +25,7 @@ ran is the second check (``llm_lab.exercises._registry.watch_for``). Used by too
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import re
 from dataclasses import dataclass, field
@@ -64,11 +65,14 @@ class Cell:
     learner: bool
     tree: ast.Module | None = None
     unreadable: str = ""  # why the grader cannot read it ("" if it can)
+    tampering: list[str] = field(default_factory=list)  # what in it changes the checkers
 
 
+@functools.lru_cache(maxsize=4096)  # the course's cells are the same in every submission: read once per run
 def parse(source: str, depth: int = 0) -> ast.Module:
     """``source`` as IPython runs it: its magics, ``!`` and ``?`` transformed, then parsed (SyntaxError if it
-    cannot be); the Python inside ``%%capture``/``%%time``/``%time``/``%timeit``/``%prun`` is parsed in place."""
+    cannot be); the Python inside ``%%capture``/``%%time``/``%time``/``%timeit``/``%prun`` is parsed in place.
+    The tree is shared (cached): read it, never change it."""
     from IPython.core.inputtransformer2 import TransformerManager
 
     tree = ast.parse(TransformerManager().transform_cell(source))
@@ -195,12 +199,13 @@ class Reading:
                 continue
             if cell.learner:
                 cell.unreadable = hidden(cell.tree)
+                cell.tampering = _grade_names.tampering([cell.tree])
         self.names = _grade_names.Names([(c.tree, c.learner) for c in self.cells])
 
     def verdict(self, key: str, exercise: str, until: int) -> Finding | None:
         """What the source decides for exercise ``exercise`` (object ``key``) checked at cell ``until``."""
         learner = [(i, c) for i, c in enumerate(self.cells[:until]) if c.learner]
-        tampering = _grade_names.tampering([c.tree for _, c in learner if c.tree is not None])
+        tampering = list(dict.fromkeys(t for _, c in learner for t in c.tampering))
         if tampering:
             return Finding("tampered", "tampered", "0 points: the code changes the checkers / 0 分：代码改动了检查器: "
                            + ", ".join(tampering))
