@@ -198,8 +198,11 @@ class Reading:
                 cell.unreadable = f"{type(exc).__name__} in IPython's transformer"
                 continue
             if cell.learner:
-                cell.unreadable = hidden(cell.tree)
-                cell.tampering = _grade_names.tampering([cell.tree])
+                try:
+                    cell.unreadable = hidden(cell.tree)
+                    cell.tampering = _grade_names.tampering([cell.tree])
+                except RecursionError:  # an expression nested past what the reading follows
+                    cell.unreadable = "nested too deeply to read"
         self.names = _grade_names.Names([(c.tree, c.learner) for c in self.cells])
 
     def verdict(self, key: str, exercise: str, until: int) -> Finding | None:
@@ -213,11 +216,13 @@ class Reading:
             if cell.unreadable:
                 return Finding("error", "unreadable", UNREADABLE.format(cell=_one_line(cell.source),
                                                                         why=cell.unreadable))
-        found = self.names.reference(key, exercise, until)
+        try:
+            found, why = self.names.reference(key, exercise, until), self.names.not_defined(key, until)
+        except RecursionError:
+            return Finding("error", "unreadable", UNREADABLE.format(cell=key, why="nested too deeply to read"))
         if found:
             return Finding("reference", "reference", f"the solution uses {found}, llm_lab's own code for this "
                            f"exercise: no credit / 解答用了 {found}，即 llm_lab 自带的代码：不计分")
-        why = self.names.not_defined(key, until)
         return Finding("missing", "not_defined", why) if why else None
 
 
