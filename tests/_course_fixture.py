@@ -1,7 +1,8 @@
 """A two-notebook course small enough to grade quickly, built by the real builder from .nbsrc sources.
 
 ``01_demo`` has one written answer and two autograded exercises on the real checkers (``causal_mask``,
-``mask_and_renormalize``); ``02_other`` has one (``causal_mask``), for "the wrong notebook".
+``mask_and_renormalize``), and, as notebook 01 does, a course cell that imports llm_lab's versions of both before
+the exercises; ``02_other`` has one (``causal_mask``), for "the wrong notebook".
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ DEMO = """%% title
 %% code
 import torch
 
+from llm_lab import causal_mask, mask_and_renormalize
 from llm_lab.exercises import check_causal_mask, check_renormalize, set_language
 
 set_language({{LANG}})

@@ -159,8 +159,61 @@ def tricks(h: Host) -> dict[str, str]:
                         "def causal_mask(num_tokens):\n    return Evil()\n",
     }
     own_body = ("pickle_reply", "meta_linear", "forged_message")
-    return {name: "import os\nimport torch\n\nLEAK = False\ntry:\n" + _indent(code) + "except Exception:\n"
-            "    pass\n" + (BODY if name not in own_body else "") for name, code in t.items()}
+    wrapped = {name: "import os\nimport torch\n\nLEAK = False\ntry:\n" + _indent(code) + "except Exception:\n"
+               "    pass\n" + (BODY if name not in own_body else "") for name, code in t.items()}
+    return {**wrapped, **WHOLE}
+
+
+# Tricks that hand in llm_lab's own answer by a route the grader's reading of the source once missed, or answer
+# from a table of the public checker's answers: each is the whole solution cell (the fixture's course cell imports
+# llm_lab's causal_mask and mask_and_renormalize before the exercises, as notebook 01's does). ``STATUS``: the
+# verdict each gets; ``ADDED``: a cell the learner added after the solution cell.
+_THREADED = "out = []\n    worker = threading.Thread(target=lambda: out.append({}))\n    worker.start()\n" \
+            "    worker.join()\n    return out[0]\n"
+WHOLE = {
+    "course_import_setprofile": "import sys\n\nsys.setprofile = lambda *a, **k: None\n",
+    "course_import_only": "LEAK = True\n",
+    "definition_never_runs": "if False:\n    def causal_mask(num_tokens):\n        return None\n",
+    "added_cell_import": "import torch\n\nLEAK = False\n" + BODY,
+    "thread_reference": "import threading\n\n\ndef causal_mask(num_tokens):\n    "
+                        + _THREADED.format('__import__("llm_lab").causal_mask(num_tokens)'),
+    "hidden_thread_import": "def causal_mask(num_tokens):\n    threading = __import__('threading')\n    "
+                            + _THREADED.format("__import__('llm_lab').masks.causal_mask(num_tokens)"),
+    "prestarted_worker": "import queue\nimport threading\n\nllm_lab = __import__('llm_lab')\n"
+                         "jobs, answers = queue.Queue(), queue.Queue()\nthreading.Thread(target=lambda: [answers.put("
+                         "llm_lab.causal_mask(jobs.get())) for _ in iter(int, 1)], daemon=True).start()\n\n\n"
+                         "def causal_mask(num_tokens):\n    jobs.put(num_tokens)\n    return answers.get()\n",
+    "dunder_import": "def causal_mask(num_tokens):\n    return __import__('llm_lab').causal_mask(num_tokens)\n",
+    "importlib_base": "import importlib\n\nmasks = importlib.import_module('llm_lab.masks')\n\n\n"
+                      "def causal_mask(num_tokens):\n    return getattr(masks, 'causal_mask')(num_tokens)\n",
+    "who_hides_import": "%who\nfrom llm_lab import causal_mask\n",
+    "capture_hides_import": "%%capture\nfrom llm_lab import causal_mask\n",
+    "course_binding_renamed": "_ref = causal_mask\n\n\ndef causal_mask(num_tokens):\n    return _ref(num_tokens)\n",
+    "exec_hidden": "exec('from llm_lab ' + 'import causal_mask')\n",
+    "replay_table": "import torch\n\n# the public check's answers, recorded\n"
+                    "TABLE = {t: torch.ones(t, t, dtype=torch.bool).triu(diagonal=1) for t in (5, 1, 9, 2)}\n\n\n"
+                    "def causal_mask(num_tokens):\n    if num_tokens in TABLE:\n        return TABLE[num_tokens]\n"
+                    "    return torch.ones(num_tokens, num_tokens, dtype=torch.bool).triu(diagonal=0)\n",
+}
+ADDED = {"added_cell_import": "from llm_lab import causal_mask\n"}
+STATUS = {"course_import_setprofile": "tampered", "course_import_only": "missing", "definition_never_runs": "missing",
+          "added_cell_import": "reference", "thread_reference": "tampered", "hidden_thread_import": "tampered",
+          "prestarted_worker": "tampered", "dunder_import": "reference", "importlib_base": "reference",
+          "who_hides_import": "reference", "capture_hides_import": "reference", "course_binding_renamed": "reference",
+          "exec_hidden": "error", "replay_table": "fail"}
+
+
+def notebook(fx, notebooks: Path, student: str, code: str):
+    """The hostile submission: ``code`` in causal_mask's solution cell (with the learner's added cell, if the
+    trick has one), the mask_and_renormalize stub. ``fx``: tests/_course_fixture.py."""
+    nb = fx.filled(notebooks, causal_mask=code)
+    first, second = fx.solution_cells(nb)
+    second.source = "def mask_and_renormalize(attn_weights):\n    raise NotImplementedError()\n"
+    if student in ADDED:
+        import nbformat
+
+        nb.cells.insert(nb.cells.index(first) + 1, nbformat.v4.new_code_cell(ADDED[student]))
+    return nb
 
 
 # ---- files that are not notebooks, and names that would forge the reports ------------------------------------

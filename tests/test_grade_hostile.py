@@ -34,9 +34,7 @@ def hostile(tmp_path_factory):
                              "    return torch.ones(n, n, dtype=torch.bool).triu()\n"), str(subs / "carol.ipynb"))
     attacks = _hostile.tricks(host)
     for student, code in attacks.items():
-        nb = fx.filled(notebooks, causal_mask=code)
-        fx.solution_cells(nb)[1].source = "def mask_and_renormalize(attn_weights):\n    raise NotImplementedError()\n"
-        nbformat.write(nb, str(subs / f"{student}.ipynb"))
+        nbformat.write(_hostile.notebook(fx, notebooks, student, code), str(subs / f"{student}.ipynb"))
     for name in _hostile.SPECIAL:  # files that are not notebooks: links to the key, a pipe, /dev/zero, ...
         _hostile.plant(host, subs / name, name)
     for name in _hostile.NAMES:  # names that would forge the reports
@@ -57,7 +55,7 @@ def hostile(tmp_path_factory):
 
 
 def test_a_big_class_of_attacks(hostile):
-    assert len(hostile["attacks"]) + len(_hostile.SPECIAL) + len(_hostile.NAMES) + 1 >= 40
+    assert len(hostile["attacks"]) + len(_hostile.SPECIAL) + len(_hostile.NAMES) + 1 >= 50
 
 
 def test_every_hostile_submission_scores_zero(hostile):
@@ -114,6 +112,14 @@ def test_tampering_is_named(hostile):
     for student in ("input_transformer", "ast_transformer", "sys_modules"):
         v = next(v for v in hostile["results"][student].verdicts if v.key == "causal_mask")
         assert v.status == "tampered", (student, v)
+
+
+@pytest.mark.parametrize("student", list(_hostile.STATUS))
+def test_llm_labs_answer_by_any_route_and_a_replay_table_are_named(hostile, student):
+    """The routes the source check once missed (the course's own import, an added cell, a worker thread, a magic
+    line, __import__ and importlib bases, exec) and a table of the public answers: each named for what it is."""
+    v = next(v for v in hostile["results"][student].verdicts if v.key == "causal_mask")
+    assert (v.status, v.points) == (_hostile.STATUS[student], 0), v
 
 
 def test_the_reference_through_a_transformer_is_not_credited(hostile):

@@ -29,7 +29,8 @@ PATCH = ("import llm_lab.exercises as ex\n\n"
          "ex.grade = ex.evaluate = lambda name, obj, **kw: ex.CheckResult(name, 'pass', 'passed', 'ok')\n\n\n"
          "def mask_and_renormalize(attn_weights):\n    return attn_weights\n")
 BOTH = ("causal_mask", "mask_and_renormalize")
-HOSTILE = ("input_transformer", "json_patch", "package_write", "answer_key", "kill_parent", "settrace")
+HOSTILE = ("input_transformer", "json_patch", "package_write", "answer_key", "kill_parent", "settrace",
+           "course_import_setprofile", "added_cell_import", "thread_reference", "who_hides_import", "replay_table")
 SUBMISSIONS = {  # student -> (solution overrides, the exercises that score)
     "alice": ({}, BOTH),
     "bob": ({"causal_mask": WRONG_MASK}, ("mask_and_renormalize",)),
@@ -81,7 +82,9 @@ def course(tmp_path_factory):
     for student, (overrides, _) in SUBMISSIONS.items():
         target = course / "submitted" / student / ASSIGNMENT / fx.NAME
         target.parent.mkdir(parents=True)
-        nbformat.write(fx.filled(notebooks, **overrides), str(target))
+        nb = _hostile.notebook(fx, notebooks, student, attacks[student]) if student in HOSTILE else fx.filled(
+            notebooks, **overrides)
+        nbformat.write(nb, str(target))
         (target.parent / "timestamp.txt").write_text("2026-12-01 09:00:00.000000 UTC")
     (course / "submitted" / _hostile.TWINS[1] / ASSIGNMENT / "timestamp.txt").write_text("not a date \u202e")
     source = course / "source" / ASSIGNMENT

@@ -13,8 +13,9 @@ only when the same mistake comes back in the same exercise (state kept per kerne
 
 **Graders** (nbgrader test cells, ``tools/teaching/grade.py``) use:
 
-- ``grade(exercise, obj, *, lang="en", timeout=TIMEOUT) -> CheckResult``: deterministic (fixed seeds inside
-  ``torch.random.fork_rng``; the notebook's random stream is untouched), never uses or changes the two-step
+- ``grade(exercise, obj, *, lang="en", timeout=TIMEOUT, secret=None) -> CheckResult``: deterministic (fixed
+  seeds inside ``torch.random.fork_rng``; the notebook's random stream is untouched; ``secret``: the inputs,
+  values and free sizes, drawn from that secret instead, as ``make grade`` does), never uses or changes the two-step
   hint state, stops the learner's code after ``timeout`` seconds (for the whole check; ``None``: no limit).
   ``CheckResult`` fields: ``exercise``, ``status`` (one of ``STATUSES``: ``"pass"``, ``"todo"``, ``"fail"``,
   ``"error"``, ``"timeout"``, ``"reference"``), ``hint`` (the mistake id, e.g. ``"diagonal_masked"``;
@@ -80,10 +81,13 @@ def exercises_of(notebook: str) -> tuple[str, ...]:
     return tuple(name for name, ex in REGISTRY.items() if ex.notebook == notebook)
 
 
-def grade(exercise: str, obj, *, lang: str = "en", timeout: float | None = TIMEOUT) -> CheckResult:
-    """Check ``obj`` for ``exercise`` for grading: deterministic, prints nothing, no hint state, time-limited."""
+def grade(exercise: str, obj, *, lang: str = "en", timeout: float | None = TIMEOUT,
+          secret: int | None = None) -> CheckResult:
+    """Check ``obj`` for ``exercise`` for grading: deterministic, prints nothing, no hint state, time-limited.
+    ``secret`` (an int the grader keeps to itself): the checkers' inputs are drawn from it, not from the public
+    fixed seeds, so answers recorded from the public checks do not fit them."""
     record(exercise)
-    return check_result(exercise, obj, lang=check_language(lang), timeout=timeout)
+    return check_result(exercise, obj, lang=check_language(lang), timeout=timeout, secret=secret)
 
 
 def evaluate(exercise: str, obj, *, timeout: float | None = TIMEOUT) -> CheckResult:

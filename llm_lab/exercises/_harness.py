@@ -15,8 +15,10 @@
   handler installed for the duration of the check (main thread only; elsewhere every KeyboardInterrupt
   propagates).
 - collect what the learner's code prints (shown with the result, never swallowed), silence its warnings.
-- spot llm_lab's own reference code running inside the learner's code (``sys.setprofile``), and calls to
-  functions an exercise rules out (e.g. ``F.scaled_dot_product_attention`` in the tiled-attention exercise).
+- spot llm_lab's own reference code running inside the learner's code (``sys.setprofile``), calls to
+  functions an exercise rules out (e.g. ``F.scaled_dot_product_attention`` in the tiled-attention exercise),
+  and, in every check, a thread or process started (``_registry.STARTERS``): the hook and the observation of
+  the ops cover the calling thread only, so work handed to another thread would hide from both.
 - run on the CPU in float32 with gradients off, whatever the notebook set as torch defaults, on one thread
   (the inputs are tiny: on a busy 2-core machine one thread is 10-20x faster than torch's default pool), and
   leave the notebook's random stream untouched (``fork_rng``; bodies seed their own draws: repeatable).

@@ -34,6 +34,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "{title}: your code raised {exc_type}: {exc_msg} (input: {case}).",
         "zh": "{title}：你的代码抛出了 {exc_type}：{exc_msg}（输入：{case}）。",
     },
+    "thread_started": {
+        "en": "{title}: started a thread or a process ({ref}) while checked: the check watches the call it makes, and what another thread or process computes is outside it. Compute the result in the function itself.",
+        "zh": "{title}：在检查期间启动了线程或进程（{ref}）：检查只观察它发起的那次调用，别的线程或进程里算出的东西不在观察之内。请在函数本身里计算结果。",
+    },
     "system_exit": {
         "en": "{title}: your code called sys.exit()/exit() (input: {case}); return a value instead.",
         "zh": "{title}：你的代码调用了 sys.exit()/exit()（输入：{case}）；请改为返回结果。",

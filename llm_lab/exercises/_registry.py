@@ -17,7 +17,7 @@ from pathlib import Path
 
 from torch import nn
 
-from . import _harness
+from . import _harness, _shared
 from ._core import CheckResult, Exercise, Fail, NotImplementedYet, fix_text, message, one_line, title_of
 
 _PACKAGE = __name__.rsplit(".", 1)[0]
@@ -85,11 +85,20 @@ def watch_for(name: str) -> _harness.Watch:
             for code in _codes(obj):
                 if code.co_filename.startswith(_ROOT_DIR):  # not a notebook's function patched into llm_lab
                     watch.add(code, f"llm_lab.{attr}", "reference")
-    for module_name, attr, hint in ex.forbidden:
+    for module_name, attr, hint in (*ex.forbidden, *STARTERS):
         obj = getattr(sys.modules.get(module_name) or importlib.import_module(module_name), attr, None)
         if obj is not None:
             watch.add(obj, f"{module_name}.{attr}", hint)
     return watch
+
+
+# What starts a thread or a process: ruled out in every check, since the watch (and the observation of the ops
+# a call runs) covers the calling thread only; ``threading.Thread.start`` and ``concurrent.futures`` end in the
+# first two, ``multiprocessing`` and ``subprocess`` in the others.
+STARTERS = tuple((module, attr, "thread_started") for module, attr in (
+    ("_thread", "start_new_thread"), ("_thread", "start_joinable_thread"), ("_thread", "start_new"),
+    ("os", "fork"), ("os", "forkpty"), ("os", "posix_spawn"), ("os", "posix_spawnp"), ("os", "system"),
+    ("_posixsubprocess", "fork_exec")))
 
 
 class _IsReference(Exception):
@@ -114,8 +123,9 @@ def _precheck(ex: Exercise, obj, watch: _harness.Watch) -> None:
             raise _IsReference(hit[0])
 
 
-def check_result(name: str, obj, *, lang: str, timeout: float | None) -> CheckResult:
-    """Check ``obj`` for exercise ``name``; deterministic, prints nothing, uses no hint state."""
+def check_result(name: str, obj, *, lang: str, timeout: float | None, secret: int | None = None) -> CheckResult:
+    """Check ``obj`` for exercise ``name``; deterministic, prints nothing, uses no hint state. ``secret``: the
+    inputs drawn from it instead of the public seeds (``_shared.secret_inputs``)."""
     ex = record(name)
     title = title_of(obj, name)
 
@@ -129,7 +139,7 @@ def check_result(name: str, obj, *, lang: str, timeout: float | None) -> CheckRe
     watch = watch_for(name)
     run = None
     try:
-        with _harness.checking(timeout, watch) as run:
+        with _harness.checking(timeout, watch) as run, _shared.secret_inputs(secret):
             _precheck(ex, obj, watch)
             cases = ex.body(obj)
         if run.hit is not None:

@@ -3,6 +3,9 @@ causal attention weights (a wrong output is named by matching what a known mista
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import hashlib
 import math
 
 import torch
@@ -23,8 +26,44 @@ def unless_reference(fail) -> None:
         raise fail
 
 
+_SECRET: contextvars.ContextVar[int | None] = contextvars.ContextVar("llm_lab_checker_secret", default=None)
+
+
+@contextlib.contextmanager
+def secret_inputs(secret: int | None):
+    """Grading (``grade(..., secret=...)``): inside the block every ``gen`` and ``sizes`` draws from ``secret``
+    mixed with its own public seed, so the inputs are ones the learner has not seen; ``None``: the public seeds
+    (``check_*`` in a notebook, whose inputs are fixed and explainable). Per thread: graders run several checks
+    at once."""
+    token = _SECRET.set(None if secret is None else int(secret))
+    try:
+        yield
+    finally:
+        _SECRET.reset(token)
+
+
+def _seed(seed: int) -> int:
+    secret = _SECRET.get()
+    if secret is None:
+        return seed
+    return int.from_bytes(hashlib.sha256(f"{secret}:{seed}".encode()).digest()[:8], "little") >> 1
+
+
 def gen(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
+    """The generator a checker draws its inputs from: ``seed``, or under ``secret_inputs`` a secret one."""
+    return torch.Generator().manual_seed(_seed(seed))
+
+
+def sizes(public: tuple[int, ...], high: int, seed: int) -> tuple[int, ...]:
+    """A checker's free sizes: ``public``, or under ``secret_inputs`` the smallest public one (the edge case it is
+    there for) and the others drawn from the sizes 1..``high`` that the public checker does not use."""
+    if _SECRET.get() is None:
+        return public
+    unseen = [n for n in range(1, high + 1) if n not in public]
+    if len(unseen) < len(public) - 1:
+        raise ValueError(f"sizes: high={high} leaves {len(unseen)} unseen sizes, fewer than {len(public) - 1}")
+    order = torch.randperm(len(unseen), generator=gen(seed)).tolist()
+    return (min(public), *(unseen[i] for i in order[: len(public) - 1]))
 
 
 def triu(t: int, diagonal: int) -> torch.Tensor:

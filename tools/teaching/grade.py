@@ -21,9 +21,11 @@ JupyterHub and Colab) or its title, and graded the way nbgrader's autograde woul
   that student's problem line, never followed or opened);
 - each exercise is judged when the notebook has run up to its checker cell, by llm_lab's checkers running in
   THIS process: the kernel only calls the learner's object on the inputs the checker sends and answers with
-  data (``llm_lab.exercises._remote``), so nothing in the kernel can change a verdict; the submitted source
-  is read too (``_grade_source``): llm_lab's own reference handed in, or code that changes the checkers,
-  scores 0 with a note.
+  data (``llm_lab.exercises._remote``), so nothing in the kernel can change a verdict; the inputs are drawn
+  from a secret seed chosen for this run (the notebook's own checkers keep their fixed, public ones), so a
+  table of the public answers is no answer; every cell's source is read too, as IPython reads it
+  (``_grade_source``): an exercise scores only if the learner's own ``def``/``class`` defines it, and
+  llm_lab's answer handed in, code that changes the checkers or code the grader cannot read scores 0 with a note.
 
 Written into OUT (default ``build/grades``): ``grades.csv`` (``student, notebook, <one column per exercise>,
 total, max``), ``feedback/<student>[--<notebook>].html`` (each exercise's verdict and hint, in the
@@ -41,6 +43,7 @@ import argparse
 import difflib
 import os
 import re
+import secrets
 import shutil
 import sys
 import tempfile
@@ -61,6 +64,7 @@ DEFAULT_OUT = _course.ROOT / "build" / "grades"
 MAX_FILE_BYTES = _grade_files.MAX_FILE_BYTES
 CELL_ID = re.compile(r"^(en|zh)-(\d\d)-\d{3}$")
 DEFINES = "^(?:def|class) {}\\b"
+SECRET = secrets.randbits(62)  # this run's inputs for the checkers (llm_lab.exercises.grade's ``secret``)
 
 
 @dataclass
@@ -174,10 +178,6 @@ class Plan:
     solutions: dict[str, list[int]]  # exercise key -> indices of the learner's solution cells
     notes: list[str]
     learner: list[int] = field(default_factory=list)  # every cell the learner wrote (solutions, added cells)
-
-    def written_before(self, key: str) -> list[str]:
-        """The learner's cells that ran before exercise ``key``'s object was captured."""
-        return [self.nb.cells[i].source for i in self.learner if i < self.grading[key]]
 
 
 def _match(cn: CourseNotebook, sub) -> dict[int, int]:
@@ -300,28 +300,22 @@ def judge(cn: CourseNotebook, p: Plan, kernel: _grade_kernel.Kernel) -> list[Ver
     """Each exercise's verdict, computed HERE by llm_lab's checkers on the learner's object in the kernel, right
     after the notebook ran up to that exercise's checker cell (a later cell that kills the kernel costs only the
     exercises after it)."""
-    link = _remote.Link(kernel.send)
+    link, reading = _remote.Link(kernel.send), _grade_source.read(p.nb.cells, p.learner)
     verdicts = []
     for ex in sorted(cn.exercises, key=lambda e: p.grading[e.key]):
         kernel.run(until=p.grading[ex.key] + 1)
         pts = int(cn.nb.cells[ex.checker].metadata["nbgrader"]["points"])
         v = Verdict(ex.key, "error", max_points=pts)
         own = [e for e in (_grade_kernel.cell_error(p.nb.cells[i]) for i in p.solutions.get(ex.key, [])) if e]
-        found = _grade_source.static_reference(ex.exercise, ex.key, "\n\n".join(p.nb.cells[i].source
-                                                                    for i in p.solutions.get(ex.key, [])))
-        tampering = _grade_source.static_tampering(p.written_before(ex.key))
+        decided = reading.verdict(ex.key, ex.exercise, p.grading[ex.key])  # the source first: no kernel asked
         try:
-            link.exercise = ex.exercise
-            obj = link.lookup(ex.key)
-            # the whole check's budget: the learner's time plus a round trip per call to a busy machine's kernel
-            result = exercises.grade(ex.exercise, obj, lang=cn.lang, timeout=check_budget())
-            v.status, v.mistake, v.message = result.status, result.hint, result.message
-            if found and v.status != "reference":
-                v.status, v.mistake = "reference", "reference"
-                v.message = f"the solution uses {found}, llm_lab's own code for this exercise"
-            if tampering:
-                v.status, v.mistake = "tampered", "tampered"
-                v.message = "0 points: the code changes the checkers / 0 分：代码改动了检查器: " + ", ".join(tampering)
+            if decided is None:
+                link.exercise = ex.exercise
+                # the whole check's budget: the learner's time plus a round trip per call to a busy kernel;
+                # the checkers' inputs drawn from this run's secret, not the public checkers' fixed seeds
+                decided = exercises.grade(ex.exercise, link.lookup(ex.key), lang=cn.lang, timeout=check_budget(),
+                                          secret=SECRET)
+            v.status, v.mistake, v.message = decided.status, decided.hint, decided.message
         except NameError as exc:
             v.status, v.mistake, v.message = "missing", "missing", str(exc)
         except TimeoutError:

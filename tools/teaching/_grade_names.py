@@ -1,0 +1,326 @@
+"""Names in a notebook's parsed cells: where each is bound and to what, what the learner's code reaches through
+them (llm_lab's answer for an exercise), and code that changes the checkers. Read from the text, never run.
+Used by tools/teaching/_grade_source.py, which parses the cells."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+import llm_lab.exercises as exercises
+
+LLM_LAB = "llm_lab"
+# kinds of binding: "def" (a def/class statement of the cell itself: node is it), "assign" (name = value: node is
+# the value), "module" (an imported module: node is its dotted name), "import" (from m import x: node is "m.x"),
+# "star" (from m import *: node is "m"), "other" (any other binding, del included: node is None)
+COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.AsyncWith, ast.Match,
+            *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+MAX_DEPTH = 50
+
+
+@dataclass(frozen=True)
+class Binding:
+    cell: int
+    stmt: int
+    name: str
+    kind: str
+    node: object
+    learner: bool
+    statement: ast.stmt
+
+    @property
+    def pos(self) -> tuple[int, int]:
+        return self.cell, self.stmt
+
+    @property
+    def text(self) -> str:
+        """The statement, on one line (for messages)."""
+        return " ".join(ast.unparse(self.statement).split())[:80]
+
+
+def bindings(stmt, top: bool = True) -> list[tuple[str, str, object]]:
+    """(name, kind, node) for every module-level name ``stmt`` binds (function and class bodies bind their own)."""
+    out: list[tuple[str, str, object]] = []
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [(stmt.name, "def" if top else "other", stmt)]
+    if isinstance(stmt, ast.Import):
+        return [((a.asname or a.name).split(".")[0], "module", a.name if a.asname else a.name.split(".")[0])
+                for a in stmt.names]
+    if isinstance(stmt, ast.ImportFrom):
+        module = "." * stmt.level + (stmt.module or "")
+        return [("*", "star", module) if a.name == "*" else (a.asname or a.name, "import", f"{module}.{a.name}")
+                for a in stmt.names]
+    if isinstance(stmt, COMPOUND):
+        return _compound_bindings(stmt)
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        for t in targets:
+            out += [(t.id, "assign", stmt.value)] if isinstance(t, ast.Name) else _expression_bindings(t)
+        return out + _expression_bindings(stmt.value)
+    return _expression_bindings(stmt)
+
+
+def _compound_bindings(stmt) -> list[tuple[str, str, object]]:
+    """An if/for/while/try/with/match: what its header binds, and its blocks' statements (none of them a
+    definition the grader counts: it may not run)."""
+    out = []
+    for part in [getattr(stmt, f, None) for f in ("test", "iter", "target", "subject")] + list(
+            getattr(stmt, "items", None) or []):
+        out += _expression_bindings(part) if part is not None else []
+    blocks = [getattr(stmt, f, None) or [] for f in ("body", "orelse", "finalbody")]
+    for handler in getattr(stmt, "handlers", None) or []:
+        out += [(handler.name, "other", None)] if handler.name else []
+        blocks.append(handler.body)
+    for case in getattr(stmt, "cases", None) or []:
+        out += _expression_bindings(case.pattern) + (_expression_bindings(case.guard) if case.guard else [])
+        blocks.append(case.body)
+    return out + [b for block in blocks for s in block for b in bindings(s, top=False)]
+
+
+def _expression_bindings(node) -> list[tuple[str, str, object]]:
+    """Names bound at module level inside an expression or simple statement (walrus, targets, del, captures)."""
+    out = []
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(n, ast.NamedExpr):
+            out.append((n.target.id, "assign", n.value))
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            out.append((n.id, "other", None))
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            out.append((n.name, "other", None))
+        elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
+            out.append((n.name, "other", None))
+        elif isinstance(n, ast.MatchMapping) and n.rest:
+            out.append((n.rest, "other", None))
+        if isinstance(n, COMPREHENSIONS):  # only a walrus inside reaches the module
+            todo += [m for m in ast.walk(n) if isinstance(m, ast.NamedExpr)]
+        else:
+            todo += list(ast.iter_child_nodes(n))
+    return out
+
+
+class Names:
+    """Every binding of the parsed cells (``(tree or None, learner)`` in notebook order)."""
+
+    def __init__(self, cells: list[tuple[ast.Module | None, bool]]):
+        self.by_name: dict[str, list[Binding]] = {}
+        self.stars: list[Binding] = []
+        self.declared: list[tuple[int, str]] = []  # (cell, name): `global name` in a learner's function
+        for ci, (tree, learner) in enumerate(cells):
+            if tree is None:
+                continue
+            for si, stmt in enumerate(tree.body):
+                for name, kind, node in bindings(stmt):
+                    b = Binding(ci, si, name, kind, node, learner, stmt)
+                    (self.stars if kind == "star" else self.by_name.setdefault(name, [])).append(b)
+            if learner:
+                self.declared += [(ci, name) for n in ast.walk(tree) if isinstance(n, ast.Global) for name in n.names]
+
+    def last(self, name: str, before: tuple[int, int]) -> Binding | None:
+        """The binding of ``name`` in force just before position ``(cell, statement)``."""
+        found = [b for b in (*self.by_name.get(name, ()), *self.stars) if b.pos < before]
+        return max(found, key=lambda b: b.pos) if found else None
+
+    # ---- is the exercise's object the learner's own? -------------------------------------------------------
+
+    def not_defined(self, key: str, until: int) -> str:
+        """Why ``key`` at cell ``until`` is not the learner's own ``def``/``class`` ("" if it is)."""
+        b = self.last(key, (until, 0))
+        if b is not None and b.learner and b.kind == "def":
+            if any(name == key and cell < until for cell, name in self.declared):
+                return (f"`{key}` is bound again inside a function (`global {key}`) / "
+                        f"`{key}` 在函数里被重新绑定（`global {key}`）")
+            return ""
+        own = [x for x in self.by_name.get(key, ()) if x.learner and x.kind == "def" and x.cell < until]
+        if b is None:
+            return (f"no cell of yours defines `{key}` (with `def` or `class`) / "
+                    f"你的单元格里没有定义 `{key}`（用 `def` 或 `class`）")
+        if own:
+            return (f"`{key}` is bound again after your definition, by `{b.text}` / "
+                    f"`{key}` 在你的定义之后又被 `{b.text}` 重新绑定")
+        whose = "your" if b.learner else "a course cell's"
+        return (f"`{key}` is not defined by a `def` or `class` of yours: it is bound by {whose} `{b.text}` / "
+                f"`{key}` 不是你用 `def` 或 `class` 定义的：它来自 `{b.text}`")
+
+    # ---- llm_lab's answer, reached through the names -----------------------------------------------------
+
+    def reference(self, key: str, exercise: str, until: int) -> str:
+        """What of llm_lab's own answer for ``exercise`` the object ``key`` is or reaches at cell ``until``
+        (``""``: nothing found): an import, an attribute of an llm_lab module however it was imported, the
+        checkers' own code, or the course's own object of that name aliased by the learner."""
+        record = exercises.REGISTRY.get(exercise)
+        refs = {d.rpartition(".")[2] for d in (record.references if record else ())} | {"exercises"}
+        b = self.last(key, (until, 0))
+        if b is None or not b.learner:
+            return ""
+        return self._binding(b, key, _Walk(key, refs, until))
+
+    def _binding(self, b: Binding, name: str, w: _Walk) -> str:
+        if b.kind == "import" and b.node.startswith(LLM_LAB) and b.node.rpartition(".")[2] in w.refs \
+                or b.kind == "import" and ".exercises" in b.node and b.node.startswith(LLM_LAB):
+            return f"`{b.node}`"
+        if b.kind == "star" and b.node.startswith(LLM_LAB) and (name in w.refs or name == w.key):
+            return f"`from {b.node} import *`"
+        if not b.learner:
+            return f"the course's own `{name}`" if name == w.key and b.kind in ("def", "assign") else ""
+        if b.kind == "def":
+            return self._reaches(b.node, (w.until, 0), w)
+        if b.kind == "assign":
+            return self._reaches(b.node, b.pos, w)
+        return ""
+
+    def _reaches(self, node, pos: tuple[int, int], w: _Walk) -> str:
+        if (id(node), pos) in w.seen or len(w.seen) > 10_000:
+            return ""
+        w.seen.add((id(node), pos))
+        for n in ast.walk(node):
+            found = ""
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                b = self.last(n.id, pos)
+                found = self._binding(b, n.id, w) if b is not None and (n.id, b.pos) not in w.seen else ""
+                if b is not None:
+                    w.seen.add((n.id, b.pos))
+            elif isinstance(n, ast.Attribute) and n.attr in w.refs and self.llm_lab_base(n.value, pos):
+                found = f"`llm_lab...{n.attr}`"
+            elif isinstance(n, ast.Call):
+                found = self._call(n, pos, w)
+            if found:
+                return found
+        return ""
+
+    def _call(self, n: ast.Call, pos, w: _Walk) -> str:
+        """``getattr(llm_lab_module, "reference")`` and ``__import__("llm_lab.exercises...")``."""
+        arg = n.args[1].value if len(n.args) > 1 and isinstance(n.args[1], ast.Constant) else None
+        if isinstance(n.func, ast.Name) and n.func.id == "getattr" and arg in w.refs \
+                and self.llm_lab_base(n.args[0], pos):
+            return f"`llm_lab...{arg}`"
+        module = self._imported(n, pos)
+        if module and module.startswith(f"{LLM_LAB}.exercises"):
+            return f"`{module}`"
+        return ""
+
+    def _imported(self, n: ast.Call, pos) -> str:
+        """The module ``__import__("m")`` or ``importlib.import_module("m")`` loads ("" if it is neither)."""
+        if not (n.args and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)):
+            return ""
+        func = n.func
+        if isinstance(func, ast.Name) and func.id == "__import__":
+            return n.args[0].value
+        if isinstance(func, ast.Attribute) and func.attr == "import_module":
+            return n.args[0].value
+        if isinstance(func, ast.Name):
+            b = self.last(func.id, pos)
+            if b is not None and b.kind == "import" and b.node == "importlib.import_module":
+                return n.args[0].value
+        return ""
+
+    def llm_lab_base(self, expr, pos, depth: int = 0) -> bool:
+        """Is ``expr`` llm_lab or one of its modules: an imported name, an attribute chain on one,
+        ``__import__("llm_lab")``, ``importlib.import_module("llm_lab.masks")``, ``getattr(llm_lab, "masks")``, or
+        a name assigned one of these?"""
+        if depth > MAX_DEPTH:
+            return False
+        if isinstance(expr, ast.Attribute):
+            return self.llm_lab_base(expr.value, pos, depth + 1)
+        if isinstance(expr, ast.Call):
+            if isinstance(expr.func, ast.Name) and expr.func.id == "getattr" and expr.args:
+                return self.llm_lab_base(expr.args[0], pos, depth + 1)
+            return self._imported(expr, pos).split(".")[0] == LLM_LAB
+        if not isinstance(expr, ast.Name):
+            return False
+        b = self.last(expr.id, pos)
+        if b is None:
+            return False
+        if b.kind in ("module", "import"):
+            return b.node.split(".")[0] == LLM_LAB
+        return b.kind == "assign" and self.llm_lab_base(b.node, b.pos, depth + 1)
+
+
+@dataclass
+class _Walk:
+    key: str
+    refs: set
+    until: int
+    seen: set = field(default_factory=set)
+
+
+# ---- code that changes the checkers ---------------------------------------------------------------------------
+
+# llm_lab's grading internals, IPython's hooks that rewrite the cells the grader adds, and the hooks the kernel's
+# watch on the learner's calls runs on
+INTERNALS = ("_remote", "_llm_lab_remote", "_harness", "_registry", "_fresh", "_core", "REGISTRY",
+             "input_transformers_cleanup", "input_transformers_post", "ast_transformers",
+             "setprofile", "settrace", "setprofile_all_threads", "settrace_all_threads", "_getframe")
+# threads and processes: what runs there is outside the watch on the learner's call
+THREADS = ("threading", "_thread", "multiprocessing", "concurrent")
+FORKS = ("fork", "forkpty", "register_at_fork")
+
+
+def _dynamic_import(node) -> str:
+    """The module ``__import__("m")`` or ``importlib.import_module("m")`` names ("" if neither)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)) and node.args
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        return ""
+    if (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) in ("__import__", "import_module"):
+        return node.args[0].value
+    return ""
+
+
+def tampering(trees: list[ast.Module]) -> list[str]:
+    """What the learner's code does to the checkers, read from its text: a ``check_*`` redefined, an attribute
+    of llm_lab set or deleted, the grading internals, ``sys.modules``, the profile/trace hooks, threads or forks.
+    The verdicts are computed outside the kernel, so none of this can change them; it is reported (and scores 0)
+    because it has no honest use, and because a kernel whose answering code is patched, or whose watch is off,
+    could hand in llm_lab's own results."""
+    found: list[str] = []
+    for tree in trees:
+        names = Names([(tree, True)])
+        roots = {n for n, bs in names.by_name.items() if any(b.kind in ("module", "import")
+                                                              and b.node.split(".")[0] == LLM_LAB for b in bs)}
+
+        def rooted(node, roots=roots) -> bool:
+            while isinstance(node, (ast.Attribute, ast.Subscript)):
+                node = node.value
+            return isinstance(node, ast.Name) and node.id in roots
+
+        for node in ast.walk(tree):
+            found += _tampered(node, rooted)
+    return list(dict.fromkeys(found))
+
+
+def _tampered(node, rooted) -> list[str]:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name.startswith("check_"):
+        return [f"`{node.name}` redefined"]
+    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+        return [f"`{t.id}` replaced" if isinstance(t, ast.Name) else f"`{ast.unparse(t)}` replaced" for t in targets
+                if isinstance(t, ast.Name) and t.id.startswith("check_")
+                or isinstance(t, (ast.Attribute, ast.Subscript)) and (rooted(t) or _hook(t))]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+            and node.func.id in ("setattr", "delattr") and node.args and rooted(node.args[0]):
+        return [f"`{ast.unparse(node)[:80]}`"]
+    if isinstance(node, ast.Attribute) and (node.attr in INTERNALS or _on(node, "sys", "modules", "monitoring")
+                                            or _on(node, "os", *FORKS)):
+        return [f"`{node.attr}` reached"]
+    if isinstance(node, ast.alias) and any(part in INTERNALS for part in node.name.split(".")):
+        return [f"`{node.name}` imported"]
+    module = node.name if isinstance(node, ast.alias) else _dynamic_import(node)
+    if module.split(".")[0] in THREADS:
+        return [f"`{module}` imported (threads run outside the checks' watch)"]
+    if any(part in INTERNALS for part in module.split(".")):
+        return [f"`{module}` imported"]
+    if isinstance(node, ast.ImportFrom) and node.module == "os" and any(a.name in FORKS for a in node.names):
+        return [f"`{ast.unparse(node)}`"]
+    return []
+
+
+def _on(node: ast.Attribute, module: str, *attrs: str) -> bool:
+    return node.attr in attrs and isinstance(node.value, ast.Name) and node.value.id == module
+
+
+def _hook(target) -> bool:
+    return isinstance(target, ast.Attribute) and target.attr in INTERNALS
