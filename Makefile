@@ -22,7 +22,7 @@ help:
 	@echo "  learners:     lab [PORT=8890 BROWSER=1]"
 	@echo "  tests:        test · test-notebooks · test-all · unit · lint · test-wheel · test-perturbed · nbval ·"
 	@echo "                widgets7 · test-browser · test-site · test-gpu · test-torch TORCH=2.11.0   (NB=01,06 selects)"
-	@echo "  authors:      execute [NB=03] · site · train · bench"
+	@echo "  authors:      execute [NB=03] · site · train · bench · bench-train"
 	@echo "  instructors:  student [NB=04] · grade SUBMISSIONS=dir · grade-nbgrader COURSE=dir ASSIGNMENT=ps1 ·"
 	@echo "                lab-instructor"
 	@echo "  releases:     release VERSION=0.1.1 · colab-links REPO=owner/name · clean"
@@ -149,7 +149,7 @@ student: instructor-setup
 # Grade a folder of submitted notebooks (one per student): make grade SUBMISSIONS=dir [OUT=dir] [NB=04]
 # writes OUT/grades.csv, OUT/feedback/*.html and OUT/report.md (default OUT: build/grades). Each submission's
 # kernel runs in a bubblewrap sandbox; the verdicts are computed outside it (docs/instructors.md).
-.PHONY: grade bench-grade
+.PHONY: grade bench-grade bench-train
 grade: instructor-setup
 	@test -n "$(SUBMISSIONS)" || (echo "usage: make grade SUBMISSIONS=folder [OUT=folder] [NB=04]"; exit 2)
 	$(BIN)/python -m tools.teaching.grade "$(SUBMISSIONS)" $(if $(OUT),--out "$(OUT)") $(if $(NB),--notebook $(NB))
@@ -164,6 +164,10 @@ grade-nbgrader: instructor-setup
 bench-grade: instructor-setup
 	$(BIN)/python -m benchmarks.bench_grade
 
+# Notebook 08's training (1,000 steps, one thread): CPU seconds and the ratio to the 20 s target, into docs/benchmarks.md.
+bench-train: setup
+	$(BIN)/python -m benchmarks.bench_train --out docs/benchmarks.md
+
 # Retrain the tiny model llm_lab.explore.heads.load_trained() returns: data/heads-verdict.pt (a few minutes on 2 CPU cores);
 # then put the sha256 it prints in llm_lab/resources.py and data/README.md.
 train: setup
@@ -173,6 +177,7 @@ train: setup
 bench: instructor-setup
 	$(BIN)/python -m benchmarks.bench
 	$(BIN)/python -m benchmarks.bench_grade --out docs/benchmarks.md
+	$(BIN)/python -m benchmarks.bench_train --out docs/benchmarks.md
 
 # Point every Colab badge and setup cell at another repository (a fork): make colab-links REPO=owner/name
 colab-links: setup

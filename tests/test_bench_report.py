@@ -20,3 +20,17 @@ def test_bench_rewrite_keeps_the_browser_and_grading_sections(tmp_path):
     kept = bench.kept_sections(report)
     assert "browser timings" in kept and "time 90.0 s" in kept and "old attention numbers" not in kept
     assert bench.kept_sections(tmp_path / "missing.md") == ""
+
+
+def test_training_section_is_replaced_and_kept_by_the_attention_rewrite(tmp_path):
+    from benchmarks import bench_train
+
+    report = tmp_path / "benchmarks.md"
+    report.write_text("old attention numbers\n")
+    measured = bench_train.measure(3)  # three real steps, scaled to the notebook's 1,000
+    assert measured["steps"] == 3 and measured["cpu"] > 0 and measured["full"] > measured["cpu"]
+    bench_train.write_section(report, ["first"])
+    bench_train.write_section(report, bench_train.lines(measured))
+    text = report.read_text()
+    assert text.count(bench_train.BEGIN) == 1 and "first" not in text and "ratio" in text
+    assert "ratio" in bench.kept_sections(report) and "old attention numbers" not in bench.kept_sections(report)

@@ -1,0 +1,78 @@
+"""How long notebook 08's training takes: ``induction.train`` with the notebook's settings on one torch thread.
+
+Target: <= 20 s of CPU time for the 1,000 steps (the notebook's cell runs the same loop, checked equal to it).
+Prints the CPU and wall seconds, the ratio to the target (< 1 is within it) and the load average, since a shared
+machine is slower: CPU time still grows on a loaded machine (shared caches), so read the ratio with the load.
+
+Usage: python -m benchmarks.bench_train [--steps 1000] [--out FILE]
+
+With ``--out docs/benchmarks.md`` (what ``make bench-train`` does) the lines go into that report, between
+``<!-- training:begin -->`` and ``<!-- training:end -->`` (the section is replaced, or appended the first time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import time
+from pathlib import Path
+
+import torch
+
+from llm_lab.explore import induction
+
+TARGET_S = 20.0
+BEGIN, END = "<!-- training:begin -->", "<!-- training:end -->"
+
+
+def measure(steps: int) -> dict:
+    """Train a fresh model as notebook 08 does for ``steps`` steps; CPU and wall seconds, load before and after."""
+    settings = dataclasses.replace(induction.TrainSettings(), steps=steps, measure_every=max(1, steps // 20))
+    load_before = os.getloadavg()[0]
+    torch.manual_seed(123)
+    model = induction.AttentionOnlyTransformer(induction.InductionConfig())
+    cpu = time.process_time()
+    history = induction.train(model, settings)
+    cpu = time.process_time() - cpu
+    return {"steps": steps, "cpu": cpu, "wall": history.seconds, "load": (load_before, os.getloadavg()[0]),
+            "full": cpu * induction.TrainSettings().steps / steps}
+
+
+def lines(r: dict) -> list[str]:
+    return [
+        f"- {r['steps']} steps of batch 32 x 64 tokens on one torch thread: {r['cpu']:.1f} s of CPU, "
+        f"{r['wall']:.1f} s of wall time",
+        f"- target: the notebook's 1,000 steps <= {TARGET_S:.0f} s of CPU: {r['full']:.1f} s, ratio "
+        f"{r['full'] / TARGET_S:.2f} (< 1 meets it)",
+        f"- load average before {r['load'][0]:.1f}, after {r['load'][1]:.1f} (a shared machine is slower)",
+    ]
+
+
+def write_section(path: Path, body: list[str]) -> None:
+    section = "\n".join([BEGIN, "## Notebook 08: training in the notebook (`make bench-train`)", "", *body, END])
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if BEGIN in text and END in text.split(BEGIN, 1)[1]:
+        before, rest = text.split(BEGIN, 1)
+        text = before + section + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    path.write_text(text, encoding="utf-8")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--steps", type=int, default=1000, help="training steps to time (the ratio scales to 1,000)")
+    ap.add_argument("--out", type=Path, help="a Markdown report to put the lines into")
+    args = ap.parse_args(argv)
+    if args.steps < 1:
+        ap.error(f"--steps must be at least 1, got {args.steps}")
+    body = lines(measure(args.steps))
+    print("\n".join(body))
+    if args.out:
+        write_section(args.out, body)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
