@@ -165,9 +165,10 @@ class CopyTask:
     """Where :func:`copy_batch` puts its copies. Scanning left to right, a copy starts at a position with
     probability ``copy_rate``: a run of ``min_run .. max_run`` tokens repeats tokens from earlier in the row. A
     share ``short_share`` of the copies repeat from 2 to 7 tokens back (overlapping: a short pattern again and
-    again); the others copy a run that ended 1 to ``max_gap`` tokens before the copy starts. Rows where a run of
-    ``min_told_twice`` or more tokens is followed at once by itself are drawn again, so that placement (a segment
-    told twice in a row, as in :data:`PROBES`) never occurs in training.
+    again, over fewer than ``2 * min_told_twice`` tokens); the others copy a run that ended 1 to ``max_gap``
+    tokens before the copy starts. Rows where a run of ``min_told_twice`` or more tokens is followed at once by
+    itself are drawn again, so that placement (a segment told twice in a row, as in :data:`PROBES`) never occurs
+    in training.
     """
 
     copy_rate: float = 0.12
@@ -224,6 +225,8 @@ def _with_copies(n: int, config: InductionConfig, g: torch.Generator, task: Copy
                 continue
             # the offset back to the source: 2 .. 7 (overlapping), or the run's length plus a gap of 1 .. max_gap
             d = 2 + int(u_off * min(6, i - 1)) if short else length + 1 + int(u_off * min(task.max_gap, i - length))
+            if short:  # a pattern of d tokens repeated over d + length < 2 * min_told_twice tokens is never told twice
+                length = min(length, 2 * task.min_told_twice - 1 - d)
             for k in range(length):
                 x[i + k] = x[i + k - d]
             i += length + 1
