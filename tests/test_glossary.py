@@ -41,16 +41,18 @@ def pattern(item: str) -> re.Pattern:
 
 
 def chinese_texts(src: Path) -> list[tuple[str, str, str]]:
-    """(where, Chinese text, its English twin) for every markdown cell, the title and every comment twin."""
+    """(where, Chinese text, its English twin) for every markdown cell, the title, every comment and code twin."""
     spec = nbtool.parse(src, need_title=not src.name.endswith(".exercises.nbsrc"))
     texts = [(f"{src.name} title", spec["title"]["zh"], spec["title"]["en"])] if spec["title"] else []
     md = [c for c in spec["cells"] if c["type"] == "md"]
     texts += [(f"{src.name} markdown cell {i}", c["zh"], c["en"]) for i, c in enumerate(md)]
     for cell in spec["cells"]:
         if cell["type"] == "code":
-            _, comments = nbtool.comment_twins(cell["source"], cell["at"])
+            _, comments = nbtool.comment_twins(nbtool.localize_code(cell["source"], "en", cell["at"]), cell["at"])
             texts += [(f"{cell['at']}+{row}", twins["zh"], en) for row, (_, en, twins) in sorted(comments.items())
                       if twins.get("zh")]
+            lines, code_twins, _ = nbtool.code_twins(cell["source"], cell["at"])  # a figure's words: '# zh>' lines
+            texts += [(f"{cell['at']}+{row}", twins["zh"], lines[row - 1]) for row, twins in sorted(code_twins.items())]
     return texts
 
 
