@@ -102,6 +102,15 @@ def test_notebook_references_read_di_nn_ke():
     assert not loose, "\n".join(loose)
 
 
+def test_layers_and_heads_are_numbered_apart():
+    """A layer is 第 N 层, a head N 号头 (docs/glossary.md): '第 0 个头' or '0 号层' would read like the other."""
+    number = r"(?:\d+|`[^`]+`)"
+    wrong = re.compile(rf"第 ?{number} ?个?头|{number} ?号层|第 ?{number} ?个层")
+    loose = [f"{where}: {m.group(0)!r}" for where, zh, _ in TEXTS for m in wrong.finditer(zh)]
+    assert not loose, "write 第 N 层 for a layer and N 号头 for a head:\n" + "\n".join(loose)
+    assert any(re.search(r"\d 号头", zh) for _, zh, _ in TEXTS)
+
+
 def test_dropout_mask_never_borrows_the_causal_masks_word():
     """Dropout's random keep/drop pattern is 丢弃掩码; 遮蔽 stays with the causal and padding masks."""
     causal = re.compile(r"(因果|填充|加性)遮蔽|遮蔽矩阵")
