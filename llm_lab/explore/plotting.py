@@ -151,7 +151,8 @@ def head_split_diagram(num_tokens: int = 4, d_out: int = 6, num_heads: int = 2, 
     arrow(x + width + 0.1, x + width + 1.3, "out_proj")
     x += width + 1.5
     width, _ = _grid(ax, x, top, [["0.45"] * d_out for _ in range(num_tokens)], cell)
-    ax.text(x + width / 2, top + 0.1, f"{figure_word('output', lang)}\n(T, d_out)", ha="center", va="bottom", fontsize=8)
+    output = figure_word("output", lang)
+    ax.text(x + width / 2, top + 0.1, f"{output}\n(T, d_out)", ha="center", va="bottom", fontsize=8)
     ax.set_xlim(-0.6, x + width + 0.2)
     ax.set_ylim(heads_top - num_heads * (num_tokens * cell + 0.35) + 0.1, max(top, heads_top) + 0.6)
     ax.set_aspect("equal")

@@ -1,7 +1,7 @@
 """Build the font the Chinese figures draw with, a small subset of Noto Sans CJK SC (OFL), shipped in data/.
 
     .venv/bin/python -m tools.authoring.figure_font check     # the shipped font covers every zh figure string
-    .venv/bin/python -m tools.authoring.figure_font build --source /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc
+    .venv/bin/python -m tools.authoring.figure_font build --source NotoSansCJK-Regular.ttc  # see data/README.md
 
 Colab and a fresh machine have no CJK font, so a Chinese title would draw as boxes with a "Glyph ... missing"
 warning. ``llm_lab.explore.plotting`` registers the shipped subset with matplotlib after the default family: Latin

@@ -218,9 +218,18 @@ def parse(path: Path, need_title: bool = True) -> dict:
     return {"title": title, "cells": cells}
 
 
-# Chinese twins of code comments ('# zh:') and code lines ('# zh>'): parsing and the prose heuristic live in tools/authoring/_comments.py.
+# Chinese twins of code comments ('# zh:') and of code lines ('# zh>'): parsing and the prose heuristic live in
+# tools/authoring/_comments.py.
 from tools.authoring._comments import (  # noqa: E402,F401
-    CJK, code_and_strings, code_twins, comment_twins, localize_code, localize_comments, needs_twin, strip_comments)
+    CJK,
+    code_and_strings,
+    code_twins,
+    comment_twins,
+    localize_code,
+    localize_comments,
+    needs_twin,
+    strip_comments,
+)
 
 
 def untranslated(src: Path) -> list[str]:
