@@ -120,6 +120,17 @@ def test_latin_text_keeps_matplotlibs_default_font():
     assert fonts[0].endswith("DejaVuSans.ttf") and fonts[-1] == str(FONT), fonts
 
 
+def test_use_figure_font_restores_the_fallback_after_a_style_reset():
+    family = plotting.use_figure_font()
+    with matplotlib.rc_context():
+        matplotlib.rcdefaults()
+        assert family not in matplotlib.rcParams["font.family"]
+        assert plotting.use_figure_font() == family
+        assert list(matplotlib.rcParams["font.family"]) == ["sans-serif", family]
+        assert plotting.use_figure_font() == family and matplotlib.rcParams["font.family"].count(family) == 1
+        assert missing_glyphs(lambda fig: fig.text(0.1, 0.5, "因果注意力权重")) == []
+
+
 def test_the_font_is_small_renamed_and_licensed():
     assert FONT.stat().st_size < 1_000_000
     with TTFont(str(FONT)) as font:

@@ -21,15 +21,21 @@ from ._figure_words import FIGURE_LANGUAGES, FIGURE_WORDS, figure_word  # noqa: 
 
 
 @cache
+def _registered_family() -> str:
+    """Add the shipped CJK subset to matplotlib's font list (once per process); its family name."""
+    path = resources.verified_path(*resources.FIGURE_FONT)
+    font_manager.fontManager.addfont(str(path))
+    return font_manager.FontProperties(fname=str(path)).get_name()
+
+
 def use_figure_font() -> str:
     """Register the shipped CJK subset with matplotlib and append it to ``font.family``; return its family name.
 
     Matplotlib draws each character with the first family in the list that has it: Latin text stays in the
-    default font (DejaVu Sans), Chinese falls back to this one. Runs once, when this module is imported.
+    default font (DejaVu Sans), Chinese falls back to this one. Runs when this module is imported; call it again
+    after ``plt.style.use`` or ``matplotlib.rcdefaults()``, which reset ``font.family``.
     """
-    path = resources.verified_path(*resources.FIGURE_FONT)
-    font_manager.fontManager.addfont(str(path))
-    family = font_manager.FontProperties(fname=str(path)).get_name()
+    family = _registered_family()
     families = list(matplotlib.rcParams["font.family"])
     if family not in families:
         matplotlib.rcParams["font.family"] = [*families, family]
