@@ -24,6 +24,16 @@ def int_range(name: str, value, low: int, high: int) -> int:
     return int(value)
 
 
+def one_of(name: str, value, allowed) -> str:
+    """``value``, a str among ``allowed``; else a TypeError or ValueError naming both."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, one of {', '.join(map(repr, allowed))}; got {value!r} "
+                        f"({type(value).__name__})")
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r} is not known: use one of {', '.join(map(repr, allowed))}")
+    return value
+
+
 def dropout_rate(value) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"dropout must be a float in [0, 1), got {value!r} ({type(value).__name__})")

@@ -19,11 +19,14 @@ GPT2_BPE = ("gpt2.tiktoken", "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c19
 # A tiny attention-only model trained on The Verdict by `make train` (tools/authoring/train.py):
 # llm_lab.explore.heads.load_trained()
 TRAINED_HEADS = ("heads-verdict.pt", "694419619f1135113ba3792a6a8179d91bb5f8deccdc972af20c53bea8977995")
+# The CJK font the Chinese figures draw with: a subset of Noto Sans CJK SC (OFL, LICENSE.noto-cjk) made by
+# tools/authoring/figure_font.py; llm_lab.explore.plotting registers it with matplotlib
+FIGURE_FONT = ("NotoSansSC-llmlab-subset.ttf", "644191bea0ba7ac11f46a920a84725c367430449b4c170ff9341f272dcfeafb2")
 
 
 def shipped_files() -> list[tuple[str, str]]:
     """``(file, sha256)`` of every data file llm_lab opens (the bug-report block checks each one)."""
-    return [*TEXTS.values(), GPT2_BPE, TRAINED_HEADS]
+    return [*TEXTS.values(), GPT2_BPE, TRAINED_HEADS, FIGURE_FONT]
 
 
 def data_dirs() -> list[Path]:

@@ -41,16 +41,18 @@ def pattern(item: str) -> re.Pattern:
 
 
 def chinese_texts(src: Path) -> list[tuple[str, str, str]]:
-    """(where, Chinese text, its English twin) for every markdown cell, the title and every comment twin."""
+    """(where, Chinese text, its English twin) for every markdown cell, the title, every comment and code twin."""
     spec = nbtool.parse(src, need_title=not src.name.endswith(".exercises.nbsrc"))
     texts = [(f"{src.name} title", spec["title"]["zh"], spec["title"]["en"])] if spec["title"] else []
     md = [c for c in spec["cells"] if c["type"] == "md"]
     texts += [(f"{src.name} markdown cell {i}", c["zh"], c["en"]) for i, c in enumerate(md)]
     for cell in spec["cells"]:
         if cell["type"] == "code":
-            _, comments = nbtool.comment_twins(cell["source"], cell["at"])
+            _, comments = nbtool.comment_twins(nbtool.localize_code(cell["source"], "en", cell["at"]), cell["at"])
             texts += [(f"{cell['at']}+{row}", twins["zh"], en) for row, (_, en, twins) in sorted(comments.items())
                       if twins.get("zh")]
+            lines, code_twins, _ = nbtool.code_twins(cell["source"], cell["at"])  # a figure's words: '# zh>' lines
+            texts += [(f"{cell['at']}+{row}", twins["zh"], lines[row - 1]) for row, twins in sorted(code_twins.items())]
     return texts
 
 
@@ -98,6 +100,15 @@ def test_notebook_references_read_di_nn_ke():
     loose = [f"{where}: {m.group(0)!r}" for where, zh, _ in TEXTS
              for m in re.finditer(r"第\s*\d+\s*课", zh) if not re.fullmatch(r"第 \d\d 课", m.group(0))]
     assert not loose, "\n".join(loose)
+
+
+def test_layers_and_heads_are_numbered_apart():
+    """A layer is 第 N 层, a head N 号头 (docs/glossary.md): '第 0 个头' or '0 号层' would read like the other."""
+    number = r"(?:\d+|`[^`]+`)"
+    wrong = re.compile(rf"第 ?{number} ?个?头|{number} ?号层|第 ?{number} ?个层")
+    loose = [f"{where}: {m.group(0)!r}" for where, zh, _ in TEXTS for m in wrong.finditer(zh)]
+    assert not loose, "write 第 N 层 for a layer and N 号头 for a head:\n" + "\n".join(loose)
+    assert any(re.search(r"\d 号头", zh) for _, zh, _ in TEXTS)
 
 
 def test_dropout_mask_never_borrows_the_causal_masks_word():

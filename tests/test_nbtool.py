@@ -120,6 +120,57 @@ def test_comment_twin_errors_say_what_is_wrong(code, error):
         nbtool.localize_comments(code, "zh", at="demo.nbsrc:3")
 
 
+FIGURE_CELL = (
+    "for i in range(2):\n"
+    '    ax.set_title(f"head {i}", fontsize=9)  # one per head  # zh: 每个头一个\n'
+    '    # zh> ax.set_title(f"{i} 号头", fontsize=9)\n'
+    'ax.set_xlabel("key")\n'
+    '# zh> ax.set_xlabel("键")\n'
+    "# a comment under a code twin\n"
+    "# zh: 代码孪生行下面的注释\n"
+    'heatmap(w, title="scores",\n'
+    '# zh> heatmap(w, title="分数",\n'
+    "        lang={{LANG}})\n"
+)
+
+
+def test_code_twins_replace_their_line_in_zh_and_vanish_in_en():
+    en, zh = (nbtool.localize_comments(nbtool.localize_code(FIGURE_CELL, lang), lang) for lang in ("en", "zh"))
+    assert en.splitlines() == ["for i in range(2):", '    ax.set_title(f"head {i}", fontsize=9)  # one per head',
+                               'ax.set_xlabel("key")', "# a comment under a code twin", 'heatmap(w, title="scores",',
+                               "        lang={{LANG}})"]
+    assert zh.splitlines() == ["for i in range(2):", '    ax.set_title(f"{i} 号头", fontsize=9)  # 每个头一个',
+                               'ax.set_xlabel("键")', "# 代码孪生行下面的注释", 'heatmap(w, title="分数",',
+                               "        lang={{LANG}})"]
+    (en_code, en_strings), (zh_code, zh_strings) = (nbtool.code_and_strings(c) for c in (en, zh))
+    assert en_code == zh_code and en_strings != zh_strings
+    assert zh_strings == ['f"{i} 号头"', '"键"', '"分数"']
+
+
+@pytest.mark.parametrize("code,error", [
+    ('x = "a"\n# zh> y = "b"\n', "may change only the strings"),
+    ('x = "a"\n# zh> x = "b" + "c"\n', "may change only the strings"),
+    ('ax.plot(t, label="T")\n# zh> ax.plot(t, label="T", lw=2)\n', "may change only the strings"),
+    ('# a comment\n# zh> x = "b"\n', "right under the code line it translates"),
+    ('\n# zh> x = "b"\n', "right under the code line it translates"),
+    ('x = "a"  # zh> x = "b"\n', "stands on a line of its own"),
+    ('x = "a"\n# zh> x = "b"\n# zh> x = "c"\n', "already has a '# zh>' twin"),
+    ('f("a")\n# zh> f("b"\n', "cannot read this code"),
+])
+def test_code_twin_errors_say_what_is_wrong(code, error):
+    with pytest.raises(ValueError, match=error):
+        nbtool.localize_code(code, "zh", at="demo.nbsrc:3")
+
+
+def test_builder_draws_the_figures_words_in_each_language(tmp_path):
+    src = write(tmp_path, '%% title\nA\n%% title zh\nB\n%% code\nax.set_title("key", lang={{LANG}})\n'
+                          '# zh> ax.set_title("键", lang={{LANG}})\n')
+    zh, en = (nbtool.build_one(src, lang, "o/r", "main").cells[2].source for lang in ("zh", "en"))
+    assert zh == 'ax.set_title("键", lang="zh")'
+    assert en == 'ax.set_title("key", lang="en")'
+    assert nbtool.untranslated(src) == []  # a code twin is code, not a comment lacking its twin
+
+
 def test_builder_translates_comments_and_lists_the_missing_twins(tmp_path):
     src = write(tmp_path, "%% title\nA\n%% title zh\nB\n%% code\nx = 1  # keep it small  # zh: 保持小\n"
                           "y = 2  # the second value\n")

@@ -136,6 +136,33 @@ def test_objectives_first_summary_last_then_exercises(path):
         assert at[0] == len(prose) - 1, "the summary is the last prose cell"
 
 
+def assert_same_code_apart_from_words(en_code: str, zh_code: str, where: str) -> None:
+    """The same code in both languages: only strings may differ, each either the language switch ("en" for "zh",
+    ``{{LANG}}``) or words in Chinese (a figure's title, an axis label)."""
+    (en_skeleton, en_strings), (zh_skeleton, zh_strings) = map(nbtool.code_and_strings, (en_code, zh_code))
+    assert en_skeleton == zh_skeleton, f"{where} differs between en and zh (comments and strings aside)"
+    for en, zh in zip(en_strings, zh_strings, strict=True):
+        if en != zh:
+            assert (en, zh) == ('"en"', '"zh"') or nbtool.CJK.search(zh), (
+                f"{where}: the string {en!r} became {zh!r} in zh: only the language switch or Chinese words may differ")
+            assert not nbtool.CJK.search(en), f"{where}: Chinese in the English notebook's string {en!r}"
+
+
+@pytest.mark.parametrize("en,zh,ok", [
+    ('set_language("en")\nax.set_title("key")', 'set_language("zh")\nax.set_title("键")', True),
+    ('ax.set_title(f"head {i}")', 'ax.set_title(f"{i} 号头")', True),
+    ('ax.set_title("key")', 'ax.set_title("query")', False),  # a changed value, not a translation
+    ('x = "a"', 'x = "中" + "b"', False),  # changed code
+    ('x = 1', 'x = 2', False),
+])
+def test_the_parity_rule_allows_translated_strings_only(en, zh, ok):
+    if ok:
+        assert_same_code_apart_from_words(en, zh, "cell")
+    else:
+        with pytest.raises(AssertionError):
+            assert_same_code_apart_from_words(en, zh, "cell")
+
+
 @pytest.mark.parametrize("version", _course.VERSIONS)
 @pytest.mark.parametrize("name", [p.name for p in NOTEBOOKS["en"]])
 def test_languages_share_code_and_outputs(name, version):
@@ -145,10 +172,9 @@ def test_languages_share_code_and_outputs(name, version):
     for i, (a, b) in enumerate(zip(en_code, zh_code, strict=True)):
         if "".join(a["source"]).startswith(nbtool.SETUP_MARK):
             continue  # the builder writes the setup cell per language; test_notebook_hygiene checks it exactly
-        # comments are in the notebook's language (nbtool's '# zh:' twins); the code itself must be identical
-        src_a = nbtool.strip_comments("".join(a["source"]))
-        src_b = nbtool.strip_comments("".join(b["source"]).replace('set_language("zh")', 'set_language("en")'))
-        assert src_a == src_b, f"code cell {i} differs between en and zh (comments aside)"
+        # comments are in the notebook's language (nbtool's '# zh:' twins), and so are the words a figure draws
+        # ('# zh>' code twins): the code itself, the strings aside, must be identical
+        assert_same_code_apart_from_words("".join(a["source"]), "".join(b["source"]), f"code cell {i}")
         if "checker" in a.get("metadata", {}).get("tags", []):
             continue  # a checker speaks the notebook's language
         if "".join(a["source"]).startswith(IGNORE):
@@ -190,20 +216,22 @@ FIGURE_TEXT = re.compile(r"\.(set_title|set_xlabel|set_ylabel|suptitle|text|anno
 
 
 @pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.name)
-def test_code_and_figures_carry_no_chinese(src):
-    """Figures are drawn by the shared code, so their text is English or neutral: no CJK font is needed.
-
-    A CJK label would need a font that a fresh machine and Colab lack; matplotlib then warns 'Glyph missing'
-    on stderr, which nbval counts as a changed output. Chinese belongs in prose and '# zh:' comment twins.
-    """
+def test_chinese_in_code_is_the_zh_figures_words_only(src):
+    """The en notebook's code holds no Chinese; the zh notebook's only in strings (its '# zh>' code twins: the words
+    a figure draws), never in names or numbers. The figures draw those words with llm_lab's shipped CJK font
+    (tests/test_figure_font.py): Colab and a fresh machine have none, and a missing glyph warns on stderr."""
     cells = nbtool.parse(src, need_title=not src.name.endswith(".exercises.nbsrc"))["cells"]
     for cell in (c for c in cells if c["type"] == "code"):
-        code = nbtool.strip_comments(nbtool.localize_comments(cell["source"], "zh", cell["at"]))
-        assert not nbtool.CJK.search(code), f"{cell['at']}: Chinese in code (a string, a figure label?)"
+        en = nbtool.strip_comments(nbtool.localize_code(cell["source"], "en", cell["at"]))
+        assert not nbtool.CJK.search(en), f"{cell['at']}: Chinese in the English code (give the line a '# zh>' twin)"
+        zh = nbtool.localize_comments(nbtool.localize_code(cell["source"], "zh", cell["at"]), "zh", cell["at"])
+        skeleton, _ = nbtool.code_and_strings(zh)
+        assert not any(nbtool.CJK.search(token) for _, token in skeleton), f"{cell['at']}: Chinese outside a string"
 
 
 def test_library_figures_carry_no_chinese():
-    """The same rule for the figures llm_lab draws (heatmaps, explorers): no CJK in a matplotlib text call."""
+    """The figures llm_lab draws (heatmaps, diagrams, explorers) take their words from one table per language,
+    llm_lab/explore/_figure_words.py: no Chinese in a matplotlib text call itself."""
     for path in sorted((ROOT / "llm_lab").rglob("*.py")):
         for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if FIGURE_TEXT.search(line):

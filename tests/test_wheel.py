@@ -177,6 +177,32 @@ def test_every_old_path_imports_from_the_installed_wheel(installed):
     assert proc.stderr == ""
 
 
+def test_the_installed_wheel_draws_chinese_figures_with_its_own_font(installed):
+    """As on Colab, where no CJK font is installed: the wheel's font draws every Chinese glyph, with no warning."""
+    code = """if True:
+        import io, json, warnings
+        import matplotlib.pyplot as plt
+        import torch
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            from llm_lab.explore.plotting import heatmap, tile_diagram, use_figure_font
+            fig, (left, right) = plt.subplots(1, 2)
+            heatmap(torch.eye(2), labels=["a", "b"], title="因果注意力权重", ax=left, lang="zh")
+            tile_diagram(8, 4, ax=right, lang="zh")
+            fig.savefig(io.BytesIO(), format="png")
+        from matplotlib import font_manager
+        fonts = font_manager.fontManager._find_fonts_by_props(font_manager.FontProperties())
+        print(json.dumps({"warnings": [str(w.message) for w in caught], "family": use_figure_font(),
+                          "fonts": [str(f) for f in fonts]}))
+    """
+    proc = installed(["-c", code], timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["warnings"] == [] and proc.stderr == "", (out["warnings"], proc.stderr)
+    assert out["fonts"][-1] == str(installed.package / "_data" / resources.FIGURE_FONT[0])
+    assert out["fonts"][0].endswith("DejaVuSans.ttf"), out["fonts"]
+
+
 @pytest.mark.parametrize("name", ENTRY_POINTS)
 def test_every_python_dash_m_name_runs_from_the_installed_wheel(installed, name):
     sub = next(s for s, names in SUBPACKAGES.items() if name in names)

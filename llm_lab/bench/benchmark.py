@@ -214,10 +214,16 @@ def table(results: dict[str, Result], labels: bool = True) -> list[str]:
     return rows
 
 
-def plot_sweep(sweep_results: dict[int, dict[str, Result]], title: str = ""):
-    """Two panels against T, log-log: median time and bytes saved for backward; one legend for both."""
+def plot_sweep(sweep_results: dict[int, dict[str, Result]], title: str = "", lang: str = "en"):
+    """Two panels against T, log-log: median time and bytes saved for backward; one legend for both.
+
+    ``lang``: the language of the axis names and the legend's title ("en" or "zh").
+    """
     import matplotlib.pyplot as plt
 
+    from ..explore._figure_words import FIGURE_LANGUAGES, figure_word
+
+    _checks.one_of("lang", lang, FIGURE_LANGUAGES)
     lengths = sorted(sweep_results)
     keys = list(sweep_results[lengths[0]])
     fig, (ax_time, ax_mem) = plt.subplots(1, 2, figsize=(10, 3.8))
@@ -230,12 +236,12 @@ def plot_sweep(sweep_results: dict[int, dict[str, Result]], title: str = ""):
     for ax in (ax_time, ax_mem):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ax.set_xlabel("sequence length T")
+        ax.set_xlabel(figure_word("sequence length T", lang))
         ax.grid(alpha=0.3)
-    ax_time.set_ylabel("forward + backward (ms, median)")
-    ax_mem.set_ylabel("saved for backward (MiB)")
+    ax_time.set_ylabel(figure_word("time", lang))
+    ax_mem.set_ylabel(figure_word("saved", lang))
     fig.legend(*ax_time.get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8,
-               title="dashed: builds T×T weights", title_fontsize=8)
+               title=figure_word("dashed", lang), title_fontsize=8)
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()

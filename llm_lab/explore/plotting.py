@@ -1,10 +1,48 @@
-"""Small matplotlib helpers shared by the notebooks and the widgets."""
+"""Small matplotlib helpers shared by the notebooks and the widgets.
+
+Importing this module registers the course's CJK font with matplotlib (``use_figure_font``): a subset of Noto Sans
+CJK SC shipped in the package, holding the Chinese characters the zh figures draw, placed after the default family
+so Latin text keeps matplotlib's own font. Colab and a fresh machine have no CJK font; without it a Chinese label
+would draw as boxes. The helpers that put words in a figure take ``lang`` ("en" or "zh"; ``FIGURE_WORDS``).
+"""
 
 from __future__ import annotations
 
+from functools import cache
+
+import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from matplotlib import font_manager
+
+from .. import _checks, resources
+from ._figure_words import FIGURE_LANGUAGES, FIGURE_WORDS, figure_word  # noqa: F401 (FIGURE_WORDS: re-exported)
+
+
+@cache
+def _registered_family() -> str:
+    """Add the shipped CJK subset to matplotlib's font list (once per process); its family name."""
+    path = resources.verified_path(*resources.FIGURE_FONT)
+    font_manager.fontManager.addfont(str(path))
+    return font_manager.FontProperties(fname=str(path)).get_name()
+
+
+def use_figure_font() -> str:
+    """Register the shipped CJK subset with matplotlib and append it to ``font.family``; return its family name.
+
+    Matplotlib draws each character with the first family in the list that has it: Latin text stays in the
+    default font (DejaVu Sans), Chinese falls back to this one. Runs when this module is imported; call it again
+    after ``plt.style.use`` or ``matplotlib.rcdefaults()``, which reset ``font.family``.
+    """
+    family = _registered_family()
+    families = list(matplotlib.rcParams["font.family"])
+    if family not in families:
+        matplotlib.rcParams["font.family"] = [*families, family]
+    return family
+
+
+use_figure_font()
 
 
 def _as_array(matrix) -> np.ndarray:
@@ -16,12 +54,15 @@ def _as_array(matrix) -> np.ndarray:
     return array
 
 
-def heatmap(matrix, labels=None, title=None, ax=None, annotate=True, fmt=".2f", cmap="Blues", vmin=0.0, vmax=None):
+def heatmap(matrix, labels=None, title=None, ax=None, annotate=True, fmt=".2f", cmap="Blues", vmin=0.0, vmax=None,
+            lang="en"):
     """Draw a (rows, cols) matrix as a heatmap; masked (-inf / nan) cells are left blank.
 
-    ``labels``: token strings for both axes (queries on rows, keys on columns), or None.
+    ``labels``: token strings for both axes (queries on rows, keys on columns), or None. ``lang``: the language
+    of the axis names ("en" or "zh").
     Returns the ``Axes``; call ``plt.show()`` afterwards in a notebook.
     """
+    _checks.one_of("lang", lang, FIGURE_LANGUAGES)
     array = _as_array(matrix)
     if labels is not None and len(labels) != array.shape[0]:
         raise ValueError(f"got {len(labels)} labels for a matrix with {array.shape[0]} rows")
@@ -33,8 +74,8 @@ def heatmap(matrix, labels=None, title=None, ax=None, annotate=True, fmt=".2f", 
     if labels is not None:
         ax.set_xticks(range(len(labels)), labels, rotation=90)
         ax.set_yticks(range(len(labels)), labels)
-    ax.set_xlabel("key")
-    ax.set_ylabel("query")
+    ax.set_xlabel(figure_word("key", lang))
+    ax.set_ylabel(figure_word("query", lang))
     if title:
         ax.set_title(title)
     if annotate and array.size <= 144:
@@ -66,15 +107,16 @@ def _grid(ax, x0, y0, colors, cell=0.3, texts=None):
     return cols * cell, rows * cell
 
 
-def head_split_diagram(num_tokens: int = 4, d_out: int = 6, num_heads: int = 2, ax=None):
+def head_split_diagram(num_tokens: int = 4, d_out: int = 6, num_heads: int = 2, ax=None, lang: str = "en"):
     """The head split and merge of multi-head attention, drawn for one sequence.
 
     Left to right: ``W_query(x)`` ``(T, d_out)`` with each feature column coloured by the head it belongs to;
     ``view`` + ``transpose`` cut it into ``num_heads`` blocks ``(T, hs)`` (one per head, each attends on its
     own); ``transpose`` + ``reshape`` put the heads' context vectors side by side again; ``out_proj`` mixes
-    them, so every output feature (grey) draws on all heads. Text: code names, shapes and numbers only.
-    Returns the ``Axes``; call ``plt.show()`` afterwards in a notebook.
+    them, so every output feature (grey) draws on all heads. Text: code names, shapes and numbers, and the word
+    "output" in ``lang`` ("en" or "zh"). Returns the ``Axes``; call ``plt.show()`` afterwards in a notebook.
     """
+    _checks.one_of("lang", lang, FIGURE_LANGUAGES)
     for name, value in (("num_tokens", num_tokens), ("d_out", d_out), ("num_heads", num_heads)):
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
@@ -115,7 +157,8 @@ def head_split_diagram(num_tokens: int = 4, d_out: int = 6, num_heads: int = 2, 
     arrow(x + width + 0.1, x + width + 1.3, "out_proj")
     x += width + 1.5
     width, _ = _grid(ax, x, top, [["0.45"] * d_out for _ in range(num_tokens)], cell)
-    ax.text(x + width / 2, top + 0.1, "output\n(T, d_out)", ha="center", va="bottom", fontsize=8)
+    output = figure_word("output", lang)
+    ax.text(x + width / 2, top + 0.1, f"{output}\n(T, d_out)", ha="center", va="bottom", fontsize=8)
     ax.set_xlim(-0.6, x + width + 0.2)
     ax.set_ylim(heads_top - num_heads * (num_tokens * cell + 0.35) + 0.1, max(top, heads_top) + 0.6)
     ax.set_aspect("equal")
@@ -123,15 +166,17 @@ def head_split_diagram(num_tokens: int = 4, d_out: int = 6, num_heads: int = 2, 
     return ax
 
 
-def tile_diagram(num_tokens: int = 16, block_size: int = 4, ax=None):
+def tile_diagram(num_tokens: int = 16, block_size: int = 4, ax=None, lang: str = "en"):
     """Blocked causal attention's tiles: which (query block, key block) tiles a fused kernel computes.
 
     Every ``(query i, key j)`` pair is a cell. Tiles below the diagonal are computed whole (blue); tiles on it are
     computed with the keys after their query hidden (orange, set to ``-inf``); tiles above it lie entirely in the
-    future and are skipped (white). Returns the ``Axes``; call ``plt.show()`` afterwards in a notebook.
+    future and are skipped (white). ``lang``: the language of the title and axis names ("en" or "zh").
+    Returns the ``Axes``; call ``plt.show()`` afterwards in a notebook.
     """
     from matplotlib.patches import Rectangle
 
+    _checks.one_of("lang", lang, FIGURE_LANGUAGES)
     for name, value in (("num_tokens", num_tokens), ("block_size", block_size)):
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
@@ -154,9 +199,11 @@ def tile_diagram(num_tokens: int = 16, block_size: int = 4, ax=None):
             if kb > qb:
                 ax.text(lo_k + size_k / 2, lo_q + size_q / 2, "×", ha="center", va="center", color="0.6")
     computed = blocks * (blocks + 1) // 2
-    ax.set_title(f"T={num_tokens}, block_size={block_size}: {computed} of {blocks * blocks} tiles", fontsize=9)
-    ax.set_xlabel("keys j")
-    ax.set_ylabel("queries i")
+    title = figure_word("tiles", lang, num_tokens=num_tokens, block_size=block_size, computed=computed,
+                        total=blocks * blocks)
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel(figure_word("keys j", lang))
+    ax.set_ylabel(figure_word("queries i", lang))
     ticks = list(range(0, num_tokens, block_size))
     ax.set_xticks(ticks)
     ax.set_yticks(ticks)

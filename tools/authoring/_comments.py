@@ -1,4 +1,4 @@
-"""Twins of code comments: the code of a notebook cell is shared, its comments are not.
+"""Twins of code comments and of code lines: the code of a notebook cell is shared, its words are not.
 
 A comment may carry a twin in each other language of ``tools.course.LANGS`` (today Chinese, ``# zh:``), which
 replaces it in that language's notebook and is dropped from the others.
@@ -10,7 +10,16 @@ Two forms (documented for authors in docs/authoring.md and in tools/authoring/nb
     # zh: 中文第 1 行                                    (a run of k twin lines replaces the k comments above it)
     # zh: 中文第 2 行
 
-Comments are found with ``tokenize``, so a ``#`` inside a string is code, never a comment.
+A code line whose strings are words (a figure's title, an axis label) may carry a code twin, ``# zh> ...`` on the
+line right under it: in the zh notebook it replaces the code of that line (the line's own comment stays), in the
+others it is dropped. The twin may differ from its line only in string literals, so every language runs the same
+code on the same values (``code_and_strings`` splits code into the two):
+
+    ax.set_xlabel("key", fontsize=8)
+    # zh> ax.set_xlabel("键", fontsize=8)
+
+Comments are found with ``tokenize``, so a ``#`` inside a string is code, never a comment. Code twins are resolved
+first (``localize_code``), comment twins then (``localize_comments``).
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ def twin_patterns(twins) -> tuple[re.Pattern, re.Pattern]:
 
 
 TWIN_LINE, TWIN_INLINE = twin_patterns(TWINS)
+CODE_TWIN = re.compile(rf"^# ?({'|'.join(map(re.escape, TWINS))})> ?(.*)$")  # '# zh> code' under the line it translates
 # Comments that are markers or code-like, never prose to translate.
 NOT_PROSE = re.compile(r"^#\s*(NBVAL_\w+|noqa\b|type: ?ignore|### (BEGIN|END) SOLUTION|%%|fmt: )")
 CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
@@ -129,3 +139,103 @@ def needs_twin(comment: str) -> bool:
 
 CODE_WORDS = {"torch", "numpy", "true", "false", "none", "inf", "nan", "cpu", "cuda", "mps", "float", "int", "bool",
               "your", "journey", "starts", "with", "one", "step", "the"}
+
+
+def code_twins(code: str, at: str = "code") -> tuple[list[str], dict[int, dict[str, str]], set[int]]:
+    """Parse the code twins (``# zh> ...``) of a cell.
+
+    Returns (lines, twins, twin_rows): the cell's lines, {row of a code line: {lang: the twin's code}} and the rows
+    (1-based) of the twin lines themselves. Each twin must differ from its line only in string literals.
+    """
+    lines = code.split("\n")
+    tokens = _comment_tokens(code)
+    found = {row: CODE_TWIN.match(text) for row, (_, text) in tokens.items() if CODE_TWIN.match(text)}
+    twins: dict[int, dict[str, str]] = {}
+    for row, m in sorted(found.items()):
+        if lines[row - 1][: tokens[row][0]].strip():
+            raise ValueError(f"{at}: line {row}: a '# {m[1]}>' code twin stands on a line of its own, right under "
+                             "the code line it translates")
+        target = row - 1
+        while target in found:  # the twins of one line in several languages follow each other
+            target -= 1
+        code_part = _code_part(lines, tokens, target)
+        if not code_part.strip():
+            raise ValueError(f"{at}: line {row}: a '# {m[1]}>' code twin must come right under the code line it "
+                             "translates, not under a comment or a blank line")
+        if m[1] in twins.get(target, {}):
+            raise ValueError(f"{at}: line {row}: line {target} already has a '# {m[1]}>' twin")
+        twins.setdefault(target, {})[m[1]] = m[2].strip()
+    for lang in sorted({lang for by_lang in twins.values() for lang in by_lang}):
+        try:
+            en_parts, lang_parts = (code_and_strings(_apply(lines, twins, set(found), x)) for x in ("en", lang))
+        except ValueError as err:
+            raise ValueError(f"{at}: with its '# {lang}>' code twins: {err}") from err
+        if en_parts[0] != lang_parts[0]:
+            row = next((a[0] for a, b in zip(en_parts[0], lang_parts[0], strict=False) if a != b), len(lines))
+            raise ValueError(f"{at}: line {row}: a '# {lang}>' code twin may change only the strings of its line "
+                             "(the code must stay the same in every language)")
+    return lines, twins, set(found)
+
+
+def _code_part(lines: list[str], tokens: dict[int, tuple[int, str]], row: int) -> str:
+    """The code of line ``row`` without its comment ('' for a row before the first line)."""
+    if row < 1:
+        return ""
+    return lines[row - 1][: tokens[row][0]] if row in tokens else lines[row - 1]
+
+
+def _apply(lines: list[str], twins: dict[int, dict[str, str]], twin_rows: set[int], lang: str) -> str:
+    tokens = _comment_tokens("\n".join(lines))
+    out = []
+    for row, line in enumerate(lines, 1):
+        if row in twin_rows:
+            continue
+        if lang in twins.get(row, {}):
+            code_part = _code_part(lines, tokens, row)
+            indent = code_part[: len(code_part) - len(code_part.lstrip())]
+            line = indent + twins[row][lang] + line[len(code_part.rstrip()):]  # the line's comment stays
+        out.append(line)
+    return "\n".join(out)
+
+
+def localize_code(code: str, lang: str, at: str = "code") -> str:
+    """The cell's code in ``lang``: each line with a ``# lang>`` twin replaced by it, every twin line dropped."""
+    lines, twins, twin_rows = code_twins(code, at)
+    return _apply(lines, twins, twin_rows, lang) if twin_rows else code
+
+
+_STRING_STARTS = {getattr(tokenize, name) for name in ("FSTRING_START", "TSTRING_START") if hasattr(tokenize, name)}
+_STRING_ENDS = {getattr(tokenize, name) for name in ("FSTRING_END", "TSTRING_END") if hasattr(tokenize, name)}
+_SKIPPED = {tokenize.COMMENT, tokenize.NL, tokenize.ENDMARKER}
+
+
+def code_and_strings(code: str) -> tuple[list[tuple[int, str]], list[str]]:
+    """Split code into its skeleton and its string literals.
+
+    The skeleton is (row, token) for every token, each string literal (f-strings too, on every Python) standing as
+    ``'<str>'``, comments and blank lines left out; the literals are the strings' source text, in order. Two cells
+    with the same skeleton run the same code, apart from the values of their strings.
+    """
+    skeleton: list[tuple[int, str]] = []
+    strings: list[str] = []
+    depth = 0
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+            if tok.type in _STRING_STARTS:
+                depth += 1
+                if depth == 1:
+                    skeleton.append((tok.start[0], "<str>"))
+                    strings.append("")
+            if depth:
+                strings[-1] += tok.string
+                depth -= tok.type in _STRING_ENDS
+            elif tok.type == tokenize.STRING:
+                skeleton.append((tok.start[0], "<str>"))
+                strings.append(tok.string)
+            elif tok.type not in _SKIPPED:
+                text = tokenize.tok_name[tok.type] if tok.type in (tokenize.NEWLINE, tokenize.INDENT,
+                                                                    tokenize.DEDENT) else tok.string
+                skeleton.append((tok.start[0], text))
+    except (tokenize.TokenError, SyntaxError, IndentationError) as err:
+        raise ValueError(f"cannot read this code: {err}") from err
+    return skeleton, strings

@@ -30,6 +30,13 @@ Code comments: the code is shared, a comment may have a Chinese twin that replac
     # Why this line exists, in English.
     # zh: 用中文说明这一行为什么存在。
 
+Code twins: a line whose strings are words shown to the learner (a figure's title, an axis label) may be followed
+by its zh version, ``# zh> ...``, which replaces the line's code in the zh notebook; it may change only string
+literals (the builder refuses anything else), so both languages run the same code:
+
+    ax.set_xlabel("key")
+    # zh> ax.set_xlabel("键")
+
 ``python -m tools.authoring.nbtool comments [--only NN]`` lists the English prose comments still without a twin.
 
 An optional ``NN_slug.exercises.nbsrc`` (same format, no title) is appended: the exercises section. Its first
@@ -211,8 +218,18 @@ def parse(path: Path, need_title: bool = True) -> dict:
     return {"title": title, "cells": cells}
 
 
-# Chinese twins of code comments ('# zh:'): parsing and the prose heuristic live in tools/authoring/_comments.py.
-from tools.authoring._comments import CJK, comment_twins, localize_comments, needs_twin, strip_comments  # noqa: E402,F401
+# Chinese twins of code comments ('# zh:') and of code lines ('# zh>'): parsing and the prose heuristic live in
+# tools/authoring/_comments.py.
+from tools.authoring._comments import (  # noqa: E402,F401
+    CJK,
+    code_and_strings,
+    code_twins,
+    comment_twins,
+    localize_code,
+    localize_comments,
+    needs_twin,
+    strip_comments,
+)
 
 
 def untranslated(src: Path) -> list[str]:
@@ -221,7 +238,8 @@ def untranslated(src: Path) -> list[str]:
     for cell in parse(src, need_title=not src.name.endswith(".exercises.nbsrc"))["cells"]:
         if cell["type"] != "code":
             continue
-        lines, comments = comment_twins(cell["source"], cell.get("at", src.name))
+        code = localize_code(cell["source"], "en", cell.get("at", src.name))  # a code twin is code, not a comment
+        lines, comments = comment_twins(code, cell.get("at", src.name))
         for row, (_, en, twins) in sorted(comments.items()):
             if set(twins) != set(TWINS) and needs_twin(en):
                 found.append(f"{cell.get('at', src.name)}+{row}: {lines[row - 1].strip()}")
@@ -271,7 +289,8 @@ def build_one(src: Path, lang: str, repo: str, ref: str, version: str = _course.
             if c.get("tags"):  # e.g. answer: a Predict/Explain model answer, graded by hand under nbgrader
                 cells[-1].metadata["tags"] = c["tags"]
         else:
-            code = localize_comments(c["source"], lang, c.get("at", src.name))
+            code = localize_code(c["source"], lang, c.get("at", src.name))  # '# zh>' lines: figure text
+            code = localize_comments(code, lang, c.get("at", src.name))
             cell = nbformat.v4.new_code_cell(code.replace("{{LANG}}", f'"{lang}"'))
             if c["tags"]:
                 cell.metadata["tags"] = c["tags"]
