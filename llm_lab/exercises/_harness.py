@@ -3,12 +3,16 @@
 ``run`` wraps one check; ``call`` wraps every call into learner code inside it. Together they:
 
 - stop code that runs past the time limit. On the main thread of a POSIX system (Jupyter, nbgrader, pytest)
-  ``signal.setitimer`` raises ``Deadline`` into the running Python code and re-fires every 50 ms, so a bare
-  ``except:`` in learner code cannot swallow it for good. Elsewhere (Windows, other threads) a
-  ``sys.settrace`` hook checks the clock on every executed line; a bare ``except:`` that swallows the first
-  raise ends that hook (Python unsets a trace function that raises), so such code can still run on.
+  ``signal.setitimer`` raises ``Deadline`` into the running Python code and re-fires every 50 ms. Code that
+  swallows it (``while True: try: ... except BaseException: pass``) is then traced: ``_deadline`` raises
+  ``Deadline`` again at the first line where no handler between that line and this harness would catch it
+  (read from the code's exception table, Python 3.11+), so such a loop ends too. Elsewhere (Windows, other
+  threads) the same trace function runs from the start and raises at such a line once the time is up.
   Neither can interrupt one long C call: a single huge torch op (or a C extension's loop) runs to its end,
-  then the limit strikes. ``Deadline`` derives from ``BaseException`` so ``except Exception`` lets it through.
+  then the limit strikes; nor code that disables tracing itself or swallows the exception in a context
+  manager's ``__exit__``. In grading the kernel is also killed from outside after the whole submission's
+  time limit (``tools/teaching/_grade_kernel.py``). ``Deadline`` derives from ``BaseException`` so
+  ``except Exception`` lets it through.
 - catch ``SystemExit`` and a ``KeyboardInterrupt`` that the learner's code raises itself. A real Ctrl-C
   (SIGINT, also what Jupyter's stop button and nbclient's cell timeout send) during a check is the user
   stopping the cell: it is re-raised, as everywhere else in Python. We tell the two apart with a SIGINT
@@ -35,7 +39,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import _remote
+from . import _deadline, _remote
 from ._core import LearnerError, NotImplementedYet, TimedOut
 from ._observe import observing
 
@@ -214,9 +218,15 @@ def _time_limit(r: _Run, case: str):
 
 @contextlib.contextmanager
 def _alarm(seconds: float):
+    strikes = []
+
     def on_alarm(signum, frame):
+        if strikes:  # the last Deadline was swallowed: raise the next one where nothing catches it
+            _deadline.install(_deadline.tracer(Deadline, lambda: True, call.__code__), frame, call.__code__)
+        strikes.append(1)
         raise Deadline()
 
+    previous_trace = sys.gettrace()
     previous = signal.signal(signal.SIGALRM, on_alarm)
     started = time.monotonic()
     earlier_delay, earlier_interval = signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)
@@ -225,6 +235,8 @@ def _alarm(seconds: float):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0, 0)
         signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
+        if strikes:
+            sys.settrace(previous_trace)
         if earlier_delay > 0:  # the notebook had its own alarm running: give it back, minus the time spent
             signal.setitimer(signal.ITIMER_REAL, max(earlier_delay - (time.monotonic() - started), 1e-3),
                              earlier_interval)
@@ -232,13 +244,8 @@ def _alarm(seconds: float):
 
 @contextlib.contextmanager
 def _trace_deadline(end: float):
-    def tracer(frame, event, arg):
-        if time.monotonic() > end:
-            raise Deadline()
-        return tracer
-
     previous = sys.gettrace()
-    sys.settrace(tracer)
+    sys.settrace(_deadline.tracer(Deadline, lambda: time.monotonic() > end, call.__code__))
     try:
         yield
     finally:
