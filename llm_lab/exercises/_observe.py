@@ -157,22 +157,46 @@ def _mark(seen: Observed, func, name: str, args, kwargs) -> None:
         seen.marks.add("is_causal=True")
 
 
+def _kind(func) -> tuple[str, bool, bool]:
+    """``(name, plain, write)`` of a torch callable, cached: the hook's fast path is one dict lookup."""
+    try:
+        return _KINDS[func]
+    except (KeyError, TypeError):
+        pass
+    name = function_name(func)
+    op = op_of(name)
+    kind = (name, op in PLAIN, op in WRITES)
+    with contextlib.suppress(TypeError):
+        if len(_KINDS) < 4096:
+            _KINDS[func] = kind
+    return kind
+
+
+_KINDS: dict = {}
+
+
 class _Calls(TorchFunctionMode):
     def __init__(self, seen: Observed):
         super().__init__()
         self.seen = seen
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        name = function_name(func)
+        try:
+            name, plain, write = _kind(func)
+        except Exception:  # noqa: BLE001 - never fail the learner's call: look inside it instead
+            name, plain, write = f"torch.{type(func).__name__}", False, False
         seen = self.seen
         seen.ops.add(name)
+        if plain and not write and not kwargs:  # the fast path: most calls of a loop over small tensors
+            out = func(*args)
+            if type(out) is torch.Tensor and out.numel() > seen.largest and not out._is_view():
+                seen.largest = out.numel()
+            return out
+        kwargs = kwargs or {}
         try:
-            plain = op_of(name) in PLAIN
-            if not plain or op_of(name) in WRITES or kwargs:
-                _mark(seen, func, name, args, kwargs)
-        except Exception:  # noqa: S110 - a mark is extra; the call itself must go on untouched
-            plain = False
+            _mark(seen, func, name, args, kwargs)
+        except Exception:  # noqa: BLE001 - a mark is extra; the call itself goes on untouched
+            pass
         if plain:
             out = func(*args, **kwargs)
             seen.size(out, views=False)
