@@ -7,9 +7,10 @@ in), once as ``grade`` runs it and once with those hooks replaced by no-ops, and
 the overhead) and what a solution 10x slower than the lesson's would take under the checker, against its
 ``TIMEOUT``. Medians of ``--repeat`` runs; the load average is printed, since a shared machine is slower.
 
-Usage: python -m benchmarks.checker_overhead [--repeat 3] [--only tiled_attention,dropout]
+Usage: python -m benchmarks.checker_overhead [--repeat 3] [--only tiled_attention,dropout] [--out FILE]
 
-Not a test (timings depend on the machine); docs/benchmarks.md records one run's figures.
+Not a test (timings depend on the machine). With ``--out docs/benchmarks.md`` the table also goes into that
+report, between ``<!-- checkers:begin -->`` and ``<!-- checkers:end -->`` (replaced, or appended the first time).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import contextlib
 import os
 import statistics
 import time
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -234,29 +236,58 @@ def seconds(name: str, obj, repeat: int, off: bool) -> float:
     return statistics.median(times)
 
 
+BEGIN, END = "<!-- checkers:begin -->", "<!-- checkers:end -->"
+
+
+def write_section(path: Path, lines: list[str]) -> None:
+    """Put ``lines`` into the report at ``path`` as its checkers section."""
+    section = "\n".join([BEGIN, "## What the checkers cost", "",
+                          "Written by `python -m benchmarks.checker_overhead --out docs/benchmarks.md`; never edit the "
+                          "numbers by hand. *Off*: the same `grade` with the observer, the reference watch and the "
+                          "time limit replaced by no-ops (the code's own cost, plus the checker's comparisons). "
+                          "*Naive*: a correct solution looping over single elements "
+                          "(`benchmarks/checker_overhead.py`). "
+                          "*10x lesson, graded*: what a solution ten times slower than the lesson's would take under "
+                          "the checker at the naive solution's overhead, against the 10 s limit.", "",
+                          *lines, END])
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if BEGIN in text and END in text.split(BEGIN, 1)[1]:
+        before, rest = text.split(BEGIN, 1)
+        text = before + section + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    path.write_text(text, encoding="utf-8")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (the median is shown)")
     parser.add_argument("--only", default="", help="comma-separated checker names (default: all observed ones)")
+    parser.add_argument("--out", type=Path, help="also write the table into this report (docs/benchmarks.md)")
     args = parser.parse_args(argv)
     names = [n for n in args.only.split(",") if n] or list(CASES)
     unknown = sorted(set(names) - set(CASES))
     if unknown:
         parser.error(f"unknown checker(s) {', '.join(unknown)}; known: {', '.join(CASES)}")
-    print(f"load average (1 min) {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
-          f"time limit {ex.TIMEOUT:g} s per check")
-    print("| checker | lesson, hooks off | naive, hooks off | naive, graded | overhead (graded / off) | "
-          "10x lesson, graded |")
-    print("|---|---:|---:|---:|---:|---:|")
+    lines = [f"- load average (1 min) {os.getloadavg()[0]:.2f} at the start, {os.cpu_count()} CPUs, torch "
+             f"{torch.__version__}, time limit {ex.TIMEOUT:g} s per check, median of {args.repeat} runs", "",
+             "| checker | lesson, off | naive, off | naive, graded | overhead (graded / off) | 10x lesson, graded |",
+             "|---|---:|---:|---:|---:|---:|"]
+    print(lines[0])
+    print(*lines[2:], sep="\n")
     for name in names:
         lesson, naive = CASES[name]
         ex.grade(name, lesson)  # warm-up: first-call imports and caches are not the checker's cost
         lesson_off = seconds(name, lesson, args.repeat, off=True)
         naive_off, naive_on = (seconds(name, naive, args.repeat, off=off) for off in (True, False))
         ratio = naive_on / naive_off
-        print(f"| `{name}` | {lesson_off:.2f} s | {naive_off:.2f} s | {naive_on:.2f} s | {ratio:.2f}x | "
-              f"{10 * lesson_off * ratio:.2f} s |")
-    print(f"load average (1 min) {os.getloadavg()[0]:.2f} at the end")
+        lines.append(f"| `{name}` | {lesson_off:.2f} s | {naive_off:.2f} s | {naive_on:.2f} s | {ratio:.2f}x | "
+                     f"{10 * lesson_off * ratio:.2f} s |")
+        print(lines[-1], flush=True)
+    lines += ["", f"- load average (1 min) {os.getloadavg()[0]:.2f} at the end"]
+    print(lines[-1])
+    if args.out:
+        write_section(args.out, lines)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 another process, docs/checks.md covering every exercise, and correct solutions written differently passing.
 (Each exercise's own requirements are tested in tests/test_exNN_*.py.)"""
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -77,7 +79,7 @@ def test_the_checks_page_covers_every_notebook_with_exercises_in_both_languages(
     docs = Path(__file__).resolve().parent.parent / "docs"
     pages = {lang: (docs / name).read_text(encoding="utf-8")
              for lang, name in (("en", "checks.md"), ("zh", "checks.zh-CN.md"))}
-    notebooks = [f"{n:02d}" for n in range(8)]  # 00-07 (08's exercises are their author's to document)
+    notebooks = [f"{n:02d}" for n in range(9)]
     assert set(notebooks) <= {r.notebook for r in ex.REGISTRY.values()}
     for lang, text in pages.items():
         for nn in notebooks:
@@ -85,6 +87,17 @@ def test_the_checks_page_covers_every_notebook_with_exercises_in_both_languages(
         assert "check_additive_attention" in text and "block_size" in text
     rows = {lang: sum(line.startswith("| ") for line in text.splitlines()) for lang, text in pages.items()}
     assert rows["en"] == rows["zh"]
+    points = {"en": "{} pt", "zh": "{} 分"}
+    for lang, text in pages.items():  # in step with the registry: each exercise's row, its checker, its points
+        sections = dict(re.findall(r"^### (\d\d) · .*?\n(.*?)(?=^### |^## )", text, flags=re.M | re.S))
+        assert set(sections) == {r.notebook for r in ex.REGISTRY.values()}, (lang, sorted(sections))
+        named = set(re.findall(r"`check_(\w+)`", "".join(sections.values())))
+        assert named == set(ex.REGISTRY), (lang, named ^ set(ex.REGISTRY))
+        for name, record in ex.REGISTRY.items():
+            row = [line for line in sections[record.notebook].splitlines() if f"`check_{name}`" in line]
+            assert len(row) == 1, (lang, name, "one row per exercise, in its notebook's section")
+            head = row[0].split(" | ")[0]
+            assert points[lang].format(record.points) in head, (lang, name, head)
     for name in ("additive_attention", "causal_attention", "split_heads", "merge_heads", "multihead",
                  "padded_attention", "windows", "input_embeddings", "tiled_attention"):
         assert ex.points(name) >= 1
