@@ -44,7 +44,7 @@ __itruediv__ __floordiv__ __rfloordiv__ __mod__ __matmul__ __rmatmul__ __neg__ _
 __getitem__ __setitem__ __gt__ __lt__ __ge__ __le__ __eq__ __ne__ __and__ __rand__ __or__ __ror__ __xor__
 __invert__ __iand__ __ior__ __len__ __bool__ __float__ __int__ __index__ __format__ __hash__ __get__
 add add_ sub sub_ mul mul_ div div_ neg exp exp_ log sqrt rsqrt pow abs maximum minimum max min amax amin
-sum mean cumsum logsumexp softmax log_softmax matmul mm bmm baddbmm addmm einsum outer dot
+sum mean cumsum logsumexp softmax log_softmax matmul mm bmm baddbmm addmm outer dot
 masked_fill masked_fill_ where clamp clamp_ isinf isnan isfinite nan_to_num eq ne gt lt ge le logical_not
 tensor as_tensor zeros ones full empty zeros_like ones_like full_like empty_like arange tril triu eye rand randn
 rand_like randn_like randint bernoulli
