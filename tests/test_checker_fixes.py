@@ -394,6 +394,11 @@ CACHED_CASES = [
     ("scale_missing", [(CACHED_SCORES, "    scores = queries @ keys.transpose(-2, -1)\n")], None),
     ("input_modified", [(CACHED_SCORES, "    queries /= queries.shape[-1] ** 0.5\n    scores = queries @ keys.transpose(-2, -1)\n")],
      [("    queries /= queries.shape[-1] ** 0.5\n", "    queries = queries / queries.shape[-1] ** 0.5\n")]),
+    # the import at the top, outside the timed call (it loads torch._dynamo: seconds on a busy machine)
+    ("uses_is_causal", [("import torch\n", "import torch\nfrom torch.nn.attention.bias import causal_lower_right\n"),
+                        (CACHED_SCORES, "    return torch.nn.functional.scaled_dot_product_attention(queries, keys, "
+                         "values, attn_mask=causal_lower_right(q_len, k_len))\n")],
+     [("attn_mask=causal_lower_right(q_len, k_len)", "attn_mask=~hidden")]),
 ]
 
 CASES = (

@@ -2,6 +2,8 @@
 another process, docs/checks.md covering every exercise, and correct solutions written differently passing.
 (Each exercise's own requirements are tested in tests/test_exNN_*.py.)"""
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -77,7 +79,7 @@ def test_the_checks_page_covers_every_notebook_with_exercises_in_both_languages(
     docs = Path(__file__).resolve().parent.parent / "docs"
     pages = {lang: (docs / name).read_text(encoding="utf-8")
              for lang, name in (("en", "checks.md"), ("zh", "checks.zh-CN.md"))}
-    notebooks = [f"{n:02d}" for n in range(8)]  # 00-07 (08's exercises are their author's to document)
+    notebooks = [f"{n:02d}" for n in range(9)]
     assert set(notebooks) <= {r.notebook for r in ex.REGISTRY.values()}
     for lang, text in pages.items():
         for nn in notebooks:
@@ -85,6 +87,17 @@ def test_the_checks_page_covers_every_notebook_with_exercises_in_both_languages(
         assert "check_additive_attention" in text and "block_size" in text
     rows = {lang: sum(line.startswith("| ") for line in text.splitlines()) for lang, text in pages.items()}
     assert rows["en"] == rows["zh"]
+    points = {"en": "{} pt", "zh": "{} 分"}
+    for lang, text in pages.items():  # in step with the registry: each exercise's row, its checker, its points
+        sections = dict(re.findall(r"^### (\d\d) · .*?\n(.*?)(?=^### |^## )", text, flags=re.M | re.S))
+        assert set(sections) == {r.notebook for r in ex.REGISTRY.values()}, (lang, sorted(sections))
+        named = set(re.findall(r"`check_(\w+)`", "".join(sections.values())))
+        assert named == set(ex.REGISTRY), (lang, named ^ set(ex.REGISTRY))
+        for name, record in ex.REGISTRY.items():
+            row = [line for line in sections[record.notebook].splitlines() if f"`check_{name}`" in line]
+            assert len(row) == 1, (lang, name, "one row per exercise, in its notebook's section")
+            head = row[0].split(" | ")[0]
+            assert points[lang].format(record.points) in head, (lang, name, head)
     for name in ("additive_attention", "causal_attention", "split_heads", "merge_heads", "multihead",
                  "padded_attention", "windows", "input_embeddings", "tiled_attention"):
         assert ex.points(name) >= 1
@@ -134,3 +147,205 @@ def additive_sdpa():
 def test_correct_solutions_written_differently_pass(exercise, obj):
     result = ex.grade(exercise, obj)
     assert result.passed, result.message
+
+
+# ---- correct code in other styles passes every observed checker: legacy constructors, numpy, op overloads ------
+
+aten = torch.ops.aten
+
+
+def _blocked_overloads(queries, keys, values, block_size):
+    """The notebook's blocked attention written with ``torch.ops.aten.<op>.<overload>`` and ``torch.Tensor([...])``."""
+    t, hs = queries.shape[-2], queries.shape[-1]
+    scale = torch.Tensor([hs]).sqrt()
+    out = aten.empty_like.default(values)
+    for qs in range(0, t, block_size):
+        q = aten.div.Tensor(queries[:, :, qs : qs + block_size], scale)
+        m = aten.full.default(list(q.shape[:-1]), NEG_INF)
+        s, acc = torch.zeros(q.shape[:-1]), torch.zeros(q.shape)
+        rows = torch.arange(qs, qs + q.shape[2])[:, None]
+        for ks in range(0, qs + q.shape[2], block_size):
+            sc = aten.matmul.default(q, keys[:, :, ks : ks + block_size].transpose(-2, -1))
+            sc = aten.masked_fill.Scalar(sc, torch.arange(ks, ks + sc.shape[-1]) > rows, NEG_INF)
+            new = aten.maximum.default(m, sc.amax(-1))
+            p = aten.exp.default(sc - new[..., None])
+            factor = aten.exp.default(m - new)
+            s = s * factor + p.sum(-1)
+            acc = acc * factor[..., None] + p @ values[:, :, ks : ks + block_size]
+            m = new
+        out[:, :, qs : qs + block_size] = acc / s[..., None]
+    return out
+
+
+def _cached_from_numpy(queries, keys, values):
+    import numpy as np
+
+    q_len, k_len = queries.shape[-2], keys.shape[-2]
+    hidden = torch.from_numpy(np.triu(np.ones((q_len, k_len), dtype=bool), k_len - q_len + 1))
+    scores = aten.div.Tensor(queries @ keys.transpose(-2, -1), torch.Tensor([queries.shape[-1]]).sqrt())
+    return aten._softmax.default(scores.masked_fill(hidden, NEG_INF), -1, False) @ values
+
+
+def _padded_from_numpy(queries, keys, values, key_padding_mask):
+    import numpy as np
+
+    t = queries.shape[-2]
+    hidden = torch.from_numpy(np.triu(np.ones((t, t), dtype=bool), 1)) | key_padding_mask[:, None, None, :]
+    scores = queries @ keys.transpose(-2, -1) / torch.Tensor([keys.shape[-1]]).sqrt()
+    weights = torch.softmax(scores.masked_fill(hidden, NEG_INF), dim=-1)
+    return aten.masked_fill.Scalar(weights, hidden.all(dim=-1, keepdim=True), 0.0) @ values
+
+
+def _windows_long_tensor(token_ids, max_length, stride):
+    windows = torch.LongTensor(token_ids).unfold(0, max_length + 1, stride)
+    return windows[:, :-1], windows[:, 1:]
+
+
+def _windows_from_numpy(token_ids, max_length, stride):
+    import numpy as np
+
+    windows = aten.unfold.default(torch.from_numpy(np.array(token_ids, dtype=np.int64)), 0, max_length + 1, stride)
+    return windows[:, :-1], windows[:, 1:]
+
+
+def _dropout_legacy(x, p, training=True):
+    if not training or p == 0:
+        return x
+    keep = aten.ge.Scalar(torch.rand_like(x), p)
+    return x * keep / torch.Tensor([1 - p])
+
+
+def _additive_overloads():
+    cls = additive_class()
+
+    class AdditiveOverloads(cls):
+        def forward(self, x):
+            n = x.shape[1]
+            q, k, v = self.W_query(x), self.W_key(x), self.W_value(x)
+            scores = aten.add.Tensor(q @ k.transpose(1, 2), self.mask[:n, :n])
+            weights = self.dropout(torch.softmax(scores / torch.Tensor([k.shape[-1]]).sqrt(), dim=-1))
+            return aten.bmm.default(weights, v)
+
+    return AdditiveOverloads
+
+
+OTHER_STYLES = [
+    ("additive_attention", _additive_overloads()),
+    ("split_heads", lambda x, nh: aten.permute.default(x.reshape(*x.shape[:2], nh, -1), [0, 2, 1, 3])
+     * torch.Tensor([1.0])),
+    ("merge_heads", lambda c: aten.permute.default(c, [0, 2, 1, 3]).flatten(2) * torch.Tensor([1.0])),
+    ("padded_attention", _padded_from_numpy),
+    ("windows", _windows_long_tensor),
+    ("windows", _windows_from_numpy),
+    ("tiled_attention", _blocked_overloads),
+    ("cached_attention", _cached_from_numpy),
+    ("dropout", _dropout_legacy),
+]
+
+
+@pytest.mark.parametrize(("exercise", "obj"), OTHER_STYLES, ids=[f"{e}-{i}" for i, (e, _) in enumerate(OTHER_STYLES)])
+def test_correct_code_with_legacy_constructors_numpy_and_op_overloads_passes(exercise, obj):
+    result = ex.grade(exercise, obj)
+    assert result.passed, result.message
+
+
+def test_sdpa_as_an_op_overload_is_named_not_a_crash():
+    sdpa = ex.grade("tiled_attention", lambda q, k, v, b: aten.scaled_dot_product_attention.default(
+        q, k, v, None, 0.0, True))
+    assert (sdpa.status, sdpa.hint) == ("fail", "uses_sdpa"), sdpa.message
+    assert "scaled_dot_product_attention.default" in sdpa.message
+
+
+def test_llm_labs_dataset_handed_in_for_windows_is_the_reference():
+    from llm_lab.dataset import GPTDatasetV1
+
+    def windows(token_ids, max_length, stride):
+        class Ids:
+            def encode(self, text, **kw):
+                return list(token_ids)
+
+        data = GPTDatasetV1("text", Ids(), max_length, stride)
+        pairs = [data[i] for i in range(len(data))]
+        return torch.stack([a for a, _ in pairs]), torch.stack([b for _, b in pairs])
+
+    result = ex.grade("windows", windows)
+    assert result.status == "reference", result.message
+
+
+# ---- one rule for side effects across 00-08: an input changed in place is named --------------------------------
+
+
+def _in_place(fn, index=0):
+    """``fn``'s right result, after writing into its argument ``index`` (as ``x /= 1`` would not, ``x.mul_(1)``)."""
+    def wrapped(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        target = args[index]
+        if isinstance(target, torch.Tensor):
+            target.add_(1) if target.dtype != torch.bool else target.logical_not_()
+        return out
+
+    return wrapped
+
+
+def _solution(name):
+    import test_ex00_window
+    import test_ex01_masks
+    import test_ex02_softmax
+    import test_ex03_dropout
+    import test_ex08_induction
+
+    for module in (test_ex00_window, test_ex01_masks, test_ex02_softmax, test_ex03_dropout, test_ex08_induction):
+        if name in getattr(module, "SOLUTIONS", {}):
+            return module.SOLUTIONS[name]
+    raise KeyError(name)
+
+
+@pytest.mark.parametrize(("exercise", "index", "name"), [
+    ("window_weights", 0, "attn_scores"), ("renormalize", 0, "attn_weights"), ("attention_weights", 1, "keys"),
+    ("causal_softmax", 1, "key_padding_mask"), ("dropout", 0, "x"), ("induction_score", 1, "token_ids"),
+    ("find_induction_head", 0, "attn_weights"),
+])
+def test_an_input_changed_in_place_is_named_in_every_notebook(exercise, index, name):
+    fn = _solution(exercise)
+    if exercise == "dropout":  # the result is computed from x first, then x is written into
+        def fn(x, p, training=True, base=fn):
+            out = base(x.clone(), p, training)
+            x.mul_(2)
+            return out
+    else:
+        fn = _in_place(fn, index)
+    result = ex.grade(exercise, fn)
+    assert (result.status, result.hint) == ("fail", "input_modified"), result.message
+    assert f"`{name}`" in result.message
+
+
+@pytest.mark.parametrize("exercise", ["causal_attention", "multihead"])
+def test_a_module_that_changes_its_input_in_place_is_named(exercise):
+    from test_exercise_mistakes import flex
+
+    base = flex()
+
+    class Writes(base):
+        def forward(self, x):
+            out = super().forward(x)
+            x.mul_(0.5)
+            return out
+
+    result = ex.grade(exercise, Writes)
+    assert (result.status, result.hint) == ("fail", "input_modified"), result.message
+
+
+# ---- non-real outputs are rejected with a hint, and nothing is printed --------------------------------------------
+
+
+@pytest.mark.parametrize("exercise", ["window_weights", "attention_weights", "renormalize", "dropout",
+                                      "induction_score", "cached_attention"])
+def test_a_complex_output_is_rejected_without_a_warning(exercise, recwarn, capsys):
+    import test_ex07_tiled
+
+    base = test_ex07_tiled.SOLUTIONS.get(exercise) or _solution(exercise)
+    result = ex.grade(exercise, lambda *a, **k: base(*a, **k).to(torch.complex64))
+    assert (result.status, result.hint) == ("fail", "not_real"), result.message
+    assert "complex" in result.message
+    assert not [w for w in recwarn if "complex" in str(w.message).lower()]
+    assert capsys.readouterr().err == ""

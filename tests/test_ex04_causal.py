@@ -208,3 +208,44 @@ def test_exercise_2_has_its_own_checker_in_the_notebook():
     assert "check_additive_attention(MyCausalAttention)" in src
     assert "check_causal_attention(CausalAttentionFixed)" in src
     assert ex.points("additive_attention") == ex.points("causal_attention") == 2
+
+
+# ---- writing into a tensor: assembling the output is fine, writing -inf into the scores is a mask ----------------
+
+
+def _additive_writes(how):
+    cls = additive_class()
+
+    class Writes(cls):
+        def forward(self, x):
+            n = x.shape[1]
+            q, k, v = self.W_query(x), self.W_key(x), self.W_value(x)
+            scores = q @ k.transpose(1, 2)
+            hidden = torch.ones(n, n, dtype=torch.bool).triu(1)
+            if how == "setitem":
+                scores[:, hidden] = NEG_INF
+            elif how == "index_put":
+                scores = scores.index_put((torch.arange(x.shape[0])[:, None, None], *hidden.nonzero().T[:, None]),
+                                          torch.tensor(NEG_INF))
+            else:
+                scores = scores + self.mask[:n, :n]
+            weights = self.dropout(torch.softmax(scores / k.shape[-1] ** 0.5, dim=-1))
+            if how != "assemble":
+                return weights @ v
+            out = torch.zeros(x.shape[0], n, v.shape[-1])
+            for i in range(n):
+                out[:, i] = (weights[:, i : i + 1] @ v)[:, 0]  # computed values, row by row: no mask
+            return out
+
+    return Writes
+
+
+def test_an_output_assembled_row_by_row_is_not_a_mask():
+    result = ex.grade("additive_attention", _additive_writes("assemble"))
+    assert result.passed, result.message
+
+
+@pytest.mark.parametrize("how", ["setitem", "index_put"])
+def test_writing_minus_inf_into_the_scores_is_named(how):
+    result = ex.grade("additive_attention", _additive_writes(how))
+    assert (result.status, result.hint) == ("fail", "additive_uses_masked_fill"), result.message

@@ -162,6 +162,49 @@ def test_endless_code_gets_its_own_line_within_the_limit(fn):
     assert result.line.startswith("⏰ ")
 
 
+NEVER_GIVES_UP = """
+import sys, threading, time, torch
+from llm_lab import exercises as ex
+
+def work():
+    with torch.no_grad():
+        return torch.ones(3) + 1
+
+def never_gives_up(num_tokens):
+    while True:
+        try:
+            try:
+                work()
+            except Exception:  # does not catch the time limit: the outer handler does
+                pass
+        except BaseException:
+            pass
+
+box = {}
+start = time.monotonic()
+result = ex.grade("causal_mask", never_gives_up, timeout=0.5)
+worker = threading.Thread(target=lambda: box.update(r=ex.grade("causal_mask", never_gives_up, timeout=0.5)),
+                          daemon=True)
+worker.start()
+worker.join(10)
+print(result.status, box["r"].status if "r" in box else "hung", round(time.monotonic() - start))
+"""
+
+
+def test_a_loop_that_swallows_every_interruption_still_ends_at_the_limit():
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        done = subprocess.run([sys.executable, "-c", NEVER_GIVES_UP], cwd=root, capture_output=True, text=True,
+                              timeout=60, env={**os.environ, "PYTHONPATH": str(root)})
+    except subprocess.TimeoutExpired:
+        pytest.fail("the check never ended: the loop swallowed every Deadline")
+    status, in_thread, seconds = done.stdout.split()
+    assert (status, in_thread) == ("timeout", "timeout"), done.stderr[-2000:]
+    assert int(seconds) < 8
+
+
 def test_time_limit_off_the_main_thread_uses_the_trace_fallback():
     box = {}
     worker = threading.Thread(target=lambda: box.update(r=ex.grade("causal_mask", endless, timeout=0.5)))

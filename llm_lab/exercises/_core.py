@@ -168,6 +168,8 @@ def same(a, b, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
     """Equal shapes and values (NaN equals NaN); bool and integer tensors compare exactly."""
     if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor) or a.shape != b.shape:
         return False
+    if a.is_complex() or b.is_complex() or a.layout != torch.strided or b.layout != torch.strided:
+        return False  # never cast: a complex tensor loses its imaginary part (and warns) when made real
     if a.dtype == torch.bool or b.dtype == torch.bool or not (a.is_floating_point() or b.is_floating_point()):
         return bool(torch.equal(a.cpu().long(), b.cpu().long()))
     return bool(torch.allclose(a.detach().cpu().double(), b.detach().cpu().double(), atol=atol, rtol=rtol,
@@ -181,6 +183,9 @@ def as_tensor(out, case: str) -> torch.Tensor:
         raise Fail("not_tensor", got=type(out).__name__, case=case)
     if out.is_meta:
         raise Fail("meta_tensor", case=case)
+    if out.is_complex() or out.is_quantized or out.layout != torch.strided:
+        # before any comparison: casting a complex tensor to a real one drops the imaginary part (with a warning)
+        raise Fail("not_real", got=f"{out.dtype}, {out.layout}".replace(", torch.strided", ""), case=case)
     return out.detach().cpu()
 
 

@@ -1,12 +1,12 @@
+# ruff: noqa: E501  (the bilingual messages read better unbroken)
 """Notebook 00: sliding-window causal weights, the lesson's causal softmax with a window of the recent past."""
 
 from __future__ import annotations
 
 import torch
 
-from ._core import Exercise, Fail, as_tensor, compare, shape_str
-from ._harness import call
-from ._shared import gen
+from ._core import Exercise, Fail, as_tensor, compare, same, shape_str
+from ._shared import HELPERS, call_unchanged, gen
 
 NEG_INF = float("-inf")
 
@@ -37,7 +37,19 @@ def _variants(s: torch.Tensor, window: int) -> list:
         ("window_sees_future", lambda: softmax_where(s, band(t, window - 1, window - 1))),
         ("window_not_renormalized", lambda: softmax_where(s, causal) * band(t, window - 1, 0)),
         ("future_open", lambda: torch.softmax(s, dim=-1)),
+        ("window_inverted", lambda: softmax_where(s, ~band(t, window - 1, 0)).nan_to_num(0.0)),
+        ("window_inverted", lambda: softmax_where(s, ~band(t, window - 1, 0))),
     ]
+
+
+def _excludes_self(out: torch.Tensor, s: torch.Tensor, window: int) -> bool:
+    """Only the diagonal is wrong: each row (after the first, which has no other key) spreads over its window
+    without the token itself (the window - 1 keys before it, or the window keys before it)."""
+    t = s.shape[-1]
+    if out.shape != s.shape or t < 2 or window < 2 or not bool((out.diagonal()[1:].abs() < 1e-6).all()):
+        return False
+    no_self = ~torch.eye(t, dtype=torch.bool)
+    return any(same(out[1:], softmax_where(s, band(t, lo, 0) & no_self)[1:]) for lo in (window - 1, window))
 
 
 def body_window_weights(fn) -> list[str]:
@@ -47,9 +59,9 @@ def body_window_weights(fn) -> list[str]:
         case = f"attn_scores.shape=({num_tokens}, {num_tokens}), window={window}"
         s = torch.randn(num_tokens, num_tokens, generator=g) * 2
         want = window_weights_reference(s, window)
-        out = as_tensor(call(fn, s.clone(), window, case=case), case)
-        if out.shape == want.shape and num_tokens > 1 and bool((out.diagonal()[1:].abs() < 1e-6).all()):
-            raise Fail("window_excludes_self", case=case)  # a token always sees itself
+        out = as_tensor(call_unchanged(fn, s, window, names=("attn_scores", "window"), case=case), case)
+        if _excludes_self(out, s, window):
+            raise Fail("window_excludes_self", case=case)
         compare(out, want, case, _variants(s, window))
         cases.append(f"{shape_str(s.shape)} w={window}")
     return cases
@@ -72,6 +84,10 @@ _MESSAGES = {
         "en": "{title}: the diagonal is 0: a token must see itself, the last key of its window (input: {case}).",
         "zh": "{title}：对角线是 0：词元必须看得到它自己，它是窗口里的最后一个键（输入：{case}）。",
     },
+    "window_inverted": {
+        "en": "{title}: the mask is inverted (input: {case}): the weight falls on the keys outside the window, and the window itself (the token and the window - 1 before it) gets 0.",
+        "zh": "{title}：遮蔽反了（输入：{case}）：权重落在了窗口之外的键上，窗口本身（词元自己和它之前的 window - 1 个）却是 0。",
+    },
     "window_sees_future": {
         "en": "{title}: the window reaches into the future: keys after the query get weight (input: {case}).",
         "zh": "{title}：窗口伸进了未来：查询之后的键也得到了权重（输入：{case}）。",
@@ -91,6 +107,8 @@ _FIXES = {
                           "zh": "第 i 行以键 `i` 自己结尾：`scores[i, start : i + 1]`。"},
     "window_sees_future": {"en": "Keep the window on one side: keys j with `i - window < j <= i`.",
                            "zh": "窗口只在一侧：只保留满足 `i - window < j <= i` 的键 j。"},
+    "window_inverted": {"en": "Hide what is outside the window: `scores.masked_fill(~visible, float('-inf'))` with `visible` True for keys `i - window < j <= i`.",
+                        "zh": "遮住窗口之外的位置：`scores.masked_fill(~visible, float('-inf'))`，其中 `visible` 在 `i - window < j <= i` 的键上为 True。"},
     "window_excludes_self": {"en": "Slice up to and including i: `scores[i, start : i + 1]`.",
                              "zh": "切片要包含 i 本身：`scores[i, start : i + 1]`。"},
     "window_not_renormalized": {
@@ -104,7 +122,10 @@ RECORDS = [
         name="window_weights", notebook="00", body=body_window_weights, points=2, takes="function",
         signature="``fn(attn_scores (T, T), window) -> (T, T)``: row i a softmax over keys i - window + 1 .. i, "
                   "0 elsewhere.",
-        hints=(*_MESSAGES, "future_open"),
+        hints=(*_MESSAGES, "future_open", "input_modified"),
+        # the checker's own helpers compute the answer: handing one in (or calling it) is the reference
+        references=("exercises._ex00_window.window_weights_reference", "exercises._ex00_window.softmax_where")
+        + HELPERS,
         messages=_MESSAGES, fixes=_FIXES,
     ),
 ]

@@ -8,7 +8,7 @@ import torch
 from ..masks import causal_mask, mask_and_renormalize
 from ._core import Exercise, Fail, LearnerError, as_tensor, compare, diagnose, same, shape_str
 from ._harness import call
-from ._shared import gen, sizes, tril, triu
+from ._shared import call_unchanged, gen, sizes, tril, triu
 
 
 def body_causal_mask(fn) -> list[str]:
@@ -60,7 +60,7 @@ def body_renormalize(fn) -> list[str]:
         want = mask_and_renormalize(w)
         batched = len(shape) > 2
         try:
-            out = call(fn, w.clone(), case=case)
+            out = call_unchanged(fn, w, names=("attn_weights",), case=case)
         except LearnerError:
             if batched:  # every single-matrix case passed: the batch dimensions are the problem
                 raise Fail("batch_dims", case=case) from None
@@ -103,13 +103,13 @@ RECORDS = [
         name="causal_mask", notebook="01", body=body_causal_mask, points=1, takes="function",
         signature="``fn(num_tokens) -> bool (T, T)``, True strictly above the diagonal (the hidden future).",
         hints=("diagonal_masked", "mask_inverted", "mask_transposed", "future_open", "mask_not_bool"),
-        references=("masks.causal_mask",),
+        references=("masks.causal_mask", "exercises._shared.triu", "exercises._shared.tril"),
     ),
     Exercise(
         name="renormalize", notebook="01", body=body_renormalize, points=2, takes="function",
         signature="``fn(attn_weights (..., T, T)) -> (..., T, T)``: zero the future, divide each row by its sum.",
         hints=("column_sums", "not_renormalized", "sum_over_all", "future_open", "diagonal_masked", "mask_inverted",
-               "mask_transposed", "batch_dims"),
-        references=("masks.mask_and_renormalize",),
+               "mask_transposed", "batch_dims", "input_modified"),
+        references=("masks.mask_and_renormalize", "exercises._ex01_masks._renormalized"),
     ),
 ]

@@ -6,8 +6,7 @@ import torch
 
 from ..masks import causal_mask, causal_softmax
 from ._core import Exercise, Fail, LearnerError, as_tensor, compare, diagnose, same, shape_str
-from ._harness import call
-from ._shared import gen, softmax_masked, triu, weights_variants
+from ._shared import HELPERS, call_unchanged, gen, softmax_masked, triu, weights_variants
 
 
 def body_attention_weights(fn) -> list[str]:
@@ -20,7 +19,7 @@ def body_attention_weights(fn) -> list[str]:
         want = causal_softmax(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5)
         batched = len(q_shape) > 2
         try:
-            out = call(fn, q.clone(), k.clone(), case=case)
+            out = call_unchanged(fn, q, k, names=("queries", "keys"), case=case)
         except LearnerError:
             if batched:
                 raise Fail("batch_dims", case=case) from None
@@ -80,7 +79,7 @@ def body_causal_softmax(fn) -> list[str]:
         case = f"attn_scores.shape={shape_str((b, t, t))}, key_padding_mask={pad}"
         scores = torch.randn(b, t, t, generator=g)
         want = causal_softmax(scores, kpm)  # the reference broadcasts kpm as (B, 1, T): one row per sequence
-        out = as_tensor(call(fn, scores.clone(), kpm.clone(), case=case), case)
+        out = as_tensor(call_unchanged(fn, scores, kpm, names=("attn_scores", "key_padding_mask"), case=case), case)
         rows_hidden = (causal_mask(t) | kpm.unsqueeze(-2)).all(dim=-1)  # (B, T)
         if not same(out, want):
             diagnose(out, _softmax_variants(scores, kpm), want, case=case)
@@ -98,15 +97,15 @@ RECORDS = [
         "softmaxed.",
         hints=("softmax_dim", "scale_missing", "scale_twice", "scale_inverted", "scale_uses_T", "diagonal_masked",
                "future_open", "mask_inverted", "mask_transposed", "masked_with_zero", "not_renormalized",
-               "batch_dims"),
-        references=("masks.causal_softmax",),
+               "batch_dims", "input_modified"),
+        references=("masks.causal_softmax",) + HELPERS,
     ),
     Exercise(
         name="causal_softmax", notebook="02", body=body_causal_softmax, points=3, takes="function",
         signature="``fn(attn_scores (B, T, T), key_padding_mask bool (B, T)) -> (B, T, T)``; fully masked rows "
         "are zeros.",
         hints=("nan_rows", "padding_ignored", "padded_queries_zeroed", "padding_wrong_axis", "future_open",
-               "diagonal_masked", "fully_masked_not_zero"),
-        references=("masks.causal_softmax",),
+               "diagonal_masked", "fully_masked_not_zero", "input_modified"),
+        references=("masks.causal_softmax",) + HELPERS,
     ),
 ]

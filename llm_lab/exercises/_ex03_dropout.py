@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the bilingual messages read better unbroken)
 """Notebook 03: inverted dropout by hand."""
 
 from __future__ import annotations
@@ -5,14 +6,34 @@ from __future__ import annotations
 import torch
 
 from ._core import Exercise, Fail, as_tensor, compare, same, shape_str
-from ._harness import call
-from ._shared import gen, kept_scale_hint, rate_hint, shared_dims
+from ._harness import last_observed
+from ._observe import called_matching
+from ._shared import call_unchanged, gen, kept_scale_hint, rate_hint, shared_dims
+
+
+def _call(fn, x, p, training, case, seed, observed: list | None = None):
+    """The learner's call on a copy of ``x``; ``observed``: record its torch calls there (the "by hand" check)."""
+    out = call_unchanged(fn, x, p, names=("x", "p"), training=training, case=case, seed=seed,
+                         observe=observed is not None)
+    if observed is not None:
+        observed.append(last_observed())
+    return as_tensor(out, case)
+
+
+def _builtin_used(fn, g) -> str | None:
+    """Does the code reach torch's own dropout (any route: nn.Dropout, F.dropout, torch.dropout, an aten
+    overload)? Asked on two small calls, observed, so that a loop over a large input pays nothing for it."""
+    observed = []
+    for shape, p, training in (((2, 3), 0.5, True), ((1, 1), 0.3, False)):
+        x = torch.rand(*shape, generator=g) + 0.5
+        _call(fn, x, p, training, f"x.shape={shape_str(shape)}, p={p}, training={training}", 6, observed)
+    return next((op for op in (called_matching(r, "dropout") for r in observed) if op), None)
 
 
 def _training_case(fn, shape, p, seed, g) -> str:
     x = torch.rand(*shape, generator=g) + 0.5  # strictly positive: a zero in the output means dropped
     case = f"x.shape={shape_str(shape)}, p={p}, training=True"
-    out = as_tensor(call(fn, x.clone(), p, training=True, case=case, seed=seed), case)
+    out = _call(fn, x, p, True, case, seed)
     if out.shape != x.shape:
         raise Fail("wrong_shape", expected=shape_str(x.shape), got=shape_str(out.shape), case=case)
     out, xd = out.double(), x.double()
@@ -45,7 +66,7 @@ def body_dropout(fn) -> list[str]:
                                ((2, 4, 4), 0.2, False)):
         x = torch.rand(*shape, generator=g) + 0.5
         case = f"x.shape={shape_str(shape)}, p={p}, training={training}"
-        out = as_tensor(call(fn, x.clone(), p, training=training, case=case, seed=5), case)
+        out = _call(fn, x, p, training, case, 5)
         if not same(out, x) and out.shape == x.shape:
             if p == 0.0:
                 ratio = out.double() / x.double()
@@ -55,6 +76,9 @@ def body_dropout(fn) -> list[str]:
                 raise Fail("dropout_in_eval", case=case)
         compare(out, x, case)
         cases.append(f"p={p}" if training else "eval")
+    builtin = _builtin_used(fn, gen(405))  # "by hand": judged once every value is right (a wrong dropout first)
+    if builtin:
+        raise Fail("dropout_builtin", ref=builtin)
     return cases
 
 
@@ -64,6 +88,13 @@ MODULE_MESSAGES = {
         "en": "{title}: in training mode with p={p} nothing was dropped: the output equals the input.",
         "zh": "{title}：训练模式下 p={p}，却没有任何值被丢弃，输出与输入完全相同。",
     },
+    "dropout_builtin": {
+        "en": "{title}: right values, but with `{ref}`, torch's own dropout: this exercise writes dropout by hand (no nn.Dropout, F.dropout or torch.dropout), from a random mask and the 1/(1-p) scale.",
+        "zh": "{title}：数值是对的，但用了 torch 自带的丢弃 `{ref}`：这道练习要求手写 dropout（不用 nn.Dropout、F.dropout 或 torch.dropout），用随机掩码和 1/(1-p) 缩放来实现。",
+    },
+}
+MODULE_FIXES = {
+    "dropout_builtin": {"en": "`keep = torch.rand_like(x) >= p`, then `return x * keep / (1 - p)`.", "zh": "`keep = torch.rand_like(x) >= p`，然后 `return x * keep / (1 - p)`。"},
 }
 
 
@@ -73,6 +104,6 @@ RECORDS = [
         signature="``fn(x, p, training=True) -> tensor``: inverted dropout by hand; identity when not training.",
         hints=("dropout_scaled_by_p", "dropout_not_scaled", "dropout_wrong_scale", "dropout_in_eval",
                "dropout_rate_inverted", "dropout_rate_wrong", "dropout_not_applied", "dropout_mask_shared",
-               "nan_output"),
+               "nan_output", "dropout_builtin", "input_modified"),
     ),
 ]

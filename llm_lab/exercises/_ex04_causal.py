@@ -19,7 +19,7 @@ from ._modules import (
     qkv,
     reference_context,
 )
-from ._observe import called
+from ._observe import called, marked
 from ._shared import HELPERS, gen, tril, triu, weights_variants
 
 
@@ -35,8 +35,18 @@ def _context_variants(x: torch.Tensor, layers: dict) -> list:
     return variants
 
 
-# forward must add the stored mask, not hide scores by writing into them
-NOT_ADDITIVE_OPS = ("masked_fill", "masked_fill_", "where", "__setitem__", "index_put", "index_put_", "masked_scatter")
+# forward must add the stored mask, not hide scores by filling or writing a constant into them; writing computed
+# values (``out[:, i] = weights @ values``, assembling the output) is no mask and is fine
+NOT_ADDITIVE_OPS = ("masked_fill", "masked_fill_", "where")
+
+
+def _hides_by_writing(record) -> str | None:
+    """The call that hid scores without the additive mask: a fill or ``where``, or a write of one constant."""
+    op = called(record, *NOT_ADDITIVE_OPS)
+    if op:
+        return op
+    write = marked(record, "constant:")
+    return write.split(":", 1)[1] if write else None
 LINEARS = ("W_query", "W_key", "W_value")
 
 
@@ -87,7 +97,7 @@ def body_causal_attention(cls, additive: bool = False) -> list[str]:
             forward_case(module, x, case, reference_context(x, layers), _context_variants(x, layers),
                          passed_full=passed_full, context_length=context_length, observe=additive)
             if additive:
-                op = called(last_observed(), *NOT_ADDITIVE_OPS)
+                op = _hides_by_writing(last_observed())
                 if op:
                     raise Fail("additive_uses_masked_fill", ref=op, case=case)
             passed_full = passed_full or shape[1] == context_length

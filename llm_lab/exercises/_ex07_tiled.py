@@ -10,9 +10,9 @@ import torch
 import torch.nn.functional as F
 
 from ._core import Exercise, Fail, LearnerError, as_tensor, compare, diagnose, same, shape_str
-from ._harness import call, last_observed
-from ._observe import called_matching
-from ._shared import gen, unless_reference
+from ._harness import last_observed
+from ._observe import called_matching, marked
+from ._shared import call_unchanged, gen, unless_reference
 
 NEG_INF = float("-inf")
 
@@ -86,14 +86,13 @@ def _inputs(g, b, nh, t, hs, kind):
 
 def _run(fn, q, k, v, block, case):
     """The learner's call on copies (observed); Fail if it changed them or reached SDPA by any route."""
-    args = (q.clone(), k.clone(), v.clone())
-    out = call(fn, *args, block, case=case, observe=True)
-    sdpa = called_matching(last_observed(), "scaled_dot_product")
-    if sdpa:
-        unless_reference(Fail("uses_sdpa", ref=sdpa))
-    for name, before, after in zip(("queries", "keys", "values"), (q, k, v), args, strict=True):
-        if not same(after, before, atol=0.0, rtol=0.0):
-            raise Fail("input_modified", name=name, case=case)
+    try:
+        out = call_unchanged(fn, q, k, v, block, names=("queries", "keys", "values", "block_size"), case=case,
+                             observe=True)
+    finally:
+        sdpa = called_matching(last_observed(), "scaled_dot_product")
+        if sdpa:  # before anything else, a raised error included: the ban holds whatever the values
+            unless_reference(Fail("uses_sdpa", ref=sdpa))
     return as_tensor(out, case), last_observed()
 
 
@@ -215,21 +214,22 @@ CACHED_CASES = [(1, 1, 1, 6, 4), (2, 3, 3, 7, 5), (1, 2, 4, 4, 8), (2, 1, 2, 9, 
 
 def body_cached_attention(fn) -> list[str]:
     g = gen(707)
-    cases = []
+    cases, observed = [], []
     for b, nh, q_len, k_len, hs in CACHED_CASES:
         q = torch.randn(b, nh, q_len, hs, generator=g)
         k, v = torch.randn(b, nh, k_len, hs, generator=g), torch.randn(b, nh, k_len, hs, generator=g)
         case = f"queries.shape={shape_str(q.shape)}, keys.shape={shape_str(k.shape)}"
-        args = (q.clone(), k.clone(), v.clone())
-        out = as_tensor(call(fn, *args, case=case), case)
-        for name, before, after in zip(("queries", "keys", "values"), (q, k, v), args, strict=True):
-            if not same(after, before, atol=0.0, rtol=0.0):
-                raise Fail("input_modified", name=name, case=case)
+        out = as_tensor(call_unchanged(fn, q, k, v, names=("queries", "keys", "values"), case=case, observe=True),
+                        case)
+        observed.append(last_observed())
         variants = [(hint, functools.partial(cached, q, k, v, **kw)) for hint, kw in (
             ("mask_top_left", {"align": "top_left"}), ("cache_future_open", {"align": None}),
             ("cache_own_key_hidden", {"align": "own_hidden"}), ("scale_missing", {"scale": False}))]
         compare(out, cached(q, k, v), case, variants if q_len < k_len else variants[1:])
         cases.append(f"q_len={q_len} k_len={k_len}")
+    for record in observed:  # "build that mask yourself": judged once every value is right
+        if marked(record, "is_causal=True"):
+            unless_reference(Fail("uses_is_causal", ref=called_matching(record, "scaled_dot_product") or "is_causal"))
     return cases
 
 
@@ -247,7 +247,12 @@ _CACHED_MESSAGES = {
         "zh": "{title}：每个新查询都遮住了它自己的键（输入：{case}）：遮蔽往前错了一个键；查询 i 位于 k_len - q_len + i，这个键它也看得到。",
     },
 }
+_CACHED_MESSAGES["uses_is_causal"] = {
+    "en": "{title}: right values, but the causal mask comes from torch (`is_causal=True` or `causal_lower_right`, in `{ref}`): this exercise builds the mask aligned to the newest query itself and passes it as `attn_mask` (or applies it to the scores).",
+    "zh": "{title}：数值是对的，但因果遮蔽来自 torch（`{ref}` 里的 `is_causal=True` 或 `causal_lower_right`）：这道练习要求自己构造对齐到最新查询的遮蔽，作为 `attn_mask` 传入（或者直接作用在分数上）。",
+}
 _CACHED_FIXES = {
+    "uses_is_causal": {"en": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`; `F.scaled_dot_product_attention(queries, keys, values, attn_mask=~hidden)`.", "zh": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`；`F.scaled_dot_product_attention(queries, keys, values, attn_mask=~hidden)`。"},
     "mask_top_left": {"en": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`, then `scores.masked_fill(hidden, float('-inf'))`; or SDPA with `attn_mask=~hidden`, not `is_causal=True`.", "zh": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`，再 `scores.masked_fill(hidden, float('-inf'))`；或者给 SDPA 传 `attn_mask=~hidden`，而不是 `is_causal=True`。"},
     "cache_future_open": {"en": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`.", "zh": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`。"},
     "cache_own_key_hidden": {"en": "`triu(diagonal=k_len - q_len + 1)`, not `k_len - q_len`.", "zh": "用 `triu(diagonal=k_len - q_len + 1)`，而不是 `k_len - q_len`。"},
@@ -259,7 +264,8 @@ RECORDS = [
         name="cached_attention", notebook="07", body=body_cached_attention, points=2, takes="function",
         signature="``fn(queries (B, nh, q_len, hs), keys, values (B, nh, k_len, hs)) -> (B, nh, q_len, hs)``: causal "
         "attention of the q_len newest tokens on all k_len keys and values (the cache included), ``q_len <= k_len``.",
-        hints=("mask_top_left", "cache_future_open", "cache_own_key_hidden", "scale_missing", "input_modified"),
+        hints=("mask_top_left", "cache_future_open", "cache_own_key_hidden", "scale_missing", "input_modified",
+               "uses_is_causal"),
         references=("kv_cache.cached_attention", "kv_cache.causal_mask_bottom_right", "kv_cache.decode_step",
                     "exercises._ex07_tiled.cached"),
         messages=_CACHED_MESSAGES, fixes=_CACHED_FIXES,

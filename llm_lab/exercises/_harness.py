@@ -3,12 +3,16 @@
 ``run`` wraps one check; ``call`` wraps every call into learner code inside it. Together they:
 
 - stop code that runs past the time limit. On the main thread of a POSIX system (Jupyter, nbgrader, pytest)
-  ``signal.setitimer`` raises ``Deadline`` into the running Python code and re-fires every 50 ms, so a bare
-  ``except:`` in learner code cannot swallow it for good. Elsewhere (Windows, other threads) a
-  ``sys.settrace`` hook checks the clock on every executed line; a bare ``except:`` that swallows the first
-  raise ends that hook (Python unsets a trace function that raises), so such code can still run on.
+  ``signal.setitimer`` raises ``Deadline`` into the running Python code and re-fires every 50 ms. Code that
+  swallows it (``while True: try: ... except BaseException: pass``) is then traced: ``_deadline`` raises
+  ``Deadline`` again at the first line where no handler between that line and this harness would catch it
+  (read from the code's exception table, Python 3.11+), so such a loop ends too. Elsewhere (Windows, other
+  threads) the same trace function runs from the start and raises at such a line once the time is up.
   Neither can interrupt one long C call: a single huge torch op (or a C extension's loop) runs to its end,
-  then the limit strikes. ``Deadline`` derives from ``BaseException`` so ``except Exception`` lets it through.
+  then the limit strikes; nor code that disables tracing itself or swallows the exception in a context
+  manager's ``__exit__``. In grading the kernel is also killed from outside after the whole submission's
+  time limit (``tools/teaching/_grade_kernel.py``). ``Deadline`` derives from ``BaseException`` so
+  ``except Exception`` lets it through.
 - catch ``SystemExit`` and a ``KeyboardInterrupt`` that the learner's code raises itself. A real Ctrl-C
   (SIGINT, also what Jupyter's stop button and nbclient's cell timeout send) during a check is the user
   stopping the cell: it is re-raised, as everywhere else in Python. We tell the two apart with a SIGINT
@@ -37,7 +41,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import _remote
+from . import _deadline, _remote
 from ._core import LearnerError, NotImplementedYet, TimedOut
 from ._observe import observing
 
@@ -113,8 +117,8 @@ def call(fn, *args, case: str, seed: int | None = None, **kwargs):
         return _call_remote(r, fn, args, kwargs, case=case, seed=seed)
     observe = bool(kwargs.pop("observe", False))
     try:
-        with contextlib.redirect_stdout(r.out), warnings.catch_warnings(), _watching(r), _time_limit(r, case), \
-                _observing(r, observe):
+        with contextlib.redirect_stdout(r.out), warnings.catch_warnings(), _watching(r, observe), \
+                _time_limit(r, case), _observing(r, observe):
             warnings.simplefilter("ignore")
             if seed is not None:
                 torch.manual_seed(seed)
@@ -216,9 +220,15 @@ def _time_limit(r: _Run, case: str):
 
 @contextlib.contextmanager
 def _alarm(seconds: float):
+    strikes = []
+
     def on_alarm(signum, frame):
+        if strikes:  # the last Deadline was swallowed: raise the next one where nothing catches it
+            _deadline.install(_deadline.tracer(Deadline, lambda: True, call.__code__), frame, call.__code__)
+        strikes.append(1)
         raise Deadline()
 
+    previous_trace = sys.gettrace()
     previous = signal.signal(signal.SIGALRM, on_alarm)
     started = time.monotonic()
     earlier_delay, earlier_interval = signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)
@@ -227,6 +237,8 @@ def _alarm(seconds: float):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0, 0)
         signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
+        if strikes:
+            sys.settrace(previous_trace)
         if earlier_delay > 0:  # the notebook had its own alarm running: give it back, minus the time spent
             signal.setitimer(signal.ITIMER_REAL, max(earlier_delay - (time.monotonic() - started), 1e-3),
                              earlier_interval)
@@ -234,13 +246,8 @@ def _alarm(seconds: float):
 
 @contextlib.contextmanager
 def _trace_deadline(end: float):
-    def tracer(frame, event, arg):
-        if time.monotonic() > end:
-            raise Deadline()
-        return tracer
-
     previous = sys.gettrace()
-    sys.settrace(tracer)
+    sys.settrace(_deadline.tracer(Deadline, lambda: time.monotonic() > end, call.__code__))
     try:
         yield
     finally:
@@ -248,7 +255,12 @@ def _trace_deadline(end: float):
 
 
 @contextlib.contextmanager
-def _watching(r: _Run):
+def _watching(r: _Run, observed: bool = False):
+    """Note the first watched code the call runs. A profile hook sees Python calls and builtin calls alike, but
+    it runs on every builtin call (each torch op, and each step of the observer's own hook). Where only code
+    objects need watching (or the call is observed: the observer names a forbidden builtin itself) and the
+    time limit does not need the trace hook (the main thread's alarm), a trace hook that sees only Python calls
+    does the job at a fraction of the cost (``benchmarks/checker_overhead.py``)."""
     ids = r.watch.ids
     if not ids:
         yield
@@ -261,6 +273,20 @@ def _watching(r: _Run):
             elif event == "c_call":
                 r.hit = ids.get(id(arg))
 
+    def calls(frame, event, arg):
+        if r.hit is None and event == "call":
+            r.hit = ids.get(id(frame.f_code))
+        # no local trace: no line events
+
+    builtins = any(not hasattr(obj, "co_code") for obj in r.watch.keep)
+    if (observed or not builtins) and hasattr(signal, "setitimer") and _on_main_thread():
+        previous = sys.gettrace()
+        sys.settrace(calls)
+        try:
+            yield
+        finally:
+            sys.settrace(previous)
+        return
     previous = sys.getprofile()
     sys.setprofile(profile)
     try:

@@ -58,6 +58,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "{title}: the check could not finish ({exc_type}: {exc_msg}). Usually the object you passed is unusual (e.g. tensors on another device or dtype); if it is ordinary CPU code, this is a bug in llm_lab: please report it.",
         "zh": "{title}：检查没能完成（{exc_type}：{exc_msg}）。通常是传入的对象不寻常（例如张量在别的设备上或用了别的 dtype）；如果它只是普通的 CPU 代码，那就是 llm_lab 的问题，请反馈给我们。",
     },
+    "not_real": {
+        "en": "{title}: the output is not a plain real tensor ({got}; input: {case}): attention weights and outputs are real numbers. Drop the complex part (or the sparse or quantized form) and return an ordinary float tensor.",
+        "zh": "{title}：输出不是普通的实数张量（{got}；输入：{case}）：注意力权重和输出都是实数。请去掉虚部（或稀疏、量化的形式），返回普通的浮点张量。",
+    },
     "not_tensor": {
         "en": "{title}: expected a torch.Tensor, got {got} (input: {case}).",
         "zh": "{title}：应当返回 torch.Tensor，实际得到 {got}（输入：{case}）。",

@@ -29,7 +29,7 @@ from torch import nn
 
 from ._core import Fail, LearnerError, as_tensor, compare, same
 from ._harness import call
-from ._shared import attention, kept_scale_hint, rate_tolerance, shared_dims
+from ._shared import attention, call_unchanged, kept_scale_hint, rate_tolerance, shared_dims
 
 # every mistake a module check (04 causal attention, 05 multi-head) can name about its dropout
 DROPOUT_HINTS = ("dropout_in_eval", "dropout_missing", "dropout_on_output", "dropout_on_input", "dropout_default_rate",
@@ -74,7 +74,7 @@ def forward_case(module, x, case, want, variants, *, passed_full: bool, context_
     ``observe``: record the call's ops (``_harness.last_observed()`` afterwards)."""
     short = x.shape[1] < context_length
     try:
-        out = call(module, x.clone(), case=case, seed=seed, observe=observe)
+        out = call_unchanged(module, x, names=("x",), case=case, seed=seed, observe=observe)
         if short and passed_full and not same(as_tensor(out, case), want):
             raise Fail("mask_wrong_size", case=case, context_length=context_length)
     except LearnerError:

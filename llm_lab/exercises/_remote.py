@@ -406,9 +406,11 @@ def _observed(record) -> dict | None:
         return None
     largest = record.get("largest")
     ops = record.get("ops") if isinstance(record.get("ops"), list) else []
+    marks = record.get("marks") if isinstance(record.get("marks"), list) else []
     return {**{k: v for k, v in record.items() if isinstance(k, str) and isinstance(v, (int, float, str, bool))},
             "largest": int(largest) if isinstance(largest, (int, float)) and math.isfinite(largest) else 0,
-            "ops": [str(op)[:200] for op in ops[:5000]]}
+            "ops": [str(op)[:200] for op in ops[:5000]],
+            "marks": [str(m)[:200] for m in marks[:100]]}
 
 
 class RemoteObject(_Remote):

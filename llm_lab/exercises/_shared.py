@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import copy
 import hashlib
 import math
 
@@ -12,6 +13,7 @@ import torch
 
 from ..masks import causal_mask, causal_softmax
 from . import _harness
+from ._core import Fail, same
 
 NEG_INF = float("-inf")
 
@@ -170,3 +172,30 @@ def rate_hint(frac: float, p: float, n: int) -> str | None:
     if abs(frac - p) <= tol:
         return None
     return "dropout_rate_inverted" if abs(frac - (1 - p)) <= tol else "dropout_rate_wrong"
+
+
+# ---- one rule for every exercise: the learner's code gets copies, and a copy changed in place is named --------
+
+
+def call_unchanged(fn, *args, names: tuple, case: str, **kwargs):
+    """``_harness.call(fn, *copies, ...)`` on copies of ``args`` (tensors cloned, lists and dicts deep-copied);
+    Fail ``input_modified`` naming the first argument (``names``, one per argument) whose copy differs afterwards:
+    ``queries /= ...``, a slice scaled in place, a list appended to. Other arguments are passed as they are."""
+    copies = tuple(_copy(a) for a in args)
+    out = _harness.call(fn, *copies, case=case, **kwargs)
+    for name, before, after in zip(names, args, copies, strict=True):
+        if not _unchanged(before, after):
+            raise Fail("input_modified", name=name, case=case)
+    return out
+
+
+def _copy(value):
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    return copy.deepcopy(value) if isinstance(value, (list, dict)) else value
+
+
+def _unchanged(before, after) -> bool:
+    if isinstance(before, torch.Tensor):
+        return same(after, before, atol=0.0, rtol=0.0)
+    return before == after if isinstance(before, (list, dict)) else True
