@@ -167,6 +167,7 @@ bench-grade: instructor-setup
 # Notebook 08's training (1,000 steps, one thread): CPU seconds and the ratio to the 20 s target, into docs/benchmarks.md.
 bench-train: setup
 	$(BIN)/python -m benchmarks.bench_train --out docs/benchmarks.md
+	$(BIN)/python -m benchmarks.checker_overhead --out docs/benchmarks.md
 
 # Retrain the tiny model llm_lab.explore.heads.load_trained() returns: data/heads-verdict.pt (a few minutes on 2 CPU cores);
 # then put the sha256 it prints in llm_lab/resources.py and data/README.md.

@@ -50,7 +50,7 @@ def fused_lines(results) -> list[str]:
 # bench_grade.py: grading a class);
 # a rewrite of the benchmark part keeps them as they are.
 KEPT = (("<!-- browser:begin -->", "<!-- browser:end -->"), ("<!-- grade:begin -->", "<!-- grade:end -->"),
-        ("<!-- training:begin -->", "<!-- training:end -->"))
+        ("<!-- training:begin -->", "<!-- training:end -->"), ("<!-- checkers:begin -->", "<!-- checkers:end -->"))
 
 
 def kept_sections(path: Path) -> str:
