@@ -167,7 +167,6 @@ bench-grade: instructor-setup
 # Notebook 08's training (1,000 steps, one thread): CPU seconds and the ratio to the 20 s target, into docs/benchmarks.md.
 bench-train: setup
 	$(BIN)/python -m benchmarks.bench_train --out docs/benchmarks.md
-	$(BIN)/python -m benchmarks.checker_overhead --out docs/benchmarks.md
 
 # Retrain the tiny model llm_lab.explore.heads.load_trained() returns: data/heads-verdict.pt (a few minutes on 2 CPU cores);
 # then put the sha256 it prints in llm_lab/resources.py and data/README.md.
@@ -179,6 +178,7 @@ bench: instructor-setup
 	$(BIN)/python -m benchmarks.bench
 	$(BIN)/python -m benchmarks.bench_grade --out docs/benchmarks.md
 	$(BIN)/python -m benchmarks.bench_train --out docs/benchmarks.md
+	$(BIN)/python -m benchmarks.checker_overhead --out docs/benchmarks.md
 
 # Point every Colab badge and setup cell at another repository (a fork): make colab-links REPO=owner/name
 colab-links: setup
