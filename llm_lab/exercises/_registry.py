@@ -89,6 +89,11 @@ def watch_for(name: str) -> _harness.Watch:
         obj = getattr(sys.modules.get(module_name) or importlib.import_module(module_name), attr, None)
         if obj is not None:
             watch.add(obj, f"{module_name}.{attr}", hint)
+    for module_name, path in PY_STARTERS:  # their code, for the trace hook that sees Python calls only
+        obj = sys.modules.get(module_name) or importlib.import_module(module_name)
+        for part in path.split("."):
+            obj = getattr(obj, part)
+        watch.add(obj.__code__, f"{module_name}.{path}", "thread_started")
     return watch
 
 
@@ -99,6 +104,11 @@ STARTERS = tuple((module, attr, "thread_started") for module, attr in (
     ("_thread", "start_new_thread"), ("_thread", "start_joinable_thread"), ("_thread", "start_new"),
     ("os", "fork"), ("os", "forkpty"), ("os", "posix_spawn"), ("os", "posix_spawnp"), ("os", "system"),
     ("_posixsubprocess", "fork_exec")))
+# The Python functions those are reached through: a call observed by the observer is watched by a trace hook that
+# sees Python calls only (cheaper than the profile hook, which also sees every builtin call), so the builtins above
+# are caught there through these.
+PY_STARTERS = (("threading", "Thread.start"), ("multiprocessing.process", "BaseProcess.start"),
+               ("subprocess", "Popen.__init__"))
 
 
 class _IsReference(Exception):
