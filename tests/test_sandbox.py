@@ -45,8 +45,7 @@ def test_python_and_the_course_are_seen_at_neutral_paths():
     assert sandbox.kernel_argv()[0].startswith(("/usr/", "/opt/python"))
 
 
-@pytest.mark.skipif(sandbox.available() is not None, reason=str(sandbox.available()))
-def test_inside_the_sandbox():
+def test_inside_the_sandbox(sandbox_required):
     notebooks, package = str(fx.ROOT / "notebooks"), "/course/llm_lab/__init__.py"
     probe = "\n".join([
         "import os, socket, sys, llm_lab",
