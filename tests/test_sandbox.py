@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import _course_fixture as fx
@@ -140,3 +142,30 @@ def test_without_cgroup_v2_the_limits_are_per_process_and_say_so(tmp_path, monke
         assert not (fs / "llm-lab-grading").exists()
     finally:
         _sandbox_limits.cgroup_problem.cache_clear()
+
+
+def test_once_sealed_the_connection_folder_is_read_only_and_tmp_holds_few_files(sandbox_required, tmp_path):
+    conn = tmp_path / "conn"
+    conn.mkdir()
+    probe = "\n".join([
+        "import os, time",
+        "time.sleep(6)",
+        f"try:\n    open({str(conn / 'after')!r}, 'w')\nexcept OSError as e:\n    print('conn', e.errno)",
+        "n = 0",
+        "try:\n    while n < 50_000:\n        open(f'/tmp/f{n}', 'w').close()\n        n += 1\nexcept OSError as e:\n"
+        "    print('files', n, e.errno)",
+    ])
+    with sandbox.Box() as box:
+        sandbox.prepare(conn, box.uid)
+        proc = subprocess.Popen(box.wrap(sandbox.python_argv(probe), [str(conn)]), stdout=subprocess.PIPE, text=True)
+        for _ in range(100):
+            pid = sandbox.kernel_pid(proc.pid)
+            if pid and os.stat(f"/proc/{pid}/ns/mnt").st_ino != os.stat("/proc/self/ns/mnt").st_ino:
+                break
+            time.sleep(0.05)
+        sandbox.seal(conn, proc.pid)
+        out, _ = proc.communicate(timeout=60)
+    assert out.split("\n")[0] == f"conn {errno.EROFS}", out
+    made = int(out.split()[3])  # the cap counts the folder itself and the tools' caches too
+    assert sandbox.TMP_INODES - 50 < made < sandbox.TMP_INODES and out.split()[4] == str(errno.ENOSPC), out
+    assert not (conn / "after").exists()

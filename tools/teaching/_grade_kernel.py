@@ -92,7 +92,11 @@ class Kernel:
             self._release()
             raise
         if self.sandboxed:
-            sandbox.seal(self.conn)  # the sockets are bound: from now on the kernel cannot touch that folder
+            try:  # the sockets are bound: from now on the kernel cannot touch that folder
+                sandbox.seal(self.conn, self.km.provisioner.process.pid)
+            except BaseException:
+                self.__exit__()
+                raise
         self._warm_up()
         self._timer = threading.Timer(self.max_seconds, self._out_of_time)
         self._timer.daemon = True

@@ -50,6 +50,7 @@ MEMORY_MAX = _sandbox_limits.MEMORY_MAX  # all of one sandbox together, where it
 PIDS = NPROC + 8  # processes and threads of one sandbox, where it has a cgroup (bwrap's own two included)
 FILE_BYTES = 64 * 2**20
 TMP_BYTES = 256 * 2**20
+TMP_INODES = 10_000  # files and folders in /tmp: a notebook's caches hold a few hundred
 SYSTEM = ("/usr", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/fonts")
 PYTHON, SITE, COURSE = "/opt/python", "/opt/site", "/course"  # where the sandbox sees Python, packages, llm_lab
 
@@ -257,11 +258,60 @@ def prepare(folder: Path, uid: int) -> None:
     folder.chmod(0o700)
 
 
-def seal(folder: Path) -> None:
-    """Once the kernel has bound its sockets in ``folder``: make it the grader's and read-only to the kernel, so
-    that the code cannot swap a socket for a link to some other socket on the machine (which the grader would
-    follow when it reconnects). As root only: without root the kernel runs as the grader's user and could
-    undo it (one more reason to grade as root, or as a dedicated user)."""
+def seal(folder: Path, outer_pid: int) -> None:
+    """Once the kernel has bound its sockets in ``folder`` (and before any submitted code runs), from outside the
+    sandbox whose bwrap is ``outer_pid``: ``folder`` becomes read-only inside it (remounted in the sandbox's own
+    mount namespace, so the code can neither write to the grader's disk through it nor swap a socket for a link
+    to some other socket on the machine, which the grader would follow when it reconnects), and its /tmp holds
+    at most ``TMP_INODES`` files (2,000,000 empty files would hold ~2 GB of the host's kernel memory). As root the
+    folder is also made the grader's. Raises ``RuntimeError`` when the sandbox cannot be sealed."""
     if os.geteuid() == 0:
         os.chown(folder, 0, 0)
         folder.chmod(0o755)
+    pid = kernel_pid(outer_pid)
+    if pid is None:
+        raise RuntimeError("the sandbox's kernel was gone before it could be sealed")
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", _SEAL, str(pid), f"nr_inodes={TMP_INODES}", str(folder)],
+                          capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        raise RuntimeError(f"could not seal the sandbox ({' '.join(done.stderr.split())[-300:]})")
+
+
+def kernel_pid(outer_pid: int) -> int | None:
+    """The sandboxed process of the bwrap ``outer_pid``: bwrap -> bwrap (the namespace's init) -> it."""
+    pid = outer_pid
+    for _ in range(2):
+        try:
+            kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        except OSError:
+            return None
+        if not kids:
+            return None
+        pid = int(kids[0])
+    return pid
+
+
+# Run in a fresh (single-threaded) Python: join the sandbox's user (without root) and mount namespaces, then
+# remount its /tmp with an inode cap and the given folders read-only, keeping each mount's other flags (those a
+# user namespace may not drop, bwrap's way).
+_SEAL = """
+import ctypes, os, sys
+pid, tmp_options, *folders = sys.argv[1:]
+libc = ctypes.CDLL(None, use_errno=True)
+mnt = os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY)
+owner = libc.ioctl(mnt, 0xB701)  # NS_GET_USERNS: the user namespace that owns the mount namespace
+if owner < 0:
+    sys.exit(f"NS_GET_USERNS: {os.strerror(ctypes.get_errno())}")
+for kind, fd in (("user", owner), ("mnt", mnt)):
+    if os.fstat(fd).st_ino != os.stat(f"/proc/self/ns/{kind}").st_ino and libc.setns(fd, 0) != 0:
+        sys.exit(f"setns {kind}: {os.strerror(ctypes.get_errno())}")
+MS_RDONLY, MS_REMOUNT, MS_BIND = 1, 32, 4096
+ST_TO_MS = {1: 1, 2: 2, 4: 4, 8: 8, 1024: 1024, 2048: 2048, 4096: 1 << 21}  # statvfs's ST_RELATIME is not MS_RELATIME
+def remount(path, flags, data):
+    keep = sum(ms for st, ms in ST_TO_MS.items() if os.statvfs(path).f_flag & st)
+    if libc.mount(None, path.encode(), None, MS_REMOUNT | keep | flags, data) != 0:
+        sys.exit(f"remount {path}: {os.strerror(ctypes.get_errno())}")
+remount("/tmp", 0, tmp_options.encode())
+for folder in folders:
+    remount(folder, MS_BIND | MS_RDONLY, None)
+"""
