@@ -5,7 +5,8 @@
   class: every sandbox of both has a uid of its own (each submission writes a file named after its uid, which
   the grader reports), and both finish with every total right.
 - Everywhere (root or not): 2,000,000 empty files in /tmp stop at ``TMP_INODES``, and the connection folder is
-  read-only once the kernel's sockets are bound (572 MiB written there landed on the grader's disk before).
+  read-only once the kernel's sockets are bound (without root, 572 MiB written there once landed on the
+  grader's disk; as root the folder was already the grader's).
 - Where root has cgroup v2 (memory, pids), one submission's processes share one memory limit that counts its
   /tmp files and their kernel memory: 4 processes allocating 2 GiB at once stop that submission alone.
 In each, the neighbours are graded normally (and no cgroup is left behind).
@@ -102,15 +103,42 @@ def test_two_graders_at_once_each_with_a_fork_storm(tmp_path):
         assert all(u in _sandbox_limits.UIDS for u in uids), uids
 
 
-MANY_FILES = "\nfor i in range(2_000_000):\n    open(f'/tmp/f{i}', 'w').close()\n" + WRONG
+# Each trick below hands in the right causal_mask only if it got through (LEAK): a trick that is stopped scores 0.
+LEAKY = "\ndef causal_mask(num_tokens):\n    return torch.ones(num_tokens, num_tokens, dtype=torch.bool).triu(diagonal=1 if LEAK else 0)\n"
+MANY_FILES = """
+n = 0
+try:
+    while n < 200_000:
+        open(f'/tmp/f{n}', 'w').close()
+        n += 1
+except OSError:
+    pass
+LEAK = n == 200_000
+""" + LEAKY
 INTO_THE_CONNECTION_FOLDER = """
 import os
 from ipykernel.kernelapp import IPKernelApp
 folder = os.path.dirname(IPKernelApp.instance().connection_file)
-for i in range(572):
-    with open(os.path.join(folder, f'junk{i}'), 'wb') as f:
-        f.write(b'x' * 2**20)
-""" + WRONG
+try:
+    for i in range(8):
+        with open(os.path.join(folder, f'junk{i}'), 'wb') as f:
+            f.write(b'x' * 2**20)
+    LEAK = True
+except OSError:
+    LEAK = False
+""" + LEAKY
+ALLOCATE_TOGETHER = """
+import os, time
+kids = []
+for _ in range(4):
+    pid = os.fork()
+    if pid == 0:
+        block = b'x' * (2 * 2**30)
+        time.sleep(10)
+        os._exit(0)
+    kids.append(pid)
+LEAK = all(os.waitpid(pid, 0)[1] == 0 for pid in kids)
+""" + LEAKY
 
 
 def test_files_in_tmp_and_the_connection_folder_are_bounded_per_submission(tmp_path):
@@ -124,27 +152,12 @@ def test_files_in_tmp_and_the_connection_folder_are_bounded_per_submission(tmp_p
         nb = fx.filled(notebooks, causal_mask=code)
         fx.solution_cells(nb)[1].source = STUB
         nbformat.write(nb, str(subs / f"{student}.ipynb"))
-    start = time.monotonic()
     results = {r.student: r for r in grade.grade(subs, tmp_path / "out", jobs=2, cell_timeout=60, src=notebooks,
                                                    echo=lambda *a: None, max_seconds=300)}
-    assert time.monotonic() - start < 240  # 2,000,000 files would take a minute alone: it stops at the cap
     assert results["alice"].total == sum(pts.values()) and results["carol"].total == pts["mask_and_renormalize"]
     assert results["many_files"].total == 0 and results["conn_writer"].total == 0
     writes = " ".join(results["conn_writer"].notes)
     assert "junk" not in writes, writes  # read-only once the kernel's sockets were bound: nothing landed there
-ALLOCATE_TOGETHER = """
-import os, time
-kids = []
-for _ in range(4):
-    pid = os.fork()
-    if pid == 0:
-        block = b'x' * (2 * 2**30)
-        time.sleep(10)
-        os._exit(0)
-    kids.append(pid)
-for pid in kids:
-    os.waitpid(pid, 0)
-""" + WRONG
 
 
 @pytest.mark.skipif(_sandbox_limits.cgroup_problem() is not None, reason=str(_sandbox_limits.cgroup_problem()))
