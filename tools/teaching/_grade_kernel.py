@@ -61,7 +61,7 @@ class Kernel:
         specs = tmp / "kernels"
         spec = specs / "llm-lab-grading"
         spec.mkdir(parents=True)
-        argv = sandbox.kernel_argv()
+        argv = sandbox.kernel_argv(sandboxed)
         self.box = sandbox.Box() if sandboxed else None  # its uid and cgroup, let go in __exit__
         if sandboxed:
             argv = self.box.wrap(argv, [str(self.conn)])

@@ -112,8 +112,11 @@ def python_argv(code: str) -> list[str]:
     return [exe, "-I", "-S", "-c", boot + code]
 
 
-def kernel_argv() -> list[str]:
-    """The kernel command (``{connection_file}`` filled in by jupyter_client) for a kernelspec."""
+def kernel_argv(sandboxed: bool = True) -> list[str]:
+    """The kernel command (``{connection_file}`` filled in by jupyter_client) for a kernelspec: the sandbox's
+    Python at its neutral paths, or (``sandboxed=False``, ``--no-sandbox``) the grader's own."""
+    if not sandboxed:
+        return [sys.executable, "-I", "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     return [*python_argv("import runpy\nrunpy.run_module('ipykernel_launcher', run_name='__main__', alter_sys=True)"),
             "-f", "{connection_file}"]
 
