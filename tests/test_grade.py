@@ -121,7 +121,7 @@ def digest(folder: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def graded(tmp_path_factory, sandbox_required):
     root = tmp_path_factory.mktemp("course")
     notebooks = fx.build_course(root)
     subs = root / "submissions"

@@ -14,10 +14,9 @@ import _hostile
 import nbformat
 import pytest
 
-from tools.teaching import grade, sandbox
+from tools.teaching import grade
 
-MISSING = sandbox.available()
-pytestmark = pytest.mark.skipif(MISSING is not None, reason=str(MISSING))
+pytestmark = pytest.mark.usefixtures("sandbox_required")  # skipped with how to run it, failed under CI
 
 
 @pytest.fixture(scope="module")

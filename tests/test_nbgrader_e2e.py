@@ -21,6 +21,8 @@ import pytest
 pytest.importorskip("nbgrader", reason="nbgrader is an instructor tool: make instructor-setup installs it")
 from nbgrader.api import Gradebook, MissingEntry  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("sandbox_required")  # it grades in the sandbox: skipped without it
+
 ASSIGNMENT = "ps1"
 WRONG_MASK = "def causal_mask(n):\n    return torch.ones(n, n, dtype=torch.bool).triu()\n"
 CHEAT = ("def mask_and_renormalize(attn_weights):\n    raise NotImplementedError()\n\n\n"

@@ -194,6 +194,8 @@ def test_ci_runs_make_test_on_python_311_with_the_venv_cached_by_the_requirement
     steps = ci["jobs"]["test"]["steps"]
     runs = [s.get("run") for s in steps]
     assert "make test" in runs and "make test-notebooks" in runs
+    bwrap = [i for i, r in enumerate(runs) if r and "apt-get install -y -q bubblewrap" in r]
+    assert bwrap and bwrap[0] < runs.index("make test")  # the sandboxed grading tests fail under CI without it
     (setup,) = [s for s in steps if s.get("uses", "").startswith("actions/setup-python@")]
     assert setup["with"]["python-version"] == "3.11"
     (cache,) = [s for s in steps if s.get("uses", "").startswith("actions/cache@")]

@@ -40,7 +40,11 @@ STUDENTS = (ALICE, BOB, MALLORY)
 EN, ZH = "ps1-en", "ps1-zh"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-dev-shm-usage"]
-HUB_DIR = ROOT / "build" / "hub" / "test"  # its venv is kept between runs (rebuilt when requirements change)
+# Outside the checkout: the hub's users run its venv and read its config and exchange, and a checkout may be
+# private (mode 0700, as `mktemp -d` and many homes are). The venv is kept between runs (rebuilt when the
+# requirements or the wheel change, its stamp says).
+HUB_DIR = Path(os.environ.get("LLM_LAB_HUB_TEST_DIR", "/srv/llm-lab-hub-test"))
+GRADER = HUB_DIR / "grader"  # the checkout's tools/, where the instructor can read them (their own clone)
 SIZING = ROOT / "build" / "hub" / "sizing.json"
 STATE: dict = {}
 
@@ -90,8 +94,11 @@ def free_port() -> int:
 def hub(tmp_path_factory):
     notebooks = fx.build_course(tmp_path_factory.mktemp("hub-course"))
     SIZING.unlink(missing_ok=True)
-    for sub in ("state", "exchange", "config"):
+    for sub in ("state", "exchange", "config", "grader"):
         shutil.rmtree(HUB_DIR / sub, ignore_errors=True)
+    shutil.copytree(ROOT / "tools", GRADER / "tools", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for p in [HUB_DIR, GRADER, *GRADER.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
     h = hubmod.Hub(HUB_DIR, free_port(), TEACHER, list(STUDENTS), notebook="01", notebooks=notebooks,
                    assignment="ps1")
     t0 = time.monotonic()
@@ -108,6 +115,7 @@ def hub(tmp_path_factory):
         yield h
     finally:
         h.remove_users_and_state()
+        shutil.rmtree(GRADER, ignore_errors=True)
 
 
 def _exists(user: str) -> bool:
@@ -382,7 +390,7 @@ def test_06_collect_and_grade_the_trusted_way(hub):
     t0 = time.monotonic()
     for assignment in (EN, ZH):
         proc = hub.as_user(TEACHER, hub.venv / "bin" / "python", "-m", "tools.teaching.grade_nbgrader",
-                           hub.course, assignment, "--src", hub.course / "instructor-notebooks", cwd=ROOT,
+                           hub.course, assignment, "--src", hub.course / "instructor-notebooks", cwd=GRADER,
                            timeout=900)
         assert "in the bubblewrap sandbox" in proc.stdout, proc.stdout
     record("grade_two_assignments_s", round(time.monotonic() - t0, 1))

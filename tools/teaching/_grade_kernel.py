@@ -97,10 +97,10 @@ class Kernel:
         specs = tmp / "kernels"
         spec = specs / "llm-lab-grading"
         spec.mkdir(parents=True)
-        argv = sandbox.kernel_argv()
-        self.uid = sandbox.new_uid()
+        argv = sandbox.kernel_argv(sandboxed)
+        self.box = sandbox.Box() if sandboxed else None  # its uid and cgroup, let go in __exit__
         if sandboxed:
-            argv = sandbox.wrap(argv, [str(self.conn)], uid=self.uid)
+            argv = self.box.wrap(argv, [str(self.conn)])
         (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "llm-lab grading",
                                                       "language": "python", "interrupt_mode": "message"}))
         kw = {"transport": "ipc", "ip": str(self.conn / "k")} if sandboxed else {}
@@ -109,7 +109,7 @@ class Kernel:
         self.km.client_factory = CappedKernelClient
         self.km.write_connection_file()
         if sandboxed:
-            sandbox.prepare(self.conn, self.uid)
+            sandbox.prepare(self.conn, self.box.uid)
         self.client = CappedClient(
             p.nb, max_output, km=self.km, timeout=math.ceil(cell_timeout), allow_errors=True, interrupt_on_timeout=True,
             startup_timeout=120, error_on_timeout={"ename": "CellTimeout", "evalue": f"the cell ran past "
@@ -122,9 +122,18 @@ class Kernel:
 
     def __enter__(self):
         self._ctx = self.client.setup_kernel(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self._ctx.__enter__()
+        try:
+            self._ctx.__enter__()
+        except BaseException:  # a kernel that did not start: its sandbox and what it holds end here
+            self._kill()
+            self._release()
+            raise
         if self.sandboxed:
-            sandbox.seal(self.conn)  # the sockets are bound: from now on the kernel cannot touch that folder
+            try:  # the sockets are bound: from now on the kernel cannot touch that folder
+                sandbox.seal(self.conn, self.km.provisioner.process.pid)
+            except BaseException:
+                self.__exit__()
+                raise
         self._warm_up()
         self._timer = threading.Timer(self.max_seconds, self._out_of_time)
         self._timer.daemon = True
@@ -140,7 +149,19 @@ class Kernel:
             pass
         finally:
             self._kill()
+            self._release()
         return False
+
+    def _death(self) -> str:
+        events = self.box.cgroup.events() if self.box is not None and self.box.cgroup is not None else {}
+        if events.get("memory.oom_kill"):
+            return (f"the submission's processes held more than {sandbox.MEMORY_MAX / 2**30:g} GiB together (its "
+                    "/tmp files and their kernel memory included) and were stopped")
+        return "the kernel died (the code called os._exit, crashed or ran out of memory)"
+
+    def _release(self) -> None:
+        if self.box is not None:
+            self.box.close()
 
     TOOL_DIRS = (".ipython", ".matplotlib", ".cache", ".local", ".config", ".jupyter", "data-gym-cache")
 
@@ -209,7 +230,7 @@ class Kernel:
             try:
                 self.client.execute_cell(self.p.nb.cells[self.next], self.next)
             except DeadKernelError:
-                self.died = self.died or "the kernel died (the code called os._exit, crashed or ran out of memory)"
+                self.died = self.died or self._death()
             self.next += 1
 
     def send(self, request: dict, timeout: float) -> object:
@@ -229,7 +250,7 @@ class Kernel:
         try:
             self.client.execute_cell(cell, self.slot, store_history=False)
         except DeadKernelError:
-            self.died = self.died or "the kernel died (the code called os._exit, crashed or ran out of memory)"
+            self.died = self.died or self._death()
             raise _remote.RemoteFailed(self.died) from None
         finally:
             self.client.timeout = math.ceil(self.cell_timeout)

@@ -420,7 +420,7 @@ def grade(submissions: Path, out: Path, notebook: str | None = None, jobs: int |
     todo = [r for r in results if not r.problem]
     os.environ.setdefault("MPLBACKEND", "Agg")  # an unsandboxed kernel inherits it: no figure windows
     jobs = jobs or os.cpu_count() or 1
-    mode = "in the bubblewrap sandbox" if sandboxed else "WITHOUT a sandbox (--no-sandbox)"
+    mode = f"in the bubblewrap sandbox, {sandbox.limits()}" if sandboxed else "WITHOUT a sandbox (--no-sandbox)"
     echo(f"grading {len(todo)} notebook(s) from {submissions} with {jobs} kernel(s) in parallel, {mode}")
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for r in pool.map(lambda r: grade_one(r, course, expected, cell_timeout, max_output, sandboxed,

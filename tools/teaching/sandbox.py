@@ -1,74 +1,124 @@
 """The sandbox a submission's kernel runs in while it is graded: Debian's bubblewrap (``bwrap``), not a home-made one.
 
-What the graded code gets (``kernel_argv``):
+What the graded code gets (``Box.wrap``):
 
 - **no network**: a network namespace of its own with only a loopback nobody listens on;
 - **its own process tree**: a PID namespace (it sees and can signal only its own processes; the grader, the
   other submissions and the machine's other processes are invisible); when its kernel ends, every process it
   started ends too (the namespace's init dies and the kernel kills the rest);
-- **a read-only view of what the kernel needs, nothing else**: ``/usr`` (system libraries, fonts), Python's
-  installation, the virtual environment, the ``llm_lab`` package and its data, each bound read-only at the same
-  path; NOT the course checkout (its notebooks hold the answers), the other submissions, the gradebook or any
-  home folder. ``/proc`` is the sandbox's own, the environment is cleared (no instructor variables, tokens or
-  other kernels' connection files);
+- **a read-only view of what the kernel needs, nothing else, at neutral paths**: ``/usr`` (system libraries,
+  fonts), Python's installation at ``/opt/python``, each site-packages folder at ``/opt/site/N`` and the
+  ``llm_lab`` package and its data at ``/course``; NOT the course checkout (its notebooks hold the answers),
+  the other submissions, the gradebook or any home folder, and no path inside names them (the instructor's
+  user name, a pyenv under a home folder). ``/proc`` is the sandbox's own, the environment is cleared (no
+  instructor variables, tokens or other kernels' connection files);
 - **a private writable /tmp** (a tmpfs of ``TMP_BYTES``, the kernel's home and working folder, gone afterwards),
   plus the one folder that holds its connection file and sockets;
-- **limits**: as root (CI, a course server) the kernel runs as an unprivileged uid of its own (``new_uid``)
-  with no capabilities, so ``RLIMIT_NPROC`` caps its processes (a fork storm stops at ``NPROC`` and cannot
-  starve the other submissions' kernels); every process may map
-  at most ``MEMORY_BYTES`` (an over-limit allocation raises ``MemoryError``/``RuntimeError`` in the kernel);
-  files it writes are capped at ``FILE_BYTES`` each; wall time is the grader's (it kills the sandbox).
+- **limits**: as root (CI, a course server) the kernel runs as an unprivileged uid of its own, unique on the
+  machine (``Box``; tools/teaching/_sandbox_limits.py), with no capabilities, so ``RLIMIT_NPROC`` caps its
+  processes (a fork storm stops at ``NPROC`` and cannot starve the other submissions' kernels, nor another
+  grader's); where cgroup v2 offers the memory and pids controllers, each sandbox also gets a cgroup of its own
+  (``MEMORY_MAX`` for all its processes, its /tmp files and their kernel memory together; ``PIDS``), removed
+  afterwards. Every process may map at most ``MEMORY_BYTES`` (an over-limit allocation raises
+  ``MemoryError``/``RuntimeError`` in the kernel); files it writes are capped at ``FILE_BYTES`` each; wall time
+  is the grader's (it kills the sandbox). ``limits()`` says in one line which of these hold here.
 
 Without root, bubblewrap runs unprivileged in a user namespace; the kernel keeps the instructor's uid inside
-the namespaces (it still sees none of the instructor's files), and ``RLIMIT_NPROC`` counts all of that user's
-processes, so the cap is set to the current count plus ``NPROC``.
+the namespaces (it still sees none of the instructor's files), ``RLIMIT_NPROC`` counts all of that user's
+processes, so the cap is set to the current count plus ``NPROC``, and there is no cgroup: memory is capped per
+process only (docs/instructors.md says what that leaves open).
 
 ``available()`` says, in one sentence, what to install when the sandbox cannot run here.
 """
 
 from __future__ import annotations
 
-import itertools
+import atexit
+import functools
 import os
 import shutil
 import subprocess
 import sys
-import threading
+import tempfile
 from pathlib import Path
 
-# As root, each sandbox gets a uid of its own from this range (no account needed): RLIMIT_NPROC counts a
-# uid's processes machine-wide, so with one shared uid a fork storm in one submission would stop the kernels
-# of the others from starting.
-UIDS = range(200_000, 300_000)
-_next_uid = itertools.count()
-_uid_lock = threading.Lock()
+from tools.teaching import _sandbox_limits
+
 NPROC = 64
 MEMORY_BYTES = 6 * 2**30  # address space per process: torch maps ~1.5 GiB at import; a notebook needs < 2 GiB
+MEMORY_MAX = _sandbox_limits.MEMORY_MAX  # all of one sandbox together, where it has a cgroup
+PIDS = NPROC + 8  # processes and threads of one sandbox, where it has a cgroup (bwrap's own two included)
 FILE_BYTES = 64 * 2**20
 TMP_BYTES = 256 * 2**20
+TMP_INODES = 10_000  # files and folders in /tmp: a notebook's caches hold a few hundred
 SYSTEM = ("/usr", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/fonts")
+PYTHON, SITE, COURSE = "/opt/python", "/opt/site", "/course"  # where the sandbox sees Python, packages, llm_lab
 
 
-def _python_paths() -> list[str]:
-    """Folders the kernel's Python needs: its installation, the venv, site-packages, llm_lab and its data."""
+def _inside(path: str, base: str, inside: str) -> str | None:
+    return inside + path[len(base):] if path == base or path.startswith(base + os.sep) else None
+
+
+def _layout() -> tuple[list[tuple[str, str]], str, list[str]]:
+    """(binds as (host folder, path inside), the Python executable inside, site folders inside in sys.path order).
+    A Python under /usr stays where it is (it is bound with /usr); one elsewhere (a pyenv in a home folder) is
+    bound at ``PYTHON`` and found through ``LD_LIBRARY_PATH``."""
+    base = os.path.realpath(sys.base_prefix)
+    python_at = base if base.startswith("/usr/") else PYTHON
+    binds = [] if python_at == base else [(base, PYTHON)]
+    exe = os.path.realpath(sys.executable)
+    exe_inside = _inside(exe, base, python_at)
+    if exe_inside is None:  # an interpreter outside its own prefix: its folder alone
+        binds.append((os.path.dirname(exe), PYTHON + "-bin"))
+        exe_inside = f"{PYTHON}-bin/{os.path.basename(exe)}"
+    sites: list[str] = []
+    for p in dict.fromkeys(os.path.realpath(p) for p in sys.path if p and "site-packages" in p and os.path.isdir(p)):
+        inside = _inside(p, base, python_at)
+        if inside is None:
+            inside = f"{SITE}/{len(sites)}"
+            binds.append((p, inside))
+        sites.append(inside)
+    binds.append((str(_course_copy()), COURSE))
+    return binds, exe_inside, sites
+
+
+@functools.cache
+def _course_copy() -> Path:
+    """A copy of ``llm_lab`` and its data in a folder of this grader's own (removed when it exits): bound as
+    ``COURSE``, so that not even the sandbox's mount table names the checkout (or the user it is under)."""
     import llm_lab
-    import llm_lab.resources
 
-    paths = {sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable))}
-    paths |= {p for p in sys.path if p and os.path.isdir(p) and "site-packages" in p}
-    paths.add(str(Path(llm_lab.__file__).resolve().parent))
-    paths |= {str(d.resolve()) for d in llm_lab.resources.data_dirs() if d.is_dir()}
-    # keep only the outermost folders (a venv inside base_prefix needs no second bind)
-    kept: list[str] = []
-    for p in sorted(os.path.realpath(p) for p in paths):
-        if not any(p == k or p.startswith(k + os.sep) for k in kept):
-            kept.append(p)
-    return kept
+    package = Path(llm_lab.__file__).resolve().parent
+    top = Path(tempfile.mkdtemp(prefix="llm-lab-course-"))
+    atexit.register(shutil.rmtree, top, True)
+    shutil.copytree(package, top / "llm_lab", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    if (package.parent / "data").is_dir():  # a checkout's data folder (a wheel carries it as llm_lab/_data)
+        shutil.copytree(package.parent / "data", top / "data")
+    for p in [top, *top.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)  # readable by the sandbox's uid
+    return top
 
 
 def read_only_paths() -> list[str]:
-    """What ``wrap`` binds read-only (besides /usr and a few /etc files), as bound."""
-    return [p for p in _python_paths() if os.path.exists(p)]
+    """What ``wrap`` binds read-only besides /usr and a few /etc files, as the sandbox sees it."""
+    return [inside for _, inside in _layout()[0]]
+
+
+def python_argv(code: str) -> list[str]:
+    """The sandbox's Python running ``code``: isolated (``-I -S``), with the course's ``llm_lab`` first on its
+    path, then the grader's site-packages folders (their ``.pth`` files read)."""
+    _, exe, sites = _layout()
+    boot = f"import site, sys\nsys.path.insert(0, {COURSE!r})\nfor p in {sites!r}: site.addsitedir(p)\n"
+    return [exe, "-I", "-S", "-c", boot + code]
+
+
+def kernel_argv(sandboxed: bool = True) -> list[str]:
+    """The kernel command (``{connection_file}`` filled in by jupyter_client) for a kernelspec: the sandbox's
+    Python at its neutral paths, or (``sandboxed=False``, ``--no-sandbox``) the grader's own."""
+    if not sandboxed:
+        return [sys.executable, "-I", "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    return [*python_argv("import runpy\nrunpy.run_module('ipykernel_launcher', run_name='__main__', alter_sys=True)"),
+            "-f", "{connection_file}"]
 
 
 def available() -> str | None:
@@ -83,12 +133,24 @@ def available() -> str | None:
         return "sandboxed grading as root needs setpriv (util-linux): `apt-get install util-linux`"
     if shutil.which("prlimit") is None:
         return "sandboxed grading needs prlimit (util-linux): `apt-get install util-linux`"
-    probe = subprocess.run([*wrap(["true"], []), ], capture_output=True, text=True, timeout=60)
+    with Box() as box:
+        probe = subprocess.run(box.wrap(["true"], []), capture_output=True, text=True, timeout=60)
     if probe.returncode != 0:
         return ("bubblewrap is installed but cannot create a sandbox here "
                 f"({' '.join(probe.stderr.split())[:200] or 'exit ' + str(probe.returncode)}); on Ubuntu 24.04+ "
                 "allow unprivileged user namespaces for bwrap (AppArmor), or grade as root")
     return None
+
+
+def limits() -> str:
+    """One line: the limits every submission gets here (what the grader prints when it starts)."""
+    problem = _sandbox_limits.cgroup_problem()
+    if problem is None:
+        return (f"each in a cgroup of its own: {MEMORY_MAX / 2**30:g} GiB of memory in all (its /tmp files and "
+                f"kernel memory included), {PIDS} processes, and a uid of its own")
+    per_uid = "of its own uid" if os.geteuid() == 0 else "of yours, above those running now"
+    return (f"{problem}: limits per process only ({MEMORY_BYTES / 2**30:g} GiB address space each, "
+            f"{NPROC} processes {per_uid}, /tmp {TMP_BYTES // 2**20} MiB)")
 
 
 def _dirs_to(path: str) -> list[str]:
@@ -100,43 +162,78 @@ def _dirs_to(path: str) -> list[str]:
     return args
 
 
-def new_uid() -> int:
-    """A uid no other sandbox of this grader uses now (as root; the range is 100,000 long)."""
-    with _uid_lock:
-        return UIDS[next(_next_uid) % len(UIDS)]
+class Box:
+    """What one sandbox holds on the machine while it runs: as root a uid no other sandbox on the machine has
+    (whichever grader started it), and a cgroup of its own where cgroup v2 allows; ``close()`` (or leaving the
+    ``with`` block) removes the cgroup with anything left in it and lets the uid go."""
+
+    def __init__(self):
+        self._lease = _sandbox_limits.UidLease() if os.geteuid() == 0 else None
+        self.uid = self._lease.uid if self._lease else os.getuid()
+        self.cgroup = None
+        try:
+            if _sandbox_limits.cgroup_problem() is None:
+                self.cgroup = _sandbox_limits.Cgroup(MEMORY_MAX, PIDS)
+        except BaseException:
+            self.close()
+            raise
+
+    def wrap(self, argv: list[str], writable: list[str], env: dict[str, str] | None = None) -> list[str]:
+        """``wrap`` with this box's uid and cgroup: the first process joins the cgroup, then becomes bwrap."""
+        cmd = wrap(argv, writable, env, uid=self.uid)
+        if self.cgroup is not None:
+            cmd = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.cgroup.procs), *cmd]
+        return cmd
+
+    def close(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
+        if self._lease is not None:
+            self._lease.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
 
 
 def wrap(argv: list[str], writable: list[str], env: dict[str, str] | None = None, uid: int | None = None) -> list[str]:
     """The bwrap command that runs ``argv`` in the sandbox; ``writable`` folders are bound read-write. As root the
-    code runs as ``uid`` (default: a fresh one, ``new_uid()``), with no capabilities."""
+    code runs as ``uid`` (a ``Box``'s, which keeps it unique on the machine), with no capabilities."""
     root = os.geteuid() == 0
+    if root and uid is None:
+        raise ValueError("as root, wrap() needs the uid of a Box (sandbox.Box().wrap(...)): a uid of its own")
     cmd = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc",
            "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
     if not root:
         cmd += ["--unshare-user", "--disable-userns"]
     cmd += ["--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
             "--symlink", "usr/sbin", "/sbin"]
-    # the private /tmp first: binds below it (a checkout or venv under /tmp) must come after, or it hides them
+    # the private /tmp first: binds below it (the connection folder is under the grader's /tmp) come after
     cmd += ["--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
-    bound: list[str] = []
-    for p in [*SYSTEM, *_python_paths()]:
-        if os.path.exists(p) and not any(p == b or p.startswith(b + os.sep) for b in bound):
-            if not p.startswith("/usr") and not p.startswith("/etc"):
-                cmd += _dirs_to(p)
+    for p in SYSTEM:
+        if os.path.exists(p):
             cmd += ["--ro-bind", p, p]
-            bound.append(p)
+    binds, _, _ = _layout()
+    for host, inside in binds:
+        cmd += [*_dirs_to(inside), "--ro-bind", host, inside]
     cmd += ["--proc", "/proc", "--dev", "/dev"]
     for w in writable:
         cmd += [*_dirs_to(w), "--bind", w, w]
     cmd += ["--chdir", "/tmp", "--clearenv"]
-    base_env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin", "HOME": "/tmp", "USER": "learner",
+    python_bin = os.path.dirname(_layout()[1])
+    base_env = {"PATH": f"{python_bin}:/usr/bin:/bin", "HOME": "/tmp", "USER": "learner",
                 "LANG": "C.UTF-8", "MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp/.matplotlib",
                 "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
+    if any(inside == PYTHON for _, inside in binds):  # its libpython was linked with the path it came from
+        base_env["LD_LIBRARY_PATH"] = f"{PYTHON}/lib"
     for key, value in {**base_env, **(env or {})}.items():
         cmd += ["--setenv", key, value]
     cmd.append("--")
     if root:
-        uid = new_uid() if uid is None else uid
         cmd += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
                 "--bounding-set=-all", "--no-new-privs"]
         nproc = NPROC
@@ -164,16 +261,60 @@ def prepare(folder: Path, uid: int) -> None:
     folder.chmod(0o700)
 
 
-def seal(folder: Path) -> None:
-    """Once the kernel has bound its sockets in ``folder``: make it the grader's and read-only to the kernel, so
-    that the code cannot swap a socket for a link to some other socket on the machine (which the grader would
-    follow when it reconnects). As root only: without root the kernel runs as the grader's user and could
-    undo it (one more reason to grade as root, or as a dedicated user)."""
+def seal(folder: Path, outer_pid: int) -> None:
+    """Once the kernel has bound its sockets in ``folder`` (and before any submitted code runs), from outside the
+    sandbox whose bwrap is ``outer_pid``: ``folder`` becomes read-only inside it (remounted in the sandbox's own
+    mount namespace, so the code can neither write to the grader's disk through it nor swap a socket for a link
+    to some other socket on the machine, which the grader would follow when it reconnects), and its /tmp holds
+    at most ``TMP_INODES`` files (2,000,000 empty files would hold ~2 GB of the host's kernel memory). As root the
+    folder is also made the grader's. Raises ``RuntimeError`` when the sandbox cannot be sealed."""
     if os.geteuid() == 0:
         os.chown(folder, 0, 0)
         folder.chmod(0o755)
+    pid = kernel_pid(outer_pid)
+    if pid is None:
+        raise RuntimeError("the sandbox's kernel was gone before it could be sealed")
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", _SEAL, str(pid), f"nr_inodes={TMP_INODES}", str(folder)],
+                          capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        raise RuntimeError(f"could not seal the sandbox ({' '.join(done.stderr.split())[-300:]})")
 
 
-def kernel_argv() -> list[str]:
-    """The kernel command (``{connection_file}`` filled in by jupyter_client) for a kernelspec."""
-    return [sys.executable, "-I", "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+def kernel_pid(outer_pid: int) -> int | None:
+    """The sandboxed process of the bwrap ``outer_pid``: bwrap -> bwrap (the namespace's init) -> it."""
+    pid = outer_pid
+    for _ in range(2):
+        try:
+            kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        except OSError:
+            return None
+        if not kids:
+            return None
+        pid = int(kids[0])
+    return pid
+
+
+# Run in a fresh (single-threaded) Python: join the sandbox's user (without root) and mount namespaces, then
+# remount its /tmp with an inode cap and the given folders read-only, keeping each mount's other flags (those a
+# user namespace may not drop, bwrap's way).
+_SEAL = """
+import ctypes, os, sys
+pid, tmp_options, *folders = sys.argv[1:]
+libc = ctypes.CDLL(None, use_errno=True)
+mnt = os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY)
+owner = libc.ioctl(mnt, 0xB701)  # NS_GET_USERNS: the user namespace that owns the mount namespace
+if owner < 0:
+    sys.exit(f"NS_GET_USERNS: {os.strerror(ctypes.get_errno())}")
+for kind, fd in (("user", owner), ("mnt", mnt)):
+    if os.fstat(fd).st_ino != os.stat(f"/proc/self/ns/{kind}").st_ino and libc.setns(fd, 0) != 0:
+        sys.exit(f"setns {kind}: {os.strerror(ctypes.get_errno())}")
+MS_RDONLY, MS_REMOUNT, MS_BIND = 1, 32, 4096
+ST_TO_MS = {1: 1, 2: 2, 4: 4, 8: 8, 1024: 1024, 2048: 2048, 4096: 1 << 21}  # statvfs's ST_RELATIME is not MS_RELATIME
+def remount(path, flags, data):
+    keep = sum(ms for st, ms in ST_TO_MS.items() if os.statvfs(path).f_flag & st)
+    if libc.mount(None, path.encode(), None, MS_REMOUNT | keep | flags, data) != 0:
+        sys.exit(f"remount {path}: {os.strerror(ctypes.get_errno())}")
+remount("/tmp", 0, tmp_options.encode())
+for folder in folders:
+    remount(folder, MS_BIND | MS_RDONLY, None)
+"""

@@ -82,6 +82,17 @@ def stub_args(lang: str) -> list[str]:
     return [f"--ClearSolutions.code_stub=python={c.code_stub['python']}", f"--ClearSolutions.text_stub={c.text_stub}"]
 
 
+def unreachable(directory: Path) -> str | None:
+    """Why the hub's users could not reach ``directory`` (their venv, config and exchange live in it), or None:
+    every folder above it must let others in (a checkout in a private folder, mode 0700, does not)."""
+    for parent in Path(directory).resolve().parents:
+        if parent.exists() and not parent.stat().st_mode & 0o001:
+            return (f"hub: --dir {directory} is inside {parent} (mode {parent.stat().st_mode & 0o777:o}), which the "
+                    "hub's users cannot enter, so they could not run its venv: put the hub where they can reach "
+                    f"it (default {DEFAULT_DIR}), not inside a private checkout or home")
+    return None
+
+
 class Hub:
     def __init__(self, directory: Path = DEFAULT_DIR, port: int = 8765, instructor: str = "llm-instructor",
                  students: list[str] | None = None, python: str = "/usr/bin/python3", proxy: Path = PROXY,
@@ -148,6 +159,9 @@ class Hub:
     def setup(self) -> None:
         if os.geteuid() != 0:
             raise SystemExit("hub: needs root (it creates Unix users and starts servers as them): sudo make hub")
+        problem = unreachable(self.dir)
+        if problem:
+            raise SystemExit(problem)
         for d, mode in ((self.dir, 0o755), (self.state, 0o700), (self.config, 0o755)):
             d.mkdir(parents=True, exist_ok=True)
             d.chmod(mode)
