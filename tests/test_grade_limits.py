@@ -67,7 +67,8 @@ def _class(notebooks: Path, subs: Path, storm: str) -> dict[str, int]:
     subs.mkdir(parents=True)
     expect = {}
     for student, mask, total in (("alice", None, sum(pts.values())), ("carol", WRONG, pts["mask_and_renormalize"]),
-                                 (storm, WRONG, pts["mask_and_renormalize"])):
+                                 (storm, WRONG, 0)):  # os.fork is tampering (the source check): 0 points, but the
+        # storm still runs in its kernel, and what this test proves is that it stops neither grader nor shares a uid
         nb = fx.filled(notebooks, **({"causal_mask": mask} if mask else {}))
         cell = fx.solution_cells(nb)[0]
         cell.source = (FORK_STORM + cell.source) if student == storm else (cell.source + UID_FILE)

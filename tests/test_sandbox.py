@@ -32,8 +32,10 @@ def test_the_sandbox_hides_the_course_and_the_network():
     pairs = [(argv[i + 1], argv[i + 2]) for i, a in enumerate(argv) if a in ("--ro-bind", "--bind")]
     for flag in ("--unshare-net", "--unshare-pid", "--clearenv", "--die-with-parent", "--new-session"):
         assert flag in argv
-    for source, _ in pairs:  # nothing of the checkout is bound (llm_lab is a copy of the grader's own)
-        assert not (source == str(fx.ROOT) or source.startswith(str(fx.ROOT) + os.sep)), source
+    venv = sys.prefix + os.sep  # a venv inside the checkout (make setup's .venv) is bound, read-only, at /opt/site
+    for source, _ in pairs:  # nothing else of the checkout is bound (llm_lab is a copy of the grader's own)
+        inside = source == str(fx.ROOT) or source.startswith(str(fx.ROOT) + os.sep)
+        assert not (inside and not source.startswith(venv)), source
     assert [b for b in pairs if b[0] == "/tmp/somewhere"] == [("/tmp/somewhere", "/tmp/somewhere")]
     assert f"--as={sandbox.MEMORY_BYTES}" in argv and any(a.startswith("--nproc=") for a in argv)
 
@@ -66,7 +68,8 @@ def test_inside_the_sandbox(sandbox_required):
     assert " ".join(lines[:3]).split() == ["False", "True", "/tmp", "no-net", "read-only"], out.stderr
     assert lines[3] == "/course/llm_lab/__init__.py True", lines[3]
     mounts, seen = lines[4], lines[5]
-    assert str(fx.ROOT) not in mounts and "notebooks" not in mounts, mounts  # the checkout: not even named
+    # the checkout is not even named, but for the host path of a venv inside it, which mountinfo shows
+    assert str(fx.ROOT) not in mounts.replace(sys.prefix, "<venv>") and "notebooks" not in mounts, mounts
     assert str(Path.home()) not in seen and str(fx.ROOT) not in seen, seen
 
 
