@@ -22,6 +22,7 @@ from pathlib import Path
 
 import nbformat
 
+from benchmarks import report as _report
 from tools import course as _course
 from tools.teaching import grade, student
 
@@ -33,16 +34,9 @@ BEGIN, END = "<!-- grade:begin -->", "<!-- grade:end -->"
 
 def write_section(path: Path, lines: list[str]) -> None:
     """Put ``lines`` into the report at ``path`` as its grading section."""
-    section = "\n".join([BEGIN, "## Grading a class (`make grade`)", "",
+    _report.replace_section(path, BEGIN, END, ["## Grading a class (`make grade`)", "",
                           "Written by `benchmarks/bench_grade.py`; never edit the numbers by hand.", "",
-                          *[f"- {line}" for line in lines], END])
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    if BEGIN in text and END in text.split(BEGIN, 1)[1]:
-        before, rest = text.split(BEGIN, 1)
-        text = before + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text, encoding="utf-8")
+                          *[f"- {line}" for line in lines]])
 
 
 def make_class(path: Path, folder: Path, n: int) -> None:

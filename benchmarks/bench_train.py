@@ -20,6 +20,7 @@ from pathlib import Path
 
 import torch
 
+from benchmarks import report as _report
 from llm_lab.explore import induction
 
 TARGET_S = 20.0
@@ -50,14 +51,8 @@ def lines(r: dict) -> list[str]:
 
 
 def write_section(path: Path, body: list[str]) -> None:
-    section = "\n".join([BEGIN, "## Notebook 08: training in the notebook (`make bench-train`)", "", *body, END])
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    if BEGIN in text and END in text.split(BEGIN, 1)[1]:
-        before, rest = text.split(BEGIN, 1)
-        text = before + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text, encoding="utf-8")
+    title = "## Notebook 08: training in the notebook (`make bench-train`)"
+    _report.replace_section(path, BEGIN, END, [title, "", *body])
 
 
 def main(argv=None) -> int:

@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from benchmarks import report as _report
 from llm_lab import exercises as ex
 from llm_lab.exercises import _harness
 
@@ -244,7 +245,7 @@ BEGIN, END = "<!-- checkers:begin -->", "<!-- checkers:end -->"
 
 def write_section(path: Path, lines: list[str]) -> None:
     """Put ``lines`` into the report at ``path`` as its checkers section."""
-    section = "\n".join([BEGIN, "## What the checkers cost", "",
+    _report.replace_section(path, BEGIN, END, ["## What the checkers cost", "",
                           "Written by `python -m benchmarks.checker_overhead --out docs/benchmarks.md`; never edit the "
                           "numbers by hand. *Off*: the same `grade` with the observer, the reference watch and the "
                           "time limit replaced by no-ops (the code's own cost, plus the checker's comparisons). "
@@ -252,14 +253,7 @@ def write_section(path: Path, lines: list[str]) -> None:
                           "(`benchmarks/checker_overhead.py`). "
                           "*10x lesson, graded*: what a solution ten times slower than the lesson's would take under "
                           "the checker at the naive solution's overhead, against the 10 s limit.", "",
-                          *lines, END])
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    if BEGIN in text and END in text.split(BEGIN, 1)[1]:
-        before, rest = text.split(BEGIN, 1)
-        text = before + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text, encoding="utf-8")
+                          *lines])
 
 
 def main(argv=None) -> None:
