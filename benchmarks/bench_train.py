@@ -3,6 +3,9 @@
 Target: <= 20 s of CPU time for the 1,000 steps (the notebook's cell runs the same loop, checked equal to it).
 Prints the CPU and wall seconds, the ratio to the target (< 1 is within it) and the load average, since a shared
 machine is slower: CPU time still grows on a loaded machine (shared caches), so read the ratio with the load.
+Machines differ several-fold, so it also times, in the same minute, the training notebook 08 had before (the fixed
+layout, attention through the explicit path that keeps the weights; it took 17-29 s on the machine where the 20 s
+target was set) and prints the ratio of the two: a figure that does not depend on the machine.
 
 Usage: python -m benchmarks.bench_train [--steps 1000] [--out FILE]
 
@@ -22,22 +25,37 @@ import torch
 
 from benchmarks import report as _report
 from llm_lab.explore import induction
+from llm_lab.multihead import MultiHeadAttention
 
 TARGET_S = 20.0
 BEGIN, END = "<!-- training:begin -->", "<!-- training:end -->"
 
 
-def measure(steps: int) -> dict:
-    """Train a fresh model as notebook 08 does for ``steps`` steps; CPU and wall seconds, load before and after."""
+def _train(steps: int, old: bool = False) -> tuple[float, float]:
+    """CPU and wall seconds of ``steps`` training steps of a fresh model: notebook 08's, or (``old``) the one
+    before (the fixed layout, every attention through the explicit path)."""
     settings = dataclasses.replace(induction.TrainSettings(), steps=steps, measure_every=max(1, steps // 20))
-    load_before = os.getloadavg()[0]
+    if old:
+        settings = dataclasses.replace(settings, data="fixed start", measure_every=max(1, steps // 50))
     torch.manual_seed(123)
     model = induction.AttentionOnlyTransformer(induction.InductionConfig())
+    if old:
+        for attn in model.attn:
+            attn.__class__ = MultiHeadAttention  # the same parameters, the explicit path
     cpu = time.process_time()
     history = induction.train(model, settings)
-    cpu = time.process_time() - cpu
-    return {"steps": steps, "cpu": cpu, "wall": history.seconds, "load": (load_before, os.getloadavg()[0]),
-            "full": cpu * induction.TrainSettings().steps / steps}
+    return time.process_time() - cpu, history.seconds
+
+
+def measure(steps: int, old_steps: int = 300) -> dict:
+    """Train a fresh model as notebook 08 does for ``steps`` steps, and the old training for ``old_steps``; CPU
+    and wall seconds, each scaled to the notebook's 1,000 steps too, load before and after."""
+    load_before = os.getloadavg()[0]
+    cpu, wall = _train(steps)
+    old_cpu, _ = _train(old_steps, old=True)
+    full = induction.TrainSettings().steps
+    return {"steps": steps, "cpu": cpu, "wall": wall, "load": (load_before, os.getloadavg()[0]),
+            "full": cpu * full / steps, "old_full": old_cpu * full / old_steps, "old_steps": old_steps}
 
 
 def lines(r: dict) -> list[str]:
@@ -46,6 +64,9 @@ def lines(r: dict) -> list[str]:
         f"{r['wall']:.1f} s of wall time",
         f"- target: the notebook's 1,000 steps <= {TARGET_S:.0f} s of CPU: {r['full']:.1f} s, ratio "
         f"{r['full'] / TARGET_S:.2f} (< 1 meets it)",
+        f"- the training 08 had before (fixed layout, explicit attention path), {r['old_steps']} steps timed in the "
+        f"same run: {r['old_full']:.1f} s of CPU per 1,000 steps; the notebook's training takes "
+        f"{r['full'] / r['old_full']:.2f} of its time (it took 17-29 s where the 20 s target was set)",
         f"- load average before {r['load'][0]:.1f}, after {r['load'][1]:.1f} (a shared machine is slower)",
     ]
 

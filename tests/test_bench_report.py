@@ -27,8 +27,9 @@ def test_training_section_is_replaced_and_kept_by_the_attention_rewrite(tmp_path
 
     report = tmp_path / "benchmarks.md"
     report.write_text("old attention numbers\n")
-    measured = bench_train.measure(3)  # three real steps, scaled to the notebook's 1,000
+    measured = bench_train.measure(3, old_steps=3)  # three real steps of each, scaled to the notebook's 1,000
     assert measured["steps"] == 3 and measured["cpu"] > 0 and measured["full"] > measured["cpu"]
+    assert measured["old_full"] > 0
     bench_train.write_section(report, ["first"])
     bench_train.write_section(report, bench_train.lines(measured))
     text = report.read_text()

@@ -303,7 +303,7 @@ def _solution(name):
 @pytest.mark.parametrize(("exercise", "index", "name"), [
     ("window_weights", 0, "attn_scores"), ("renormalize", 0, "attn_weights"), ("attention_weights", 1, "keys"),
     ("causal_softmax", 1, "key_padding_mask"), ("dropout", 0, "x"), ("induction_score", 1, "token_ids"),
-    ("find_induction_head", 0, "attn_weights"),
+    ("find_by_ablation", 0, "runs"),
 ])
 def test_an_input_changed_in_place_is_named_in_every_notebook(exercise, index, name):
     fn = _solution(exercise)

@@ -1,7 +1,6 @@
 """Notebook 08's exercises (the induction score from tokens, finding the induction head): solutions pass,
 planted mistakes are named, in both languages and through the grading protocol."""
 
-import numpy as np
 import pytest
 import torch
 
@@ -33,39 +32,47 @@ def score_factory(same_token=False, current=False, all_rows=False):
     return score
 
 
-def find_induction_head(attn_weights):
-    t = attn_weights.shape[-1]
-    rows = torch.arange(t // 2, t)
-    scores = attn_weights[..., rows, rows - t // 2 + 1].mean(dim=-1)
-    return divmod(int(scores.argmax()), attn_weights.shape[1])
+def find_by_ablation(runs, layer, head):
+    t = runs.shape[-1]
+    keys = torch.arange(t // 2, t) - t // 2 + 1
+    scores = torch.stack([run[layer, head, torch.arange(t // 2, t), keys].mean() for run in runs])
+    return int(torch.argmin(scores[1:] - scores[0]))  # the most negative change
 
 
-def finder_factory(key_offset=1, swap=False, every_row=False):
-    def find(attn_weights):
-        t = attn_weights.shape[-1]
-        if every_row:  # the previous-token score: key i - 1 on every row
-            rows = torch.arange(1, t)
-            scores = attn_weights[..., rows, rows - 1].mean(dim=-1)
-        else:
-            rows = torch.arange(t // 2, t)
-            scores = attn_weights[..., rows, rows - t // 2 + key_offset].mean(dim=-1)
-        layer, head = divmod(int(scores.argmax()), attn_weights.shape[1])
-        return (head, layer) if swap else (layer, head)
+def ablation_factory(mistake):
+    def find(runs, layer, head):
+        t = runs.shape[-1]
+        rows = torch.arange(t // 2, t)
+        if mistake == "pattern":  # the clean run's most previous-token-like layer-0 head
+            prev = torch.arange(1, t)
+            return int(runs[0, 0, :, prev, prev - 1].mean(-1).argmax())
+        if mistake == "strongest":  # explains the strongest induction head instead of the one asked
+            ind = runs[0, 1:, :, rows, rows - t // 2 + 1].mean(-1)
+            lay, h = divmod(int(ind.argmax()), runs.shape[2])
+            layer, head = lay + 1, h
+        scores = runs[:, layer, head, rows, rows - t // 2 + 1].mean(-1)
+        if mistake == "counted":  # argmax over every run, run 0 included
+            return int((scores[0] - scores).argmax())
+        if mistake == "least":  # the highest score left after the ablation
+            return int(scores[1:].argmax())
+        return int((scores[0] - scores[1:]).argmax())
 
     return find
 
 
-SOLUTIONS = {"induction_score": induction_score_from_tokens, "find_induction_head": find_induction_head}
+SOLUTIONS = {"induction_score": induction_score_from_tokens, "find_by_ablation": find_by_ablation}
 PLANTED_ALL = [
     ("induction_score", score_factory(same_token=True), "same_token_not_next"),
     ("induction_score", score_factory(current=True), "current_included"),
     ("induction_score", score_factory(all_rows=True), "rows_without_target"),
-    ("find_induction_head", finder_factory(every_row=True), "picked_previous"),
-    ("find_induction_head", finder_factory(key_offset=0), "picked_duplicate"),
-    ("find_induction_head", finder_factory(swap=True), "layer_head_swapped"),
-    ("find_induction_head", lambda w: int(find_induction_head(w)[1]), "not_layer_head"),
-    ("find_induction_head", lambda w: (9, 0), "not_a_head"),
-    ("find_induction_head", lambda w: (0, 0) if find_induction_head(w) != (0, 0) else (0, 1), None),
+    ("find_by_ablation", ablation_factory("pattern"), "picked_by_pattern"),
+    ("find_by_ablation", ablation_factory("strongest"), "other_induction_head"),
+    ("find_by_ablation", ablation_factory("counted"), "clean_run_counted"),
+    ("find_by_ablation", ablation_factory("least"), "least_drop"),
+    ("find_by_ablation", lambda runs, layer, head: float(find_by_ablation(runs, layer, head)), "not_a_head_index"),
+    ("find_by_ablation", lambda runs, layer, head: runs.shape[2], "no_such_head"),
+    ("find_by_ablation", lambda runs, layer, head: 0 if find_by_ablation(runs, layer, head) else 1,
+     "wrong_layer0_head"),
 ]
 PLANTED = [p for p in PLANTED_ALL if p[2] is not None]  # what tests/test_exercises.py checks: a named hint
 
@@ -82,22 +89,36 @@ def test_planted_mistakes_are_named(name, fn, hint):
     assert result.status == "fail", result.message
     if hint is not None:
         assert result.hint == hint, result.message
-    else:  # a fixed head, whatever the model: no kind explains it, so none is named
-        assert result.hint == "wrong_head", result.message
+    else:
+        assert result.hint is not None, result.message
     zh = ex.grade(name, fn, lang="zh")
     assert zh.hint == result.hint and zh.message != result.message
 
 
-def test_find_head_accepts_tensors_and_checkers_only_see_tensors():
+def test_find_by_ablation_sees_only_tensors_and_ints_and_may_answer_with_a_tensor():
     seen = []
 
-    def spy(attn_weights):
-        seen.append(type(attn_weights))
-        layer, head = find_induction_head(attn_weights)
-        return torch.tensor([layer, head])
+    def spy(runs, layer, head):
+        seen.append((type(runs), type(layer), type(head)))
+        return torch.tensor(find_by_ablation(runs, layer, head))
 
-    assert ex.grade("find_induction_head", spy).passed
-    assert set(seen) == {torch.Tensor}
+    assert ex.grade("find_by_ablation", spy).passed
+    assert set(seen) == {(torch.Tensor, int, int)}
+
+
+def test_every_named_ablation_mistake_gives_its_own_answer_on_every_input():
+    """The checker's models are built so that the answer, the head before it in the runs' numbering and the three
+    decoys are five different heads: each mistake is told apart on every input, public or secret."""
+    from llm_lab.exercises import _ex08_induction as m
+
+    for seed in range(20):
+        g = torch.Generator().manual_seed(seed)
+        runs, (layer, head), roles = m._runs(2 + seed % 2, 5 + seed % 4, 12 + 2 * (seed % 3), g)
+        answers = {None: m.needed_head(runs, layer, head)}
+        answers.update({k: m.needed_head(runs, layer, head, mistake=k) for k in m._ABLATION_MISTAKES})
+        assert answers[None] == roles["needed"]
+        assert len(set(answers.values())) == len(answers), (seed, answers)
+        assert (runs[1:, 0] == runs[0, 0]).all()  # zero ablation leaves layer 0's own patterns alone
 
 
 def test_the_lesson_score_equals_the_token_score_on_the_probe():
@@ -123,49 +144,14 @@ def test_planted_mistakes_get_the_same_verdict_through_the_grading_protocol(name
 
 def test_llm_labs_induction_scores_are_references():
     from llm_lab.explore import heads
-    from llm_lab.explore import induction as explore_induction
 
     def via_explorer(attn_weights, token_ids):
         return torch.stack([heads.induction_score(w[None], token_ids[None]) for w in attn_weights])
 
-    def via_probe_scores(attn_weights):
-        scores = explore_induction.induction_scores(attn_weights)
-        return divmod(int(scores.argmax()), attn_weights.shape[1])
+    def via_reference(runs, layer, head):
+        from llm_lab.exercises import _ex08_induction
+
+        return _ex08_induction.needed_head(runs, layer, head)
 
     assert ex.grade("induction_score", via_explorer).status == "reference"
-    assert ex.grade("find_induction_head", via_probe_scores).status == "reference"
-
-
-# ---- the pair may come as numpy ints; a decoding slip is named as one, a kind only when it is one ----------------
-
-
-@pytest.mark.parametrize("fn", [
-    lambda w: tuple(np.int64(i) for i in find_induction_head(w)),
-    lambda w: np.array(find_induction_head(w)),
-    lambda w: np.unravel_index(int(w[..., torch.arange(w.shape[-1] // 2, w.shape[-1]),
-                                        torch.arange(w.shape[-1] // 2, w.shape[-1]) - w.shape[-1] // 2 + 1]
-                                    .mean(-1).argmax()), w.shape[:2]),
-], ids=["numpy-int64", "numpy-array", "unravel_index"])
-def test_a_pair_of_numpy_ints_is_a_layer_and_head(fn):
-    result = ex.grade("find_induction_head", fn)
-    assert result.passed, result.message
-
-
-def _decoded(how):
-    def find(attn_weights):
-        t = attn_weights.shape[-1]
-        rows = torch.arange(t // 2, t)
-        flat = int(attn_weights[..., rows, rows - t // 2 + 1].mean(dim=-1).argmax())
-        if how == "one_based":
-            layer, head = divmod(flat, attn_weights.shape[1])
-            return layer + 1, head + 1
-        return divmod(flat, attn_weights.shape[0])  # by the number of layers
-
-    return find
-
-
-@pytest.mark.parametrize(("how", "hint"), [("one_based", "index_one_based"), ("layers", "divmod_wrong_base")])
-def test_a_right_score_decoded_wrong_is_named_as_such(how, hint):
-    result = ex.grade("find_induction_head", _decoded(how))
-    assert (result.status, result.hint) == ("fail", hint), result.message
-    assert "kind" not in result.message
+    assert ex.grade("find_by_ablation", via_reference).status == "reference"

@@ -1,8 +1,10 @@
 # ruff: noqa: E501  (the bilingual messages read better unbroken)
-"""Notebook 08 (transfer): the induction score from tokens, and finding the induction head among shuffled heads.
+"""Notebook 08 (transfer): the induction score from tokens, and finding by ablation the layer-0 head an induction
+head depends on.
 
-Both checkers hand the learner's function only tensors (attention patterns ``(L, nh, T, T)`` and token ids
-``(T,)``) and read back a tensor or a pair of ints, through ``_harness.call``.
+Both checkers hand the learner's function only tensors and ints (attention patterns ``(L, nh, T, T)``, token ids
+``(T,)``, the patterns of several ablation runs ``(R, L, nh, T, T)``) and read back a tensor or an int, through
+``_harness.call``.
 """
 
 from __future__ import annotations
@@ -82,39 +84,90 @@ def body_induction_score(fn) -> list[str]:
     return cases
 
 
-# ---- which head is the induction head? -------------------------------------------------------------------------
-
-KINDS = ("induction", "previous", "duplicate", "first", "current", "spread")
+# ---- which layer-0 head does an induction head depend on? (found by ablation) -----------------------------------
 
 
-def _pattern(kind: str, t: int, g: torch.Generator) -> torch.Tensor:
-    """One head's weights ``(T, T)`` on a probe whose second half repeats its first half."""
+def _pattern(kind: str, t: int, g: torch.Generator, strength: float, noise: torch.Tensor) -> torch.Tensor:
+    """One head's weights ``(T, T)`` on a probe whose second half repeats its first: ``strength`` of each row's
+    weight on the kind's target keys, the rest on ``noise`` (a causal softmax of its own)."""
     rows = torch.arange(t)
     target = torch.zeros(t, t, dtype=torch.bool)
     if kind == "induction":
         target[rows[t // 2 :], rows[t // 2 :] - t // 2 + 1] = True
-    elif kind == "duplicate":  # the earlier copy of the current token itself
-        target[rows[t // 2 :], rows[t // 2 :] - t // 2] = True
     elif kind == "previous":
         target[rows[1:], rows[1:] - 1] = True
     elif kind == "first":
         target[:, 0] = True
     elif kind == "current":
         target[rows, rows] = True
-    strength = 0.0 if kind == "spread" else 0.55 + 0.3 * float(torch.rand((), generator=g))
-    return _sharpen(_causal_noise((t, t), g), target, strength)
+    return _sharpen(noise, target, 0.0 if kind == "spread" else strength)
 
 
-def _shuffled_model(layers: int, heads: int, t: int, g: torch.Generator):
-    """Weights ``(L, nh, T, T)`` of heads of every kind in random places; returns them and each head's kind."""
-    kinds = list(KINDS[:5]) + [KINDS[int(torch.randint(1, len(KINDS), (), generator=g))] for _ in range(layers * heads - 5)]
-    kinds = [kinds[i] for i in torch.randperm(len(kinds), generator=g).tolist()]
-    weights = torch.stack([_pattern(k, t, g) for k in kinds]).view(layers, heads, t, t)
-    return weights, [kinds[i * heads : (i + 1) * heads] for i in range(layers)]
+def induction_of(weights: torch.Tensor, layer: int, head: int) -> torch.Tensor:
+    """The induction score of head ``(layer, head)`` in every run: ``(R, L, nh, T, T) -> (R,)``: the mean weight of
+    the repeated half's rows ``i`` on key ``i - T/2 + 1``."""
+    t = weights.shape[-1]
+    rows = torch.arange(t // 2, t)
+    return weights[:, layer, head, rows, rows - t // 2 + 1].mean(dim=-1)
 
 
-def _where(kinds, kind: str) -> tuple[int, int]:
-    return next((layer, head) for layer, row in enumerate(kinds) for head, k in enumerate(row) if k == kind)
+def needed_head(runs: torch.Tensor, layer: int, head: int, *, mistake: str | None = None) -> int:
+    """The reference: the layer-0 head whose ablation lowers the induction score of ``(layer, head)`` the most.
+    ``mistake`` computes one of the named wrong answers instead."""
+    if mistake == "picked_by_pattern":  # the clean run's strongest previous-token head: no ablation read
+        t = runs.shape[-1]
+        rows = torch.arange(1, t)
+        return int(runs[0, 0, :, rows, rows - 1].mean(dim=-1).argmax())
+    if mistake == "other_induction_head":  # the strongest induction head of the clean run, not the one asked
+        scores = torch.stack([induction_of(runs[:1], lay, h)[0] for lay in range(1, runs.shape[1])
+                              for h in range(runs.shape[2])])
+        lay, h = divmod(int(scores.argmax()), runs.shape[2])
+        return needed_head(runs, lay + 1, h)
+    scores = induction_of(runs, layer, head)  # (1 + nh,): run 0 clean, run 1 + h without layer-0 head h
+    if mistake == "clean_run_counted":  # the argmax over all the runs: run 1 + h read as head 1 + h
+        return int((scores[0] - scores).argmax())
+    if mistake == "least_drop":  # argmax of the ablated score: the head the induction head needs least
+        return int(scores[1:].argmax())
+    return int((scores[0] - scores[1:]).argmax())
+
+
+def _runs(layers: int, heads: int, t: int, g: torch.Generator):
+    """Weights ``(1 + nh, L, nh, T, T)`` of one probe: run 0 clean, run ``1 + h`` with layer-0 head ``h`` zeroed
+    (zero ablation leaves layer 0's own patterns as they were; the layers above change). Returns the runs, the
+    induction head asked about, and the roles: the head it needs, a strong previous-token head it does not need
+    (``decoy``), the head a second, stronger induction head needs (``other``), the head it needs least (``least``).
+    The roles and ``needed + 1`` are five different heads, so every named mistake gives its own answer."""
+    needed = int(torch.randint(0, heads - 1, (), generator=g))
+    rest = [h for h in torch.randperm(heads, generator=g).tolist() if h not in (needed, needed + 1)]
+    decoy, other, least = rest[:3]
+    asked = (int(torch.randint(1, layers, (), generator=g)), int(torch.randint(0, heads, (), generator=g)))
+    second = (asked[0], (asked[1] + 1 + int(torch.randint(0, heads - 1, (), generator=g))) % heads)
+    kinds0 = ["previous" if h in (needed, decoy) else ("first", "current", "spread")[h % 3] for h in range(heads)]
+    strength0 = {h: 0.45 + 0.1 * float(torch.rand((), generator=g)) for h in range(heads)}
+    strength0[decoy] = 0.9
+    noise = _causal_noise((layers, heads, t, t), g)
+    upper_kinds = {(lay, h): ("first", "current", "spread", "previous")[int(torch.randint(0, 4, (), generator=g))]
+                   for lay in range(1, layers) for h in range(heads)}
+    upper_kinds[asked] = upper_kinds[second] = "induction"
+    base = {asked: 0.6, second: 0.8}  # the second induction head is the stronger one in the clean run
+    drop = {h: 0.03 + 0.07 * float(torch.rand((), generator=g)) for h in range(heads)}  # small, for most heads
+    drop[least] = 0.0
+    runs = []
+    for run in range(1 + heads):
+        off = run - 1  # the layer-0 head zeroed in this run (-1: none)
+        layer_w = [torch.stack([_pattern(kinds0[h], t, g, strength0[h], noise[0, h]) for h in range(heads)])]
+        for lay in range(1, layers):
+            ws = []
+            for h in range(heads):
+                s = base.get((lay, h), 0.5 + 0.1 * (lay + h) / (layers + heads))
+                if (lay, h) == asked and off >= 0:
+                    s = s * 0.1 if off == needed else s - drop[off] * (0.5 if off == other else 1.0)
+                elif (lay, h) == second and off >= 0:
+                    s = s * 0.1 if off == other else s - 0.05
+                ws.append(_pattern(upper_kinds[(lay, h)], t, g, s, noise[lay, h]))
+            layer_w.append(torch.stack(ws))
+        runs.append(torch.stack(layer_w))
+    return torch.stack(runs), asked, {"needed": needed, "decoy": decoy, "other": other, "least": least}
 
 
 def _integer(x) -> int | None:
@@ -131,70 +184,41 @@ def _integer(x) -> int | None:
     return None
 
 
-def _as_pair(out, case: str) -> tuple[int, int]:
-    if out is None:
-        raise Fail("returned_none", case=case)
-    if isinstance(out, torch.Tensor) and out.dim() >= 1 and out.numel() == 2:
-        out = list(out.reshape(-1))
-    elif type(out).__module__ == "numpy" and getattr(out, "ndim", 0) >= 1 and getattr(out, "size", 0) == 2:
-        out = list(out.reshape(-1))  # a numpy array of two indices
-    if not isinstance(out, (tuple, list)) or len(out) != 2:
-        raise Fail("not_layer_head", got=type(out).__name__, case=case)
-    pair = [_integer(x) for x in out]
-    if None in pair:
-        raise Fail("not_layer_head", got=f"({type(out[0]).__name__}, {type(out[1]).__name__})", case=case)
-    return pair[0], pair[1]
+def _head_index(out, heads: int, case: str) -> int:
+    got = _integer(out)
+    if got is None:
+        raise Fail("not_a_head_index", got=type(out).__name__, case=case)
+    if not 0 <= got < heads:
+        raise Fail("no_such_head", got=got, heads=heads, case=case)
+    return got
 
 
-def _decoded_wrong(got, want, layers: int, heads: int) -> str | None:
-    """The mistake that turns the right head ``want`` into ``got`` while decoding the flat argmax, if one does."""
-    layer, head = want
-    if got in ((layer + 1, head + 1), (layer + 1, head), (layer, head + 1)):
-        return "index_one_based"
-    if layers != heads and got == divmod(layer * heads + head, layers):
-        return "divmod_wrong_base"
-    return None
+_ABLATION_MISTAKES = ("picked_by_pattern", "other_induction_head", "clean_run_counted", "least_drop")
 
 
-def _pick(fn, layers: int, heads: int, t: int, g: torch.Generator, case: str):
-    weights, kinds = _shuffled_model(layers, heads, t, g)
-    got = _as_pair(call_unchanged(fn, weights, names=("attn_weights",), case=case), case)
-    return got, _where(kinds, "induction"), kinds
-
-
-def _explain(fn, got, want, kinds, layers: int, heads: int, t: int, case: str):
-    """Fail with the hint that names the mistake. Each explanation is asked again on two more shuffled models, so
-    a head's kind (or a decoding slip) is named only when the learner's code picks it there too."""
-    if got == want[::-1]:
-        raise Fail("layer_head_swapped", case=case, got=got, want=want)
-    more = [_pick(fn, layers, heads, t, gen(8100 + 10 * n + layers * heads), case) for n in range(2)]
-    decoded = _decoded_wrong(got, want, layers, heads)
-    decoded_again = decoded is not None and all(_decoded_wrong(a, w, layers, heads) == decoded for a, w, _ in more)
-    layer, head = got
-    in_range = 0 <= layer < layers and 0 <= head < heads
-    kind = kinds[layer][head] if in_range else None
-    kind_again = in_range and all(0 <= a[0] < layers and 0 <= a[1] < heads and k[a[0]][a[1]] == kind
-                                  for a, _, k in more)
-    if decoded_again and not kind_again:
-        raise Fail(decoded, case=case, got=got, want=want)
-    if not in_range:
-        raise Fail("not_a_head", case=case, got=got, layers=layers, heads=heads)
-    if kind_again:
-        raise Fail({"previous": "picked_previous", "duplicate": "picked_duplicate"}.get(kind, "picked_other"),
-                   case=case, got=got, kind=kind)
-    raise Fail("wrong_head", case=case, got=got, want=want)
-
-
-def body_find_induction_head(fn) -> list[str]:
+def body_find_by_ablation(fn) -> list[str]:
     g = gen(8008)
-    cases = []
-    for layers, heads, t in ((2, 4, 16), (3, 2, 12), (2, 3, 20), (1, 6, 10), (4, 2, 16)):
-        case = f"attn_weights.shape={(layers, heads, t, t)}"
-        got, want, kinds = _pick(fn, layers, heads, t, g, case)
+    cases, wrong, labels = [], [], []
+    for layers, heads, t in ((2, 6, 16), (3, 5, 12), (2, 8, 20)):
+        runs, (layer, head), roles = _runs(layers, heads, t, g)
+        case = f"runs.shape={tuple(runs.shape)}, layer={layer}, head={head}"
+        out = call_unchanged(fn, runs, layer, head, names=("runs", "layer", "head"), case=case)
+        got = _head_index(out, heads, case)
+        want = needed_head(runs, layer, head)
         if got != want:
-            _explain(fn, got, want, kinds, layers, heads, t, case)
-        cases.append(f"{layers}x{heads} heads")
-    return cases
+            wrong.append(case)
+        named = [m for m in _ABLATION_MISTAKES if needed_head(runs, layer, head, mistake=m) == got]
+        cases.append((case, got, want, named))
+        labels.append(f"{layers}x{heads} heads, T={t}")
+    if wrong:
+        # a mistake is named only when it gives the learner's answer on every case
+        for m in _ABLATION_MISTAKES:
+            if all(m in named for _, _, _, named in cases):
+                case, got, want, _ = next(c for c in cases if c[1] != c[2])
+                raise Fail(m, case=case, got=got, want=want)
+        case, got, want, _ = next(c for c in cases if c[1] != c[2])
+        raise Fail("wrong_layer0_head", case=case, got=got, want=want)
+    return labels
 
 
 _MESSAGES = {
@@ -210,52 +234,43 @@ _MESSAGES = {
         "en": "{title}: the mean also counts rows whose token never occurred before (input: {case}); those rows have no induction target: leave them out of the average.",
         "zh": "{title}：平均值把前文从未出现过当前词元的行也算了进去（输入：{case}）；这些行没有归纳目标，不应参与平均。",
     },
-    "not_layer_head": {
-        "en": "{title}: expected a pair of ints (layer, head), got {got} (input: {case}).",
-        "zh": "{title}：应当返回一对整数 (layer, head)，实际得到 {got}（输入：{case}）。",
+    "not_a_head_index": {
+        "en": "{title}: expected the index of a layer-0 head, one int, got {got} (input: {case}).",
+        "zh": "{title}：应当返回第 0 层某个头的下标（一个整数），实际得到 {got}（输入：{case}）。",
     },
-    "layer_head_swapped": {
-        "en": "{title}: returned {got}, which is (head, layer); the induction head is at (layer, head) = {want} (input: {case}).",
-        "zh": "{title}：返回了 {got}，顺序是 (head, layer)；归纳头在 (layer, head) = {want}（输入：{case}）。",
+    "no_such_head": {
+        "en": "{title}: returned {got}, but layer 0 has {heads} heads, numbered 0 to {heads} - 1 (input: {case}).",
+        "zh": "{title}：返回了 {got}，但第 0 层只有 {heads} 个头，编号从 0 到 {heads} - 1（输入：{case}）。",
     },
-    "not_a_head": {
-        "en": "{title}: returned {got}, but the model has {layers} layers of {heads} heads (input: {case}); indices start at 0.",
-        "zh": "{title}：返回了 {got}，但模型只有 {layers} 层、每层 {heads} 个头（输入：{case}）；下标从 0 开始。",
+    "picked_by_pattern": {
+        "en": "{title}: returned {got}, the layer-0 head that looks most like a previous-token head in the clean run (input: {case}); that is a guess from its pattern, and the asked head does not need it. Read the ablations: the induction score of (layer, head) in each run without one layer-0 head.",
+        "zh": "{title}：返回了 {got}，它是未消融运行里最像前一个词元头的第 0 层头（输入：{case}）；这只是看图样猜的，被问到的头并不依赖它。请读消融结果：在每次去掉一个第 0 层头的运行里，(layer, head) 的归纳分数。",
     },
-    "picked_previous": {
-        "en": "{title}: returned {got}, a previous-token head (input: {case}): it looks at i - 1 on every row; the induction head looks at i - T/2 + 1, in the repeated half only.",
-        "zh": "{title}：返回了 {got}，它是前一个词元头（输入：{case}）：它在每一行都看 i - 1；归纳头只在重复的后半段看 i - T/2 + 1。",
+    "other_induction_head": {
+        "en": "{title}: returned {got}, the head that the strongest induction head of the clean run depends on (input: {case}); the question is about head (layer, head) given to you, which is another one. Score that head, `runs[:, layer, head]`.",
+        "zh": "{title}：返回了 {got}，它是未消融运行里最强的那个归纳头所依赖的头（输入：{case}）；题目问的是给你的 (layer, head) 那个头，不是它。请只给那个头打分：`runs[:, layer, head]`。",
     },
-    "picked_duplicate": {
-        "en": "{title}: returned {got}, a head that looks at the earlier copy of the current token (i - T/2), one position short of the induction target (input: {case}).",
-        "zh": "{title}：返回了 {got}，这个头看的是当前词元的更早副本（i - T/2），比归纳目标差了一个位置（输入：{case}）。",
+    "clean_run_counted": {
+        "en": "{title}: returned {got}, one more than the head whose ablation hurts most ({want}) (input: {case}): run 0 is the clean run, so run 1 + h is the one without head h; drop run 0 before the argmax, or subtract 1.",
+        "zh": "{title}：返回了 {got}，比消融后伤害最大的那个头（{want}）多 1（输入：{case}）：第 0 次运行是未消融的，第 1 + h 次运行才是去掉头 h 的那次；取 argmax 前先去掉第 0 次运行，或者减 1。",
     },
-    "index_one_based": {
-        "en": "{title}: returned {got}, the induction head {want} counted from 1 (input: {case}): layers and heads are counted from 0, as `argmax` and `divmod` give them.",
-        "zh": "{title}：返回了 {got}，这是从 1 开始数的归纳头 {want}（输入：{case}）：层和头都从 0 开始数，`argmax` 和 `divmod` 给出的就是这样的下标。",
+    "least_drop": {
+        "en": "{title}: returned {got}, the layer-0 head whose ablation leaves the induction score *highest*: the head this induction head needs least (input: {case}). The head it depends on is the one whose ablation lowers the score most.",
+        "zh": "{title}：返回了 {got}，去掉它之后归纳分数*最高*，也就是这个归纳头最不需要的头（输入：{case}）。它所依赖的头，是去掉之后分数降得最多的那个。",
     },
-    "divmod_wrong_base": {
-        "en": "{title}: returned {got}: the flat index of the induction head {want} split by the number of layers instead of the number of heads (input: {case}); scores of shape (L, nh) flatten row by row, so `divmod(index, num_heads)`.",
-        "zh": "{title}：返回了 {got}：把归纳头 {want} 的展平下标按层数而不是头数拆开了（输入：{case}）；形状为 (L, nh) 的分数是按行展平的，所以要用 `divmod(index, num_heads)`。",
-    },
-    "wrong_head": {
-        "en": "{title}: returned {got}, not the induction head {want} (input: {case}); on other shuffled models it picks heads of other kinds, so no one wrong pattern explains it. Score every head on the repeated half's induction targets (key i - T/2 + 1) and take the largest.",
-        "zh": "{title}：返回了 {got}，不是归纳头 {want}（输入：{case}）；在另外几个打乱的模型上它选中的是别的种类的头，所以不是某一种错误的模式。请在重复的后半段上按归纳目标（键 i - T/2 + 1）给每个头打分，取最大的那个。",
-    },
-    "picked_other": {
-        "en": "{title}: returned {got}, a head of kind '{kind}' (input: {case}); score every head on the repeated half's induction targets and take the largest.",
-        "zh": "{title}：返回了 {got}，它是 '{kind}' 类型的头（输入：{case}）；请在重复的后半段上给每个头算归纳分数，取最大的那个。",
+    "wrong_layer0_head": {
+        "en": "{title}: returned {got}, not the layer-0 head {want} whose ablation lowers the induction score of (layer, head) most (input: {case}); no one known mistake gives your answers on every input. Score the asked head in every run, then take the run with the largest drop from run 0.",
+        "zh": "{title}：返回了 {got}，不是去掉后让 (layer, head) 的归纳分数降得最多的第 0 层头 {want}（输入：{case}）；没有哪一种已知错误能在每个输入上都给出你的答案。请在每次运行里给被问到的头打分，再取比第 0 次运行降得最多的那次。",
     },
 }
 _FIXES = {
     "same_token_not_next": {"en": "The target of query i is key j when `token_ids[j - 1] == token_ids[i]` and `j < i`.", "zh": "查询 i 的目标是满足 `token_ids[j - 1] == token_ids[i]` 且 `j < i` 的键 j。"},
     "current_included": {"en": "AND the targets with `torch.ones(T, T, dtype=torch.bool).tril(diagonal=-1)`.", "zh": "把目标与 `torch.ones(T, T, dtype=torch.bool).tril(diagonal=-1)` 取与（&）。"},
     "rows_without_target": {"en": "`rows = targets.any(dim=-1)`; `per_row[..., rows].mean(dim=-1)`.", "zh": "`rows = targets.any(dim=-1)`；`per_row[..., rows].mean(dim=-1)`。"},
-    "picked_previous": {"en": "Rows `i = T//2 .. T-1`, keys `i - T//2 + 1`: `attn_weights[..., rows, rows - T//2 + 1].mean(-1)`, then the argmax over (layer, head).", "zh": "行 `i = T//2 .. T-1`，键 `i - T//2 + 1`：`attn_weights[..., rows, rows - T//2 + 1].mean(-1)`，再对 (layer, head) 取 argmax。"},
-    "picked_duplicate": {"en": "The key is `i - T//2 + 1`, not `i - T//2`.", "zh": "键是 `i - T//2 + 1`，不是 `i - T//2`。"},
-    "layer_head_swapped": {"en": "`layer, head = divmod(int(scores.argmax()), num_heads)`.", "zh": "`layer, head = divmod(int(scores.argmax()), num_heads)`。"},
-    "index_one_based": {"en": "`layer, head = divmod(int(scores.argmax()), num_heads)`, without `+ 1`.", "zh": "`layer, head = divmod(int(scores.argmax()), num_heads)`，不要 `+ 1`。"},
-    "divmod_wrong_base": {"en": "`layer, head = divmod(int(scores.argmax()), attn_weights.shape[1])`: the number of heads, not of layers.", "zh": "`layer, head = divmod(int(scores.argmax()), attn_weights.shape[1])`：用头数，而不是层数。"},
+    "picked_by_pattern": {"en": "`scores = runs[:, layer, head, rows, rows - T//2 + 1].mean(-1)` with `rows = torch.arange(T//2, T)`; the answer is `int((scores[0] - scores[1:]).argmax())`.", "zh": "`scores = runs[:, layer, head, rows, rows - T//2 + 1].mean(-1)`，其中 `rows = torch.arange(T//2, T)`；答案是 `int((scores[0] - scores[1:]).argmax())`。"},
+    "other_induction_head": {"en": "Index the head you are given: `runs[:, layer, head]`, not the strongest induction head.", "zh": "用给你的那个头做下标：`runs[:, layer, head]`，而不是最强的归纳头。"},
+    "clean_run_counted": {"en": "`int((scores[0] - scores[1:]).argmax())`: `scores[1:]` starts at head 0.", "zh": "`int((scores[0] - scores[1:]).argmax())`：`scores[1:]` 从头 0 开始。"},
+    "least_drop": {"en": "The drop is `scores[0] - scores[1:]`; take its argmax (or the argmin of `scores[1:]`).", "zh": "下降量是 `scores[0] - scores[1:]`；对它取 argmax（或者对 `scores[1:]` 取 argmin）。"},
 }
 
 # llm_lab's own ways to the answer (the explorers the lesson uses): handing one in, or calling it, is the reference
@@ -273,13 +288,13 @@ RECORDS = [
         messages=_MESSAGES, fixes=_FIXES,
     ),
     Exercise(
-        name="find_induction_head", notebook="08", body=body_find_induction_head, points=2, takes="function",
-        signature="``fn(attn_weights (L, nh, T, T)) -> (layer, head)``: the induction head, from the weights of one "
-        "sequence whose second half repeats its first half.",
-        hints=("not_layer_head", "layer_head_swapped", "not_a_head", "picked_previous", "picked_duplicate",
-               "picked_other", "index_one_based", "divmod_wrong_base", "wrong_head", "input_modified"),
-        references=_SCORE_REFERENCES + ("explore.induction.induction_scores", "explore.heads.previous_token_score",
-                                        "exercises._ex08_induction._where"),
+        name="find_by_ablation", notebook="08", body=body_find_by_ablation, points=2, takes="function",
+        signature="``fn(runs (1 + nh, L, nh, T, T), layer, head) -> int``: the weights of one probe (second half = "
+        "first half), run 0 clean and run ``1 + h`` with layer-0 head ``h`` zeroed; return the layer-0 head whose "
+        "ablation lowers the induction score of head ``(layer, head)`` the most.",
+        hints=("not_a_head_index", "no_such_head", "picked_by_pattern", "other_induction_head", "clean_run_counted",
+               "least_drop", "wrong_layer0_head", "input_modified"),
+        references=("exercises._ex08_induction.needed_head", "exercises._ex08_induction.induction_of"),
         messages=_MESSAGES, fixes=_FIXES,
     ),
 ]

@@ -7,7 +7,8 @@ Shape names: B batch, T tokens, L layers, nh heads, hs head size, d model width,
 - :func:`split_losses` is the next-token loss on those predictions and on the rest; :func:`ideal_copier_loss`
   is the loss of a copier that sees only the current token and splits its bet over every earlier continuation.
 - :func:`previous_token_per_row` is a head's weight on the token before, row by row: a previous-token head must
-  do its job on every row, not only on average.
+  do its job on every row, not only on average. :func:`key_uses` counts, per position, the copyable predictions
+  whose earlier copy sits there: how often a key at that row is needed at all.
 - :func:`path_ablation` runs layer 1 with one layer-0 head's output removed from its keys, queries or values only.
 - :func:`logit_attribution` is what one head's output adds to the logit of each token (its direct effect).
 - :func:`generate` decodes greedily, one token at a time, with one :class:`~llm_lab.kv_cache.KVCache` per layer.
@@ -23,7 +24,8 @@ from .. import _checks
 from ..kv_cache import KVCache, decode_step
 from .induction import AttentionOnlyTransformer, _check_ids, copyable, split_losses
 
-__all__ = ["PATHS", "copyable", "split_losses", "ideal_copier_loss", "previous_token_per_row", "head_outputs",
+__all__ = ["PATHS", "copyable", "split_losses", "ideal_copier_loss", "previous_token_per_row", "key_uses",
+           "head_outputs",
            "path_ablation", "logit_attribution", "generate", "decode_tokens"]
 
 PATHS = ("queries", "keys", "values")
@@ -52,6 +54,19 @@ def previous_token_per_row(attn_weights: torch.Tensor) -> torch.Tensor:
     t = attn_weights.shape[-1]
     rows = torch.arange(1, t, device=attn_weights.device)
     return attn_weights[..., rows, rows - 1].mean(dim=0)
+
+
+def key_uses(ids: torch.Tensor) -> torch.Tensor:
+    """``(B, T)`` ids -> ``(T,)`` int64: at ``j``, how many predictions in the batch a copier makes by reading key
+    ``j``: position ``i`` (predicting ``ids[i + 1]``) with ``j <= i``, ``ids[j - 1] == ids[i]`` and
+    ``ids[j] == ids[i + 1]``. Key 0 has no token before it and is never read this way, so its count is 0."""
+    ids = _ids2d(ids)
+    t = ids.shape[1]
+    cur, nxt = ids[:, :-1], ids[:, 1:]  # query i = 0 .. T - 2 and its target; key j = 1 .. T - 1 and its token before
+    match = (cur[:, :, None] == cur[:, None, :]) & (nxt[:, :, None] == nxt[:, None, :])  # (B, i, j - 1)
+    reach = torch.ones(t - 1, t - 1, dtype=torch.bool, device=ids.device).tril(-1)  # j - 1 < i: key j <= query i
+    uses = (match & reach).sum(dim=(0, 1))  # (T - 1,): keys 1 .. T - 1
+    return torch.cat([uses.new_zeros(1), uses])
 
 
 def head_outputs(model: AttentionOnlyTransformer, ids: torch.Tensor, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
