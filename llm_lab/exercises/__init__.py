@@ -51,8 +51,9 @@ body, points, signature, hints) to ``RECORDS`` in ``_exNN_<concept>.py``, with t
 in its ``MODULE_MESSAGES`` / ``MODULE_FIXES`` (a new notebook: a new ``_exNN_*.py``, found by its name); a correct
 solution in ``SOLUTIONS`` and the planted mistakes in ``PLANTED`` of ``tests/test_exNN_<concept>.py`` (the generic
 checks in ``tests/test_exercises.py`` find them through the registry); and the cells in
-``notebooks/src/NN_slug.exercises.nbsrc``. ``check_<name>``, ``__all__``, the notebook's grading and nbgrader
-metadata follow from the record and the cell tags.
+``notebooks/src/NN_slug.exercises.nbsrc``; then ``python -m tools.authoring.checker_defs`` writes ``check_<name>``
+into ``checkers.py`` (plain functions an IDE sees). ``__all__``, the notebook's grading and nbgrader metadata follow
+from the record and the cell tags.
 """
 
 from __future__ import annotations
@@ -115,18 +116,10 @@ def check(exercise: str, obj) -> None:
     print(line)
 
 
-def _make_check(name: str):
-    def check_exercise(obj) -> None:
-        check(name, obj)
+from . import checkers  # noqa: E402  (after check: the checkers call it)
+from .checkers import *  # noqa: E402, F403  (check_<name> for every exercise, generated from the records)
 
-    check_exercise.__name__ = check_exercise.__qualname__ = f"check_{name}"
-    check_exercise.__doc__ = REGISTRY[name].signature
-    check_exercise.__module__ = __name__
-    return check_exercise
-
-
-_CHECKS = {f"check_{name}": _make_check(name) for name in EXERCISES}
-globals().update(_CHECKS)
+_CHECKS = {name: getattr(checkers, name) for name in checkers.__all__}
 _fresh.remember(__name__)
 
 __all__ = [
@@ -147,5 +140,5 @@ __all__ = [
     "points",
     "reset_hints",
     "set_language",
-    *sorted(_CHECKS),
 ]
+__all__ += checkers.__all__

@@ -1,0 +1,144 @@
+"""The learner's checkers, one function per exercise: ``check_<name>(obj)`` prints the result line (and
+what ``obj`` printed) and never raises.
+
+Generated from the exercise records by ``python -m tools.authoring.checker_defs``; do not edit by hand
+(``tests/test_checker_defs.py`` fails when this file and the records differ). ``llm_lab.exercises`` exports them all.
+"""
+
+from __future__ import annotations
+
+import sys
+
+_package = sys.modules[__package__]  # the llm_lab.exercises this file belongs to (a fresh() copy has its own)
+
+__all__ = [
+    "check_window_weights",
+    "check_causal_mask",
+    "check_renormalize",
+    "check_attention_weights",
+    "check_causal_softmax",
+    "check_dropout",
+    "check_additive_attention",
+    "check_causal_attention",
+    "check_split_heads",
+    "check_merge_heads",
+    "check_multihead",
+    "check_padded_attention",
+    "check_windows",
+    "check_input_embeddings",
+    "check_cached_attention",
+    "check_tiled_attention",
+    "check_induction_score",
+    "check_find_by_ablation",
+]
+
+
+def check_window_weights(obj) -> None:
+    """Notebook 00, 2 points: ``fn(attn_scores (T, T), window) -> (T, T)``: row i a softmax over keys i - window + 1 ..
+    i, 0 elsewhere."""
+    _package.check("window_weights", obj)
+
+
+def check_causal_mask(obj) -> None:
+    """Notebook 01, 1 point: ``fn(num_tokens) -> bool (T, T)``, True strictly above the diagonal (the hidden future)."""
+    _package.check("causal_mask", obj)
+
+
+def check_renormalize(obj) -> None:
+    """Notebook 01, 2 points: ``fn(attn_weights (..., T, T)) -> (..., T, T)``: zero the future, divide each row by its
+    sum."""
+    _package.check("renormalize", obj)
+
+
+def check_attention_weights(obj) -> None:
+    """Notebook 02, 2 points: ``fn(queries (..., T, d_k), keys (..., T, d_k)) -> (..., T, T)``: scaled, -inf masked,
+    softmaxed."""
+    _package.check("attention_weights", obj)
+
+
+def check_causal_softmax(obj) -> None:
+    """Notebook 02, 3 points: ``fn(attn_scores (B, T, T), key_padding_mask bool (B, T)) -> (B, T, T)``; fully masked
+    rows are zeros."""
+    _package.check("causal_softmax", obj)
+
+
+def check_dropout(obj) -> None:
+    """Notebook 03, 2 points: ``fn(x, p, training=True) -> tensor``: inverted dropout by hand; identity when not
+    training."""
+    _package.check("dropout", obj)
+
+
+def check_additive_attention(obj) -> None:
+    """Notebook 04, 2 points: ``cls(d_in, d_out, context_length, dropout)`` with ``W_query/W_key/W_value`` and an
+    additive causal mask (0 / -inf) registered as a buffer and added to the scores; ``forward(x (B, T, d_in)) -> (B,
+    T, d_out)``, dropout on the attention weights."""
+    _package.check("additive_attention", obj)
+
+
+def check_causal_attention(obj) -> None:
+    """Notebook 04, 2 points: ``cls(d_in, d_out, context_length, dropout)`` with ``W_query/W_key/W_value``; ``forward(x
+    (B, T, d_in)) -> (B, T, d_out)``, dropout on the attention weights."""
+    _package.check("causal_attention", obj)
+
+
+def check_split_heads(obj) -> None:
+    """Notebook 05, 1 point: ``fn(x (B, T, d_out), num_heads) -> (B, num_heads, T, head_dim)``, with reshape and
+    permute."""
+    _package.check("split_heads", obj)
+
+
+def check_merge_heads(obj) -> None:
+    """Notebook 05, 1 point: ``fn(context_vec (B, num_heads, T, head_dim)) -> (B, T, num_heads * head_dim)``, with
+    permute and flatten."""
+    _package.check("merge_heads", obj)
+
+
+def check_multihead(obj) -> None:
+    """Notebook 05, 3 points: ``cls(d_in, d_out, context_length, dropout, num_heads)`` with
+    ``W_query/W_key/W_value/out_proj``; ``forward(x (B, T, d_in)) -> (B, T, d_out)``."""
+    _package.check("multihead", obj)
+
+
+def check_padded_attention(obj) -> None:
+    """Notebook 05, 3 points: ``fn(queries, keys, values (B, nh, T, hs), key_padding_mask bool (B, T)) -> (B, nh, T,
+    hs)``: causal attention per head that also hides padded keys; a query with no visible key gets zeros."""
+    _package.check("padded_attention", obj)
+
+
+def check_windows(obj) -> None:
+    """Notebook 06, 2 points: ``fn(token_ids list[int], max_length, stride) -> (input_ids, target_ids)``, each int64
+    ``(n_windows, max_length)``, cut with ``Tensor.unfold``."""
+    _package.check("windows", obj)
+
+
+def check_input_embeddings(obj) -> None:
+    """Notebook 06, 2 points: ``fn(token_ids (B, T), tok_emb, pos_emb) -> (B, T, d)``: token plus positional
+    embeddings."""
+    _package.check("input_embeddings", obj)
+
+
+def check_cached_attention(obj) -> None:
+    """Notebook 07, 2 points: ``fn(queries (B, nh, q_len, hs), keys, values (B, nh, k_len, hs)) -> (B, nh, q_len,
+    hs)``: causal attention of the q_len newest tokens on all k_len keys and values (the cache included), ``q_len <=
+    k_len``."""
+    _package.check("cached_attention", obj)
+
+
+def check_tiled_attention(obj) -> None:
+    """Notebook 07, 3 points: ``fn(queries, keys, values (B, nh, T, hs), block_size) -> (B, nh, T, hs)``: causal
+    attention computed block by block with an online softmax, equal to ``F.scaled_dot_product_attention(...,
+    is_causal=True)``."""
+    _package.check("tiled_attention", obj)
+
+
+def check_induction_score(obj) -> None:
+    """Notebook 08, 2 points: ``fn(attn_weights (L, nh, T, T), token_ids (T,)) -> (L, nh)``: the mean weight each head
+    puts on keys j < i with ``token_ids[j - 1] == token_ids[i]``, over the rows that have such a key."""
+    _package.check("induction_score", obj)
+
+
+def check_find_by_ablation(obj) -> None:
+    """Notebook 08, 2 points: ``fn(runs (1 + nh, L, nh, T, T), layer, head) -> int``: the weights of one probe (second
+    half = first half), run 0 clean and run ``1 + h`` with layer-0 head ``h`` zeroed; return the layer-0 head whose
+    ablation lowers the induction score of head ``(layer, head)`` the most."""
+    _package.check("find_by_ablation", obj)
