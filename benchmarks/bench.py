@@ -5,7 +5,7 @@
     python -m benchmarks.bench --device cuda     # time on a GPU (random numbers still drawn on the CPU)
     python -m benchmarks.bench --out -           # full run, print only
 
-Part 1 is ``llm_lab.benchmark`` (the same code notebook 07 calls); part 2 is ``dataset_bench.py`` next to
+Part 1 is ``llm_lab.bench.benchmark`` (the same code notebook 07 calls); part 2 is ``dataset_bench.py`` next to
 this file. The report's text is ``report_template.md``.
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 from string import Template
 
 from benchmarks import dataset_bench
-from llm_lab import benchmark as lb
+from llm_lab.bench import benchmark as lb
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = Path(__file__).resolve().parent / "report_template.md"

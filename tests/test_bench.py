@@ -138,17 +138,6 @@ def test_module_entry_point_prints_the_table(monkeypatch, capsys):
         lb.main(["--device", "gpu0"])
 
 
-def test_the_old_paths_are_the_moved_modules():
-    # notebook 07 and benchmarks/bench.py import llm_lab.benchmark and llm_lab.variants
-    import llm_lab.benchmark
-    import llm_lab.variants
-    from llm_lab import benchmark
-    from llm_lab.variants import CONTESTANTS
-
-    assert llm_lab.benchmark is benchmark is lb and llm_lab.variants is variants
-    assert benchmark.measure is lb.measure and benchmark.main is lb.main and CONTESTANTS is variants.CONTESTANTS
-
-
 @pytest.mark.parametrize("module", ["llm_lab.bench.benchmark", "llm_lab.benchmark"])  # old name: docs, notebook 07
 def test_python_dash_m_runs_main(module):
     proc = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True,

@@ -8,19 +8,6 @@ import pytest
 from llm_lab.explore.plotting import head_split_diagram, tile_diagram
 
 
-def test_the_old_path_is_the_moved_module():
-    # notebooks 00-08: from llm_lab.plotting import heatmap / attention_diagram / head_split_diagram / tile_diagram
-    import llm_lab.plotting
-    from llm_lab.explore import plotting
-    from llm_lab.plotting import attention_diagram, heatmap
-    from llm_lab.plotting import head_split_diagram as old_head_split_diagram
-    from llm_lab.plotting import tile_diagram as old_tile_diagram
-
-    assert llm_lab.plotting is plotting
-    assert heatmap is plotting.heatmap and attention_diagram is plotting.attention_diagram
-    assert old_head_split_diagram is head_split_diagram and old_tile_diagram is tile_diagram
-
-
 def test_tile_diagram_skips_the_tiles_wholly_in_the_future():
     ax = tile_diagram(num_tokens=16, block_size=4)
     assert ax.get_title() == "T=16, block_size=4: 10 of 16 tiles"

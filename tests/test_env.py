@@ -60,12 +60,6 @@ def test_report_is_one_aligned_block_that_show_versions_prints(capsys):
     assert capsys.readouterr().out == text + "\n"
 
 
-def test_the_old_path_is_the_moved_module():
-    import llm_lab.env as old
-
-    assert old is env and old.show_versions is env.show_versions and old.collect is env.collect
-
-
 @pytest.mark.parametrize("module", ["llm_lab.dev.env", "llm_lab.env"])  # the old name: issue templates, READMEs
 def test_python_dash_m_prints_the_block_without_warnings(module):
     proc = subprocess.run(

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from llm_lab import exercises as ex
-from llm_lab import induction
+from llm_lab.explore import induction
 
 
 def induction_score_from_tokens(attn_weights, token_ids):

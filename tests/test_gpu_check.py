@@ -24,12 +24,6 @@ def test_without_a_gpu_it_says_so_in_one_line_and_runs_nothing(monkeypatch, caps
     assert out.count("\n") == 1 and "no CUDA GPU" in out
 
 
-def test_the_old_path_is_the_moved_module():
-    import llm_lab.gpu_check as old
-
-    assert old is gpu_check and old.main is gpu_check.main and old.run_nbval is gpu_check.run_nbval
-
-
 @pytest.mark.parametrize("module", ["llm_lab.dev.gpu_check", "llm_lab.gpu_check"])  # old name: Makefile, Colab
 def test_python_dash_m_runs_main(module, tmp_path):
     # no GPU here: main() says so and exits 2; --help exits 0. Either way main() ran, with no runpy warning.

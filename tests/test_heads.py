@@ -24,17 +24,6 @@ NAMED_HEADS = {
 }
 
 
-def test_the_old_path_is_the_moved_module():
-    # notebook 05 (from llm_lab import heads) and tools/authoring/train.py use the old path
-    import llm_lab.heads
-    from llm_lab import heads as old
-    from llm_lab.heads import load_trained, with_positions
-
-    assert old is llm_lab.heads is heads
-    assert load_trained is heads.load_trained and with_positions is heads.with_positions
-    assert old.TRAINED_HEADS is resources.TRAINED_HEADS  # module-level names come along too (tools/authoring/train.py)
-
-
 @pytest.fixture(scope="module")
 def trained():
     return heads.load_trained()

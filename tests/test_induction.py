@@ -12,16 +12,6 @@ CONFIG = induction.InductionConfig()
 SMALL = induction.InductionConfig(vocab_size=16, context_length=12, d_model=16, num_heads=2, num_layers=2)
 
 
-def test_the_old_path_is_the_moved_module():
-    # notebook 08: from llm_lab import induction
-    import llm_lab.induction
-    from llm_lab import induction as old
-    from llm_lab.induction import AttentionOnlyTransformer, repeat_batch
-
-    assert old is llm_lab.induction is induction
-    assert AttentionOnlyTransformer is induction.AttentionOnlyTransformer and repeat_batch is induction.repeat_batch
-
-
 # ---- configuration and data ------------------------------------------------------------------------------------
 
 

@@ -19,7 +19,6 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from llm_lab import MultiHeadAttention, causal_mask, causal_softmax, mask_and_renormalize  # noqa: E402
-from llm_lab.explore import widgets  # noqa: E402
 from llm_lab.explore.widgets import (  # noqa: E402
     DropoutExplorer,
     HeadsExplorer,
@@ -45,22 +44,10 @@ def test_ipywidgets_major(version):
 
 
 def test_importing_llm_lab_does_not_import_widgets():
-    # nor any subpackage: `import llm_lab` loads the book's modules only
-    code = ("import sys, llm_lab; bad = {'ipywidgets', 'llm_lab.widgets', 'llm_lab.explore', 'llm_lab.bench', "
-            "'llm_lab.dev'} & set(sys.modules); assert not bad, bad")
+    # nor any subpackage, nor the old path: `import llm_lab` loads the book's modules only
+    code = ("import sys, llm_lab; bad = {'ipywidgets', 'llm_lab.explore', 'llm_lab.bench', 'llm_lab.dev', "
+            "'llm_lab.widgets'} & set(sys.modules); assert not bad, bad")  # llm_lab.widgets: the old path
     subprocess.run([sys.executable, "-c", code], check=True)
-
-
-def test_the_old_path_is_the_moved_module():
-    # notebooks 02, 03, 08: from llm_lab.widgets import mask_explorer / dropout_explorer / heads_explorer
-    import llm_lab.widgets
-    from llm_lab.widgets import HeadsExplorer as OldHeadsExplorer
-    from llm_lab.widgets import dropout_explorer as old_dropout_explorer
-    from llm_lab.widgets import mask_explorer as old_mask_explorer
-
-    assert llm_lab.widgets is widgets
-    assert old_mask_explorer is mask_explorer and old_dropout_explorer is dropout_explorer
-    assert OldHeadsExplorer is HeadsExplorer and llm_lab.widgets.heads_explorer is heads_explorer
 
 
 def _check_rendered(explorer, expected_shape):

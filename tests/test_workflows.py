@@ -291,7 +291,7 @@ def test_three_issue_forms_ask_for_what_a_maintainer_needs():
         assert "notebook" in labels and "language" in labels, name
         # Which cell: every form asks for it.
         assert "cell" in labels, name
-    asks_for_env = [name for name, form in forms.items() if "python -m llm_lab.env" in yaml.safe_dump(form)]
+    asks_for_env = [name for name, form in forms.items() if "python -m llm_lab.dev.env" in yaml.safe_dump(form)]
     assert len(asks_for_env) == 3
     config = load(TEMPLATES / "config.yml")
     assert isinstance(config["blank_issues_enabled"], bool)

@@ -1,5 +1,5 @@
-"""One block of facts for a bug report: ``python -m llm_lab.dev.env`` (or the old ``python -m llm_lab.env``) or
-``llm_lab.show_versions()``.
+"""One block of facts for a bug report: ``python -m llm_lab.dev.env`` or ``llm_lab.show_versions()``
+(its old name ``python -m llm_lab.env`` works until 0.3.0).
 
 A learner whose cell prints something other than the stored output pastes this block into the issue;
 it holds what a maintainer asks first: Python, the platform, torch and its devices, the versions of the

@@ -1,6 +1,6 @@
 """Interactive explorers for the notebooks: move a control, watch the attention weights change.
 
-    from llm_lab.explore.widgets import mask_explorer   # until the next release also: from llm_lab.widgets
+    from llm_lab.explore.widgets import mask_explorer   # old path, until 0.3.0: from llm_lab.widgets
     mask_explorer()   # as the last line of a cell: controls, a heatmap and a short readout
 
 Three explorers, each a small class built by a factory function:

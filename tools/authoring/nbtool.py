@@ -147,7 +147,7 @@ def gpu_notebook(repo: str, ref: str) -> nbformat.NotebookNode:
         "else:\n"
         f'    spec = f"{DIST_NAME}[test] @ git+https://github.com/{{REPO}}@{{REF}}"\n'
         '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", spec], check=True)\n'
-        '    subprocess.run([sys.executable, "-m", "llm_lab.gpu_check", "--fetch", REPO, REF])'
+        '    subprocess.run([sys.executable, "-m", "llm_lab.dev.gpu_check", "--fetch", REPO, REF])'
     )
     nb = nbformat.v4.new_notebook()
     nb.metadata = {

@@ -22,7 +22,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from llm_lab import gpt2_tokenizer, heads, load_text
+from llm_lab import gpt2_tokenizer, load_text
+from llm_lab.explore import heads
 
 ROOT = Path(__file__).resolve().parents[2]
 
