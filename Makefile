@@ -9,8 +9,11 @@ PORT   ?= 8888
 # BROWSER=1 opens a browser tab when the lab starts.
 BROWSER ?= 0
 NB     ?=
+# The languages: LANGS of tools/course.py, the course's one list (read only by the targets that use it).
+LANGS = $(or $(shell $(PYTHON) -c 'from tools.course import LANGS; print(*LANGS)'),\
+	$(error could not read LANGS from tools/course.py with $(PYTHON)))
 # Both stored versions of every notebook: the learner's (notebooks/LANG) and the instructor's (notebooks/instructor/LANG).
-ALL_NOTEBOOKS := notebooks/en notebooks/zh notebooks/instructor/en notebooks/instructor/zh
+ALL_NOTEBOOKS = $(foreach dir,notebooks notebooks/instructor,$(addprefix $(dir)/,$(LANGS)))
 NBVAL  := --nbval --nbval-current-env --nbval-kernel-startup-timeout 300 --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
 # Every target is a command, none a file (the hub's proxy, $(HUB_PROXY), is the one file rule); one list,
@@ -154,7 +157,7 @@ execute: setup ## regenerate the notebooks from notebooks/src and store fresh ou
 
 ##@ Instructors
 
-# Student copies without solutions, in build/student/{zh,en}/ (FORCE=1 overwrites edited copies).
+# Student copies without solutions, in build/student/LANG/ (FORCE=1 overwrites edited copies).
 student: instructor-setup ## student copies without solutions in build/student/ [NB=04 FORCE=1]
 	$(BIN)/python -m tools.teaching.student $(if $(filter 1,$(FORCE)),--force) $(if $(NB),--only $(NB))
 
