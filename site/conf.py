@@ -1,4 +1,4 @@
-"""Sphinx config of the static site, one build per language (SITE_LANG=en|zh; tools/authoring/build_site.py)."""
+"""Sphinx config of the static site, one build per language (SITE_LANG: a code of course_site.LANGS; build_site.py)."""
 
 import os
 import sys

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from tools import course
 from tools.teaching import _grade_names, _grade_source, grade
 
 # notebook 01's course cell binds both exercises' names before the exercises, as the fixture's does
@@ -62,10 +63,10 @@ CASES = [
 ]
 
 
-def verdict(learner: list[str], key: str = "causal_mask", exercise: str = "causal_mask"):
+def verdict(learner: list[str], key: str = "causal_mask", exercise: str = "causal_mask", lang: str = "en"):
     cells = [_grade_source.Cell(COURSE, False), *(_grade_source.Cell(c, True) for c in learner),
              _grade_source.Cell(f"_llm_lab_remote.capture({key!r}, lambda: {key})", False)]
-    return _grade_source.Reading(cells).verdict(key, exercise, len(cells) - 1)
+    return _grade_source.Reading(cells).verdict(key, exercise, len(cells) - 1, lang)
 
 
 @pytest.mark.parametrize(("name", "learner", "status"), CASES, ids=[c[0] for c in CASES])
@@ -74,10 +75,21 @@ def test_what_the_source_decides(name, learner, status):
     assert (found.status if found else None) == status, found
 
 
-def test_an_unreadable_cell_is_named_with_its_reason_in_both_languages():
-    found = verdict(["def causal_mask(n:\n    pass\n"])
-    assert found.hint == "unreadable" and "SyntaxError" in found.message and "scores 0" in found.message
-    assert "0 分" in found.message
+def test_an_unreadable_cell_is_named_with_its_reason_in_the_submissions_language():
+    found = {lang: verdict(["def causal_mask(n:\n    pass\n"], lang=lang) for lang in course.LANGS}
+    assert all(f.hint == "unreadable" and "SyntaxError" in f.message for f in found.values())
+    assert "scores 0" in found["en"].message and "0 分" not in found["en"].message
+    assert "0 分" in found["zh"].message and "scores 0" not in found["zh"].message
+
+
+@pytest.mark.parametrize("learner", [["def causal_mask(n:\n    pass\n"], ["from llm_lab import causal_mask\n"],
+                                     ["import llm_lab.exercises as ex\nex.grade = print\n" + RIGHT], ["x = 1\n"]],
+                         ids=["unreadable", "reference", "tampered", "not-defined"])
+def test_every_message_of_the_source_is_in_one_language(learner):
+    """Each language gets its own sentence, not both joined by a slash."""
+    found = {lang: verdict(learner, lang=lang).message for lang in course.LANGS}
+    assert len(set(found.values())) == len(course.LANGS), found
+    assert all(" / " not in message for message in found.values()), found
 
 
 def test_a_later_exercise_is_judged_by_the_cells_before_its_own_checker():

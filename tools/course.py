@@ -127,15 +127,15 @@ def parse_only(only: str | None) -> tuple[str, ...] | None:
     return tuple(p.zfill(2) for p in parts)
 
 
-def find_notebooks(src: Path = INSTRUCTOR, only: str | None = None, langs=LANGS) -> list[Path]:
-    """``src/{lang}/NN_*.ipynb`` for every language, optionally only the numbers in ``only``
-    (default ``src``: the instructor versions)."""
+def find_notebooks(src: Path = INSTRUCTOR, only: str | None = None, langs=None) -> list[Path]:
+    """``src/{lang}/NN_*.ipynb`` for every language (``langs``, default LANGS as it is at the call), optionally
+    only the numbers in ``only`` (default ``src``: the instructor versions)."""
     prefixes = parse_only(only)
-    found = [p for lang in langs for p in sorted((Path(src) / lang).glob(PATTERN))]
+    found = [p for lang in (LANGS if langs is None else langs) for p in sorted((Path(src) / lang).glob(PATTERN))]
     return [p for p in found if prefixes is None or p.name[:2] in prefixes]
 
 
-def select(only: str | None = None, *, versions=(INSTRUCTOR_VERSION,), langs=LANGS, root: Path | None = None
+def select(only: str | None = None, *, versions=(INSTRUCTOR_VERSION,), langs=None, root: Path | None = None
            ) -> list[Path]:
     """The stored notebooks of ``versions`` in ``langs``, only the numbers ``only`` names: what every tool's
     ``NB=`` / ``--only`` means (``"3,06"``: notebooks 03 and 06; ``"0"``: notebook 00, not every number starting 0)."""

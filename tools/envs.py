@@ -84,7 +84,7 @@ ENVS: dict[str, Env] = {env.name: env for env in (
     Env("site", ".venv-site", ("requirements-site.txt",), editable=False,
         purpose="Sphinx + MyST-NB for the static site (make site, test-site)"),
     Env("torch", ".venv-torch<TORCH>", ("build/envs/torch-<TORCH>.txt",),
-        purpose="requirements.txt and nbgrader with another torch (make test-torch TORCH=2.11.0)"),
+        purpose="requirements.txt, nbgrader and jsonschema with another torch (make test-torch TORCH=2.11.0)"),
 )}
 
 
@@ -95,7 +95,7 @@ def torch_env(version: str) -> Env:
     lines = [f"torch=={version}" if line.startswith("torch==") else line
              for line in (ROOT / "requirements.txt").read_text().splitlines()]
     lines += [line for line in (ROOT / "requirements-instructor.txt").read_text().splitlines()
-              if line.startswith("nbgrader==")]
+              if line.startswith(("nbgrader==", "jsonschema=="))]
     reqs = ROOT / "build" / "envs" / f"torch-{version}.txt"
     reqs.parent.mkdir(parents=True, exist_ok=True)
     text = "\n".join(lines) + "\n"

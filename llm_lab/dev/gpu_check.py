@@ -22,6 +22,8 @@ from pathlib import Path
 
 import torch
 
+from llm_lab.exercises._messages import LANGUAGES  # the package's copy of tools.course.LANGS
+
 NO_GPU = ("gpu_check: no CUDA GPU visible to torch (torch.cuda.is_available() is False), nothing was run; "
           "on Colab choose Runtime > Change runtime type > GPU and run again.")
 
@@ -78,8 +80,8 @@ def main(argv=None) -> int:
         tmp = Path(tmp)
         if args.fetch:
             clone = fetch(*args.fetch, tmp)
-            paths = [clone / "notebooks" / lang for lang in ("en", "zh")]  # the learner versions
-            paths += [p for p in (clone / "notebooks" / "instructor" / lang for lang in ("en", "zh")) if p.is_dir()]
+            paths = [clone / "notebooks" / lang for lang in LANGUAGES]  # the learner versions
+            paths += [p for p in (clone / "notebooks" / "instructor" / lang for lang in LANGUAGES) if p.is_dir()]
             sanitize = args.sanitize or clone / "tests" / "nbval_sanitize.cfg"
         else:
             paths, sanitize = args.paths, args.sanitize or Path("tests") / "nbval_sanitize.cfg"

@@ -1,6 +1,6 @@
 """Build the static site of the series into build/site/ (``make site``; runs in .venv-site).
 
-Every notebook of notebooks/{en,zh}/ is rendered by Sphinx + MyST-NB with its stored outputs (nothing is
+Every notebook of notebooks/<lang>/ is rendered by Sphinx + MyST-NB with its stored outputs (nothing is
 executed), one Sphinx build per language (site/conf.py, language from SITE_LANG). Three steps:
 
 1. stage: copy each notebook to build/site-src/<lang>/, adapted for a static page: the Colab badge image

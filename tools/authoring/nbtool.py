@@ -2,8 +2,8 @@
 
 Each notebook has one source, ``notebooks/src/NN_slug.nbsrc``, holding its code once and its prose in
 English and Chinese. ``build`` writes two versions of it per language: the instructor version
-``notebooks/instructor/{en,zh}/NN_slug.ipynb`` (solutions, model answers, hidden tests) and the learner version
-``notebooks/{en,zh}/NN_slug.ipynb`` derived from it by tools/authoring/learner.py (exercises to write, each solution
+``notebooks/instructor/<lang>/NN_slug.ipynb`` (solutions, model answers, hidden tests) and the learner version
+``notebooks/<lang>/NN_slug.ipynb`` derived from it by tools/authoring/learner.py (exercises to write, each solution
 folded; what Colab badges and `make lab` open). ``execute`` runs both with nbclient so every stored output
 comes from a real run; ``set-repo`` re-points every Colab badge and setup cell at another GitHub repository/ref
 without re-running anything.

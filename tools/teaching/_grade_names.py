@@ -17,6 +17,19 @@ COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.Asy
             *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 MAX_DEPTH = 50
+# Why an exercise's object is not the learner's own, in the submission's language (tools.course.LANGS).
+NOT_DEFINED = {
+    "global": {"en": "`{key}` is bound again inside a function (`global {key}`)",
+               "zh": "`{key}` 在函数里被重新绑定（`global {key}`）"},
+    "undefined": {"en": "no cell of yours defines `{key}` (with `def` or `class`)",
+                  "zh": "你的单元格里没有定义 `{key}`（用 `def` 或 `class`）"},
+    "rebound": {"en": "`{key}` is bound again after your definition, by `{text}`",
+                "zh": "`{key}` 在你的定义之后又被 `{text}` 重新绑定"},
+    "yours": {"en": "`{key}` is not defined by a `def` or `class` of yours: it is bound by your `{text}`",
+              "zh": "`{key}` 不是你用 `def` 或 `class` 定义的：它来自 `{text}`"},
+    "course": {"en": "`{key}` is not defined by a `def` or `class` of yours: it is bound by a course cell's `{text}`",
+               "zh": "`{key}` 不是你用 `def` 或 `class` 定义的：它来自 `{text}`"},
+}
 
 
 @dataclass(frozen=True)
@@ -127,24 +140,19 @@ class Names:
 
     # ---- is the exercise's object the learner's own? -------------------------------------------------------
 
-    def not_defined(self, key: str, until: int) -> str:
-        """Why ``key`` at cell ``until`` is not the learner's own ``def``/``class`` ("" if it is)."""
+    def not_defined(self, key: str, until: int, lang: str = "en") -> str:
+        """Why ``key`` at cell ``until`` is not the learner's own ``def``/``class`` ("" if it is), in ``lang``."""
         b = self.last(key, (until, 0))
         if b is not None and b.learner and b.kind == "def":
             if any(name == key and cell < until for cell, name in self.declared):
-                return (f"`{key}` is bound again inside a function (`global {key}`) / "
-                        f"`{key}` 在函数里被重新绑定（`global {key}`）")
+                return NOT_DEFINED["global"][lang].format(key=key)
             return ""
         own = [x for x in self.by_name.get(key, ()) if x.learner and x.kind == "def" and x.cell < until]
         if b is None:
-            return (f"no cell of yours defines `{key}` (with `def` or `class`) / "
-                    f"你的单元格里没有定义 `{key}`（用 `def` 或 `class`）")
+            return NOT_DEFINED["undefined"][lang].format(key=key)
         if own:
-            return (f"`{key}` is bound again after your definition, by `{b.text}` / "
-                    f"`{key}` 在你的定义之后又被 `{b.text}` 重新绑定")
-        whose = "your" if b.learner else "a course cell's"
-        return (f"`{key}` is not defined by a `def` or `class` of yours: it is bound by {whose} `{b.text}` / "
-                f"`{key}` 不是你用 `def` 或 `class` 定义的：它来自 `{b.text}`")
+            return NOT_DEFINED["rebound"][lang].format(key=key, text=b.text)
+        return NOT_DEFINED["yours" if b.learner else "course"][lang].format(key=key, text=b.text)
 
     # ---- llm_lab's answer, reached through the names -----------------------------------------------------
 

@@ -39,6 +39,7 @@ STATUS = {
     "missing": {"en": "not found (the cell defining it was deleted or failed)",
                 "zh": "找不到（定义它的单元被删除或出错）"},
 }
+HTML_LANG = {"en": "en", "zh": "zh-CN"}  # the feedback page's <html lang>, per course language
 WORDS = {
     "title": {"en": "Feedback", "zh": "反馈"},
     "exercise": {"en": "Exercise", "zh": "练习"},
@@ -166,7 +167,7 @@ def feedback_html(r, lang: str, maximum: int) -> str:
     body.append(f"<p>{t['manual']}</p>")
     style = ("body{font-family:sans-serif;max-width:60em;margin:2em auto}table{border-collapse:collapse}"
              "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}")
-    return (f'<!DOCTYPE html>\n<html lang="{"zh-CN" if lang == "zh" else "en"}"><head><meta charset="utf-8">'
+    return (f'<!DOCTYPE html>\n<html lang="{HTML_LANG.get(lang, lang)}"><head><meta charset="utf-8">'
             f"<title>{t['title']}: {e(r.student)}</title><style>{style}</style></head><body>\n"
             + "\n".join(body) + "\n</body></html>\n")
 

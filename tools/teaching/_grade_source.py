@@ -46,8 +46,12 @@ TIMEIT_OPTIONS = re.compile(r"^(\s*-[A-Za-z]+(\s+[\d.]+)?)*\s*")
 HIDDEN_CALLS = {"exec", "eval", "compile", "globals", "vars", "locals", "breakpoint", "__import__"}
 HIDDEN_ATTRIBUTES = {"__globals__", "__code__", "__closure__", "__builtins__", "__dict__", "f_globals", "f_locals",
                      "f_back", "get_ipython", "user_ns", "user_global_ns", "exec"}
-UNREADABLE = ("cell `{cell}` cannot be read by the grader ({why}): every exercise checked after it scores 0 / "
-              "评分器读不懂单元格 `{cell}`（{why}）：在它之后检查的练习都是 0 分")
+# What the source decides, in the submission's language (one entry per language of tools.course.LANGS).
+UNREADABLE = {"en": "cell `{cell}` cannot be read by the grader ({why}): every exercise checked after it scores 0",
+              "zh": "评分器读不懂单元格 `{cell}`（{why}）：在它之后检查的练习都是 0 分"}
+TAMPERED = {"en": "0 points: the code changes the checkers: {names}", "zh": "0 分：代码改动了检查器：{names}"}
+REFERENCE = {"en": "the solution uses {found}, llm_lab's own code for this exercise: no credit",
+             "zh": "解答用了 {found}，即 llm_lab 自带的代码：不计分"}
 
 
 @dataclass(frozen=True)
@@ -205,24 +209,23 @@ class Reading:
                     cell.unreadable = "nested too deeply to read"
         self.names = _grade_names.Names([(c.tree, c.learner) for c in self.cells])
 
-    def verdict(self, key: str, exercise: str, until: int) -> Finding | None:
-        """What the source decides for exercise ``exercise`` (object ``key``) checked at cell ``until``."""
+    def verdict(self, key: str, exercise: str, until: int, lang: str = "en") -> Finding | None:
+        """What the source decides for exercise ``exercise`` (object ``key``) checked at cell ``until``; the
+        message in ``lang``."""
         learner = [(i, c) for i, c in enumerate(self.cells[:until]) if c.learner]
         tampering = list(dict.fromkeys(t for _, c in learner for t in c.tampering))
         if tampering:
-            return Finding("tampered", "tampered", "0 points: the code changes the checkers / 0 分：代码改动了检查器: "
-                           + ", ".join(tampering))
+            return Finding("tampered", "tampered", TAMPERED[lang].format(names=", ".join(tampering)))
         for _, cell in learner:
             if cell.unreadable:
-                return Finding("error", "unreadable", UNREADABLE.format(cell=_one_line(cell.source),
-                                                                        why=cell.unreadable))
+                return Finding("error", "unreadable", UNREADABLE[lang].format(cell=_one_line(cell.source),
+                                                                              why=cell.unreadable))
         try:
-            found, why = self.names.reference(key, exercise, until), self.names.not_defined(key, until)
+            found, why = self.names.reference(key, exercise, until), self.names.not_defined(key, until, lang)
         except RecursionError:
-            return Finding("error", "unreadable", UNREADABLE.format(cell=key, why="nested too deeply to read"))
+            return Finding("error", "unreadable", UNREADABLE[lang].format(cell=key, why="nested too deeply to read"))
         if found:
-            return Finding("reference", "reference", f"the solution uses {found}, llm_lab's own code for this "
-                           f"exercise: no credit / 解答用了 {found}，即 llm_lab 自带的代码：不计分")
+            return Finding("reference", "reference", REFERENCE[lang].format(found=found))
         return Finding("missing", "not_defined", why) if why else None
 
 

@@ -62,7 +62,8 @@ from tools.teaching import _grade_files, _grade_kernel, _grade_report, _grade_so
 
 DEFAULT_OUT = _course.ROOT / "build" / "grades"
 MAX_FILE_BYTES = _grade_files.MAX_FILE_BYTES
-CELL_ID = re.compile(r"^(en|zh)-(\d\d)-\d{3}$")
+# nbtool's cell ids, ``{lang}-{NN}-{index:03d}`` (any language of tools.course.LANGS: identify() keeps the course's)
+CELL_ID = re.compile(r"^(.+)-(\d\d)-\d{3}$")
 DEFINES = "^(?:def|class) {}\\b"
 SECRET = secrets.randbits(62)  # this run's inputs for the checkers (llm_lab.exercises.grade's ``secret``)
 
@@ -307,7 +308,7 @@ def judge(cn: CourseNotebook, p: Plan, kernel: _grade_kernel.Kernel) -> list[Ver
         pts = int(cn.nb.cells[ex.checker].metadata["nbgrader"]["points"])
         v = Verdict(ex.key, "error", max_points=pts)
         own = [e for e in (_grade_kernel.cell_error(p.nb.cells[i]) for i in p.solutions.get(ex.key, [])) if e]
-        decided = reading.verdict(ex.key, ex.exercise, p.grading[ex.key])  # the source first: no kernel asked
+        decided = reading.verdict(ex.key, ex.exercise, p.grading[ex.key], cn.lang)  # the source first: no kernel
         try:
             if decided is None:
                 link.exercise = ex.exercise

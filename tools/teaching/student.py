@@ -1,7 +1,7 @@
 """Write learners' copies of the notebooks: nbgrader release versions that give nothing away.
 
-For every instructor version ``notebooks/instructor/{zh,en}/NN_*.ipynb`` this writes
-``build/student/{zh,en}/NN_*.ipynb``, produced by exactly the preprocessors ``nbgrader generate_assignment``
+For every instructor version ``notebooks/instructor/<lang>/NN_*.ipynb`` this writes
+``build/student/<lang>/NN_*.ipynb``, produced by exactly the preprocessors ``nbgrader generate_assignment``
 runs (its own list, in its order, without the gradebook step), so a copy is an nbgrader release:
 ``nbgrader autograde`` grades submissions made from it. In a copy
 
@@ -69,7 +69,7 @@ class StudentHeader(Preprocessor):
     """Swap the header's note on the instructor version (or a Colab badge: it would open another version) for
     the student note, and the exercises' how-to paragraph for the student copy's."""
 
-    lang = Unicode("en", help="the notebook's language: en or zh")
+    lang = Unicode("en", help=f"the notebook's language, one of {', '.join(LANGS)}")
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "markdown":
@@ -255,10 +255,10 @@ def main(argv=None) -> int:
     ap.add_argument("--force", action="store_true", help="overwrite student copies that were edited")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default: build/student)")
     ap.add_argument("--src", type=Path, default=DEFAULT_SRC,
-                    help="folder holding en/ and zh/ instructor notebooks (default: notebooks/instructor)")
+                    help="the instructor notebooks, one folder per language (default: notebooks/instructor)")
     ap.add_argument("--only", help="comma-separated number prefixes, e.g. 01,03")
     ap.add_argument("--nbgrader-source", type=Path, metavar="DIR",
-                    help="also write the nbgrader source notebooks (and nbgrader_config.py) to DIR/{en,zh}/")
+                    help="also write the nbgrader source notebooks (and nbgrader_config.py) to DIR/<lang>/")
     args = ap.parse_args(argv)
     try:
         if args.nbgrader_source:

@@ -16,8 +16,8 @@ What ``start`` sets up, then runs until Ctrl-C (or ``hub.py stop``, or SIGTERM),
 - **nbgrader's exchange** ``DIR/exchange`` (mode 1777, one course ``llm-lab``) and the config every user's
   server reads (``DIR/config/common/nbgrader_config.py``: course id, exchange root).
 - **the course folder** ``~instructor/llm-lab`` (mode 0700, the instructor's): ``nbgrader_config.py``, the
-  instructor notebooks graded against (``instructor-notebooks/{en,zh}/``), ``source/<name>-en`` and
-  ``source/<name>-zh`` made from a course notebook (``--notebook 01``), generated (``nbgrader
+  instructor notebooks graded against (``instructor-notebooks/<lang>/``), ``source/<name>-<lang>`` for every
+  language of ``tools.course.LANGS``, made from a course notebook (``--notebook 01``), generated (``nbgrader
   generate_assignment``) as the instructor, ready to release.
 - **who sees what**: learners' servers read ``DIR/config/learner`` first (formgrader, course list and
   create-assignment off, server side and in JupyterLab; the assignment list and Validate on); the instructor's
@@ -45,6 +45,7 @@ import sys
 import time
 from pathlib import Path
 
+from tools import course as _course
 from tools import envs
 
 HERE = Path(__file__).resolve().parent
@@ -252,7 +253,7 @@ class Hub:
         self.exchange.chmod(0o1777)
 
     def make_course(self) -> None:
-        """~instructor/llm-lab: config, the instructor notebooks, source/ and release/ for both languages."""
+        """~instructor/llm-lab: config, the instructor notebooks, source/ and release/ for every language."""
         from tools.teaching import student
 
         course, owner = self.course, pwd.getpwnam(self.instructor)
@@ -266,7 +267,7 @@ class Hub:
             "c = get_config()  # noqa: F821\n"
             f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
             "c.Execute.timeout = 120\n" + student.config_file_text("en").split("\n", 2)[2], encoding="utf-8")
-        for lang in ("en", "zh"):
+        for lang in _course.LANGS:
             key = course / "instructor-notebooks" / lang
             key.mkdir(parents=True, exist_ok=True)
             for nb in self.notebooks.glob(f"{lang}/{self.notebook}_*.ipynb"):
@@ -278,7 +279,7 @@ class Hub:
         shutil.rmtree(tmp)
         for p in [course, *course.rglob("*")]:
             os.chown(p, owner.pw_uid, owner.pw_gid)
-        for lang in ("en", "zh"):
+        for lang in _course.LANGS:
             self.generate(f"{self.assignment}-{lang}", lang)
 
     def generate(self, assignment: str, lang: str) -> None:
@@ -400,7 +401,8 @@ def main(argv=None) -> int:
     log(f"instructor: {hub.instructor} (formgrader; the course folder {hub.course})")
     log(f"students: {', '.join(hub.students)} (Assignments tab); release with: runuser -u {hub.instructor} -- "
         f"... or the instructor's formgrader")
-    log(f"assignments generated: {hub.assignment}-en, {hub.assignment}-zh; Ctrl-C stops the hub and every server")
+    generated = ", ".join(f"{hub.assignment}-{lang}" for lang in _course.LANGS)
+    log(f"assignments generated: {generated}; Ctrl-C stops the hub and every server")
     try:
         while not stop["now"] and hub.proc.poll() is None:
             time.sleep(0.5)
