@@ -260,6 +260,11 @@ ADDITIVE_CASES = [
      None),
 ]
 
+# notebook 04's single head: d_k is the keys' width d_out, which the input's d_in equals only by chance
+SINGLE_HEAD_CASES = [
+    ("scale_uses_d_in", [(SOFTMAX, SOFTMAX.replace("keys.shape[-1]", "x.shape[-1]"))], None),
+]
+
 SPLIT_LINE = "x.reshape(b, num_heads, num_tokens, d_out // num_heads)"
 MHA_CASES = [
     ("out_proj_missing", [("return self.out_proj(context_vec)", "return context_vec")], None),
@@ -403,8 +408,8 @@ CACHED_CASES = [
 
 CASES = (
     [("cached_attention", *c) for c in CACHED_CASES]
-    + [("additive_attention", *c) for c in ADDITIVE_CASES + MODULE_CASES]
-    + [("causal_attention", *c) for c in MASKED_FILL_CASES + MODULE_CASES]
+    + [("additive_attention", *c) for c in ADDITIVE_CASES + MODULE_CASES + SINGLE_HEAD_CASES]
+    + [("causal_attention", *c) for c in MASKED_FILL_CASES + MODULE_CASES + SINGLE_HEAD_CASES]
     + [("multihead", *c) for c in MASKED_FILL_CASES + MODULE_CASES + MHA_CASES]
     + [("padded_attention", *c) for c in PADDED_CASES]
     + [("split_heads", *c) for c in SPLIT_CASES]

@@ -301,7 +301,7 @@ def _solution(name):
 
 
 @pytest.mark.parametrize(("exercise", "index", "name"), [
-    ("window_weights", 0, "attn_scores"), ("renormalize", 0, "attn_weights"), ("attention_weights", 1, "keys"),
+    ("window_weights", 0, "attn_scores"), ("renormalize", 0, "attn_weights"), ("packed_weights", 1, "keys"),
     ("causal_softmax", 1, "key_padding_mask"), ("dropout", 0, "x"), ("induction_score", 1, "token_ids"),
     ("find_by_ablation", 0, "runs"),
 ])
@@ -338,7 +338,7 @@ def test_a_module_that_changes_its_input_in_place_is_named(exercise):
 # ---- non-real outputs are rejected with a hint, and nothing is printed --------------------------------------------
 
 
-@pytest.mark.parametrize("exercise", ["window_weights", "attention_weights", "renormalize", "dropout",
+@pytest.mark.parametrize("exercise", ["window_weights", "packed_weights", "renormalize", "dropout",
                                       "induction_score", "cached_attention"])
 def test_a_complex_output_is_rejected_without_a_warning(exercise, recwarn, capsys):
     import test_ex07_tiled

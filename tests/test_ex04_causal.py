@@ -59,7 +59,7 @@ class CausalAttention(nn.Module):
         if m != "future_open":
             attn_scores = attn_scores.masked_fill(mask, NEG_INF)
         d_k = keys.shape[-1]
-        scale = {"scale_missing": 1.0, "scale_twice": d_k}.get(m, d_k**0.5)
+        scale = {"scale_missing": 1.0, "scale_twice": d_k, "scale_uses_d_in": x.shape[-1] ** 0.5}.get(m, d_k**0.5)
         attn_weights = torch.softmax(attn_scores / scale, dim=1 if m == "softmax_dim" else -1)
         if m == "dropout_in_eval":
             attn_weights = F.dropout(attn_weights, self.p)
@@ -82,6 +82,7 @@ PLANTED = [
     ("causal_attention", with_mistake(CausalAttention, "scale_missing"), "scale_missing"),
     ("causal_attention", with_mistake(CausalAttention, "scale_twice"), "scale_twice"),
     ("causal_attention", with_mistake(CausalAttention, "mask_wrong_size"), "mask_wrong_size"),
+    ("causal_attention", with_mistake(CausalAttention, "scale_uses_d_in"), "scale_uses_d_in"),
     ("causal_attention", with_mistake(CausalAttention, "dropout_in_eval"), "dropout_in_eval"),
     ("causal_attention", with_mistake(CausalAttention, "dropout_missing"), "dropout_missing"),
 ]

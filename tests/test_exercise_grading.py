@@ -346,7 +346,9 @@ REFERENCE_CASES = [
     ("causal_mask", functools.partial(llm_lab.causal_mask)),
     ("renormalize", llm_lab.mask_and_renormalize),
     ("causal_softmax", lambda s, m: llm_lab.causal_softmax(s, m)),
-    ("attention_weights", lambda q, k: llm_lab.causal_softmax(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5)),
+    ("packed_weights", lambda q, k, d: llm_lab.causal_softmax(
+        (q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5)
+        .masked_fill(d[..., :, None] != d[..., None, :], -torch.inf))),
     ("causal_attention", llm_lab.CausalAttention),
     ("multihead", llm_lab.MultiHeadAttention),
     ("multihead", llm_lab.FusedMultiHeadAttention),

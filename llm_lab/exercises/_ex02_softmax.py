@@ -1,4 +1,6 @@
-"""Notebook 02: the -inf trick, scaled scores, key padding and fully masked rows."""
+# ruff: noqa: E501  (the bilingual messages read better unbroken)
+"""Notebook 02: the -inf trick on packed documents (a causal mask with document boundaries), key padding and
+fully masked rows."""
 
 from __future__ import annotations
 
@@ -6,30 +8,74 @@ import torch
 
 from ..masks import causal_mask, causal_softmax
 from ._core import Exercise, Fail, LearnerError, as_tensor, compare, diagnose, same, shape_str
-from ._shared import HELPERS, call_unchanged, gen, softmax_masked, triu, weights_variants
+from ._shared import HELPERS, call_unchanged, gen, softmax_masked, tril, triu
+
+# Each case: the queries' (and keys') shape, and doc_ids, the document of every token (shape: the queries' without
+# the last dimension). The ids need not increase or start at 0: equal ids make one document.
+PACKED = (
+    ((6, 4), [0, 0, 0, 1, 1, 1]),
+    ((1, 3), [3]),
+    ((5, 2), [0, 1, 2, 3, 4]),  # every token a document of its own: each sees only itself
+    ((4, 16), [7, 7, 7, 7]),  # one document: plain causal weights
+    ((7, 4), [5, 5, 2, 2, 2, 9, 9]),
+    ((2, 6, 8), [[0, 0, 1, 1, 1, 1], [0, 0, 0, 0, 2, 2]]),  # each sequence packed its own way
+    ((2, 2, 5, 4), [[[0, 0, 1, 1, 1], [0, 1, 1, 1, 1]], [[0, 0, 0, 0, 0], [3, 3, 3, 4, 4]]]),
+)
 
 
-def body_attention_weights(fn) -> list[str]:
+def packed_hidden(doc_ids: torch.Tensor) -> torch.Tensor:
+    """(..., T, T) True where query i may not see key j: the future, or another document."""
+    other_doc = doc_ids.unsqueeze(-1) != doc_ids.unsqueeze(-2)
+    return causal_mask(doc_ids.shape[-1]) | other_doc
+
+
+def _packed_variants(q: torch.Tensor, k: torch.Tensor, doc_ids: torch.Tensor) -> list:
+    """Wrong ways to compute the packed weights: each of the lesson's mistakes, and the documents ignored."""
+    d, t = k.shape[-1], k.shape[-2]
+    s = q @ k.transpose(-2, -1)
+    ok = s / d**0.5
+    hide = packed_hidden(doc_ids)
+    other_doc = doc_ids.unsqueeze(-1) != doc_ids.unsqueeze(-2)  # (..., T, T)
+    return [
+        ("documents_ignored", lambda: causal_softmax(ok)),
+        ("future_open", lambda: softmax_masked(ok, other_doc)),
+        ("softmax_dim", lambda: softmax_masked(ok, hide, dim=-2)),
+        ("scale_missing", lambda: softmax_masked(s, hide)),
+        ("scale_twice", lambda: softmax_masked(s / d, hide)),
+        ("scale_inverted", lambda: softmax_masked(s * d**0.5, hide)),
+        ("scale_uses_T", lambda: softmax_masked(s / t**0.5, hide)),
+        ("diagonal_masked", lambda: softmax_masked(ok, triu(t, 0) | other_doc)),
+        ("mask_transposed", lambda: softmax_masked(ok, tril(t, -1) | other_doc)),
+        ("mask_inverted", lambda: softmax_masked(ok, ~hide)),
+        ("masked_with_zero", lambda: softmax_masked(ok, hide, fill=0.0)),
+        ("not_renormalized", lambda: torch.softmax(ok, dim=-1).masked_fill(hide, 0.0)),
+    ]
+
+
+def body_packed_weights(fn) -> list[str]:
     g = gen(202)
     cases = []
-    for q_shape, k_shape in (((5, 4), (5, 4)), ((1, 3), (1, 3)), ((7, 2), (7, 2)), ((3, 16), (3, 16)),
-                             ((2, 6, 8), (2, 6, 8))):
-        case = f"queries.shape={shape_str(q_shape)}, keys.shape={shape_str(k_shape)}"
-        q, k = torch.randn(*q_shape, generator=g), torch.randn(*k_shape, generator=g)
-        want = causal_softmax(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5)
-        batched = len(q_shape) > 2
+    for shape, ids in PACKED:
+        doc_ids = torch.tensor(ids)
+        case = f"queries.shape={shape_str(shape)}, doc_ids={ids}"
+        q, k = torch.randn(*shape, generator=g), torch.randn(*shape, generator=g)
+        want = softmax_masked(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5, packed_hidden(doc_ids))
+        batched = len(shape) > 2
         try:
-            out = call_unchanged(fn, q, k, names=("queries", "keys"), case=case)
+            out = call_unchanged(fn, q, k, doc_ids, names=("queries", "keys", "doc_ids"), case=case)
         except LearnerError:
             if batched:
                 raise Fail("batch_dims", case=case) from None
             raise
-        variants = weights_variants(q, k)
-        if batched:  # keys.T / transpose(0, 1) on a batch
-            variants.insert(0, ("batch_dims", lambda q=q, k=k: causal_softmax(q @ k.transpose(0, 1)
-                                                                              / k.shape[-1] ** 0.5)))
+        variants = _packed_variants(q, k, doc_ids)
+        if batched:  # keys.T / transpose(0, 1) on a batch, or the first sequence's doc_ids for all
+            hide, first = packed_hidden(doc_ids), packed_hidden(doc_ids.reshape(-1, shape[-2])[0])
+            variants[:0] = [
+                ("batch_dims", lambda q=q, k=k, h=hide: softmax_masked(q @ k.transpose(0, 1) / k.shape[-1] ** 0.5, h)),
+                ("batch_dims", lambda q=q, k=k, h=first: softmax_masked(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5, h)),
+            ]
         compare(out, want, case, variants)
-        cases.append(shape_str(q_shape))
+        cases.append(shape_str(shape))
     return cases
 
 
@@ -90,15 +136,28 @@ def body_causal_softmax(fn) -> list[str]:
     return cases
 
 
+_PACKED_HIDDEN = "hidden = future | (doc_ids.unsqueeze(-1) != doc_ids.unsqueeze(-2))"
+_PACKED_MESSAGES = {
+    "documents_ignored": {
+        "en": "{title}: a query still attends to the earlier documents packed into its window (input: {case}): only the future is hidden. A key whose doc_ids differs from the query's must get weight 0 too.",
+        "zh": "{title}：查询仍然关注打包进同一窗口的前面的文档（输入：{case}）：只有未来被隐藏了。doc_ids 与查询不同的键，权重也必须为 0。",
+    },
+}
+_PACKED_FIXES = {
+    "documents_ignored": {"en": f"Hide the other documents' keys as well: `{_PACKED_HIDDEN}`, then `masked_fill(hidden, float('-inf'))`.", "zh": f"把其他文档的键也隐藏：`{_PACKED_HIDDEN}`，再 `masked_fill(hidden, float('-inf'))`。"},
+    "batch_dims": {"en": "Count dimensions from the end: `transpose(-2, -1)`, `doc_ids.unsqueeze(-1)` and `doc_ids.unsqueeze(-2)`, so each sequence uses its own doc_ids.", "zh": "从末尾数维度：`transpose(-2, -1)`、`doc_ids.unsqueeze(-1)` 和 `doc_ids.unsqueeze(-2)`，这样每个序列用的是它自己的 doc_ids。"},
+}
+
 RECORDS = [
     Exercise(
-        name="attention_weights", notebook="02", body=body_attention_weights, points=2, takes="function",
-        signature="``fn(queries (..., T, d_k), keys (..., T, d_k)) -> (..., T, T)``: scaled, -inf masked, "
-        "softmaxed.",
-        hints=("softmax_dim", "scale_missing", "scale_twice", "scale_inverted", "scale_uses_T", "diagonal_masked",
-               "future_open", "mask_inverted", "mask_transposed", "masked_with_zero", "not_renormalized",
-               "batch_dims", "input_modified"),
+        name="packed_weights", notebook="02", body=body_packed_weights, points=2, takes="function",
+        signature="``fn(queries (..., T, d_k), keys (..., T, d_k), doc_ids int (..., T)) -> (..., T, T)``: scaled, "
+        "the future and the other documents' keys -inf, softmaxed.",
+        hints=("documents_ignored", "softmax_dim", "scale_missing", "scale_twice", "scale_inverted", "scale_uses_T",
+               "diagonal_masked", "future_open", "mask_inverted", "mask_transposed", "masked_with_zero",
+               "not_renormalized", "batch_dims", "input_modified"),
         references=("masks.causal_softmax",) + HELPERS,
+        messages=_PACKED_MESSAGES, fixes=_PACKED_FIXES,
     ),
     Exercise(
         name="causal_softmax", notebook="02", body=body_causal_softmax, points=3, takes="function",

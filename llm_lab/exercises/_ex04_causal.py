@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import torch
 
+from ..masks import causal_mask
 from ._core import Exercise, Fail, shape_str
 from ._harness import last_observed
 from ._modules import (
@@ -20,12 +21,15 @@ from ._modules import (
     reference_context,
 )
 from ._observe import called, marked
-from ._shared import HELPERS, gen, tril, triu, weights_variants
+from ._shared import HELPERS, gen, softmax_masked, tril, triu, weights_variants
 
 
 def _context_variants(x: torch.Tensor, layers: dict) -> list:
     q, k, v = qkv(x, layers)
     variants = [(hint, lambda make=make: make() @ v) for hint, make in weights_variants(q, k)]
+    # the scale taken from the input's width d_in (x.shape[-1]) instead of the keys' d_k = d_out
+    variants.insert(0, ("scale_uses_d_in", lambda: softmax_masked(q @ k.transpose(-2, -1) / x.shape[-1] ** 0.5,
+                                                                   causal_mask(k.shape[-2])) @ v))
     # an additive mask of 0/1 (the pattern right, -inf forgotten), added before or after the scaling
     d, t = k.shape[-1], k.shape[-2]
     s = q @ k.transpose(-2, -1)
@@ -153,7 +157,8 @@ _ADDITIVE_FIXES = {
 
 _HINTS = ("diagonal_masked", "future_open", "softmax_dim", "scale_missing", "scale_twice", "scale_inverted",
           "scale_uses_T", "mask_inverted", "mask_transposed", "masked_with_zero", "not_renormalized",
-          "mask_wrong_size", "missing_attribute", "not_module", "instance_not_class", "additive_mask_01") + DROPOUT_HINTS
+          "mask_wrong_size", "missing_attribute", "not_module", "instance_not_class", "additive_mask_01",
+          "scale_uses_d_in") + DROPOUT_HINTS
 _REFERENCES = ("attention.CausalAttention", "attention.SelfAttention", "multihead.MultiHeadAttention",
                "multihead.FusedMultiHeadAttention", "multihead.MultiHeadAttentionWrapper") + HELPERS
 

@@ -234,6 +234,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "{title}: the scores are scaled by 1/sqrt(d_out) instead of 1/sqrt(head_dim) (input: {case}). Each head's keys have head_dim = d_out // num_heads features.",
         "zh": "{title}：分数除以的是 sqrt(d_out)，应当是 sqrt(head_dim)（输入：{case}）。每个头的键只有 head_dim = d_out // num_heads 个特征。",
     },
+    "scale_uses_d_in": {
+        "en": "{title}: the scores are scaled by 1/sqrt(d_in), the width of the input x, instead of 1/sqrt(d_k), the width of the keys (input: {case}). The two are equal only when d_in = d_out.",
+        "zh": "{title}：分数除以的是 sqrt(d_in)，即输入 x 的宽度，应当是 sqrt(d_k)，即键的宽度（输入：{case}）。两者只在 d_in = d_out 时相等。",
+    },
     # ---- data ----------------------------------------------------------------------------------------
 }
 
@@ -273,6 +277,7 @@ FIXES: dict[str, dict[str, str]] = {
     "dropout_on_input": {"en": "`attn_weights = self.dropout(attn_weights)` right after the softmax, and leave x alone.", "zh": "在 softmax 之后写 `attn_weights = self.dropout(attn_weights)`，不要改动 x。"},
     "mask_wrong_size": {"en": "Slice the stored mask: `self.mask[:num_tokens, :num_tokens]`.", "zh": "截取保存的遮蔽矩阵：`self.mask[:num_tokens, :num_tokens]`。"},
     "scale_uses_d_out": {"en": "Divide by `keys.shape[-1] ** 0.5` (= head_dim ** 0.5).", "zh": "除以 `keys.shape[-1] ** 0.5`（即 head_dim ** 0.5）。"},
+    "scale_uses_d_in": {"en": "Divide by `keys.shape[-1] ** 0.5` (d_k = d_out), not by the width of x (d_in).", "zh": "除以 `keys.shape[-1] ** 0.5`（d_k = d_out），而不是 x 的宽度（d_in）。"},
 }
 
 # Extra words around a line: the printed-output header and the "same mistake again" footer.

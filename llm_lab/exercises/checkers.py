@@ -15,7 +15,7 @@ __all__ = [
     "check_window_weights",
     "check_causal_mask",
     "check_renormalize",
-    "check_attention_weights",
+    "check_packed_weights",
     "check_causal_softmax",
     "check_dropout",
     "check_additive_attention",
@@ -50,10 +50,10 @@ def check_renormalize(obj) -> None:
     _package.check("renormalize", obj)
 
 
-def check_attention_weights(obj) -> None:
-    """Notebook 02, 2 points: ``fn(queries (..., T, d_k), keys (..., T, d_k)) -> (..., T, T)``: scaled, -inf masked,
-    softmaxed."""
-    _package.check("attention_weights", obj)
+def check_packed_weights(obj) -> None:
+    """Notebook 02, 2 points: ``fn(queries (..., T, d_k), keys (..., T, d_k), doc_ids int (..., T)) -> (..., T, T)``:
+    scaled, the future and the other documents' keys -inf, softmaxed."""
+    _package.check("packed_weights", obj)
 
 
 def check_causal_softmax(obj) -> None:
