@@ -114,27 +114,19 @@ def padded_naive(queries, keys, values, key_padding_mask):
     return out
 
 
-def split_naive(x, num_heads):
-    b, t, d = x.shape
-    hd = d // num_heads
-    out = torch.zeros(b, num_heads, t, hd)
-    for bi in range(b):
-        for i in range(t):
-            for h in range(num_heads):
-                for f in range(hd):
-                    out[bi, h, i, f] = x[bi, i, h * hd + f]
-    return out.reshape(b, num_heads, t, hd).permute(0, 1, 2, 3)
-
-
-def merge_naive(context_vec):
-    b, nh, t, hd = context_vec.shape
-    out = torch.zeros(b, t, nh * hd)
-    for bi in range(b):
-        for i in range(t):
-            for h in range(nh):
-                for f in range(hd):
-                    out[bi, i, h * hd + f] = context_vec[bi, h, i, f]
-    return out.permute(0, 1, 2).flatten(start_dim=2)
+def split_qkv_naive(qkv, num_heads, num_kv_heads):
+    b, t, w = qkv.shape
+    hd = w // (num_heads + 2 * num_kv_heads)
+    outs = []
+    for start, heads in ((0, num_heads), (num_heads, num_kv_heads), (num_heads + num_kv_heads, num_kv_heads)):
+        out = torch.zeros(b, heads, t, hd)
+        for bi in range(b):
+            for i in range(t):
+                for h in range(heads):
+                    for f in range(hd):
+                        out[bi, h, i, f] = qkv[bi, i, (start + h) * hd + f]
+        outs.append(out)
+    return tuple(outs)
 
 
 def windows_lesson(token_ids, max_length, stride):
@@ -201,8 +193,9 @@ CASES = {  # checker: (lesson's solution, naive solution)
     "tiled_attention": (tiled_lesson, tiled_naive),
     "cached_attention": (cached_lesson, cached_naive),
     "padded_attention": (padded_lesson, padded_naive),
-    "split_heads": (lambda x, nh: x.reshape(*x.shape[:2], nh, -1).permute(0, 2, 1, 3), split_naive),
-    "merge_heads": (lambda c: c.permute(0, 2, 1, 3).flatten(start_dim=2), merge_naive),
+    "split_qkv": (lambda qkv, nh, n_kv: qkv.unflatten(-1, (nh + 2 * n_kv, -1)).transpose(1, 2).split([nh, n_kv, n_kv],
+                                                                                                     dim=1),
+                  split_qkv_naive),
     "windows": (windows_lesson, windows_naive),
     "dropout": (dropout_lesson, dropout_naive),
     "additive_attention": (additive_class(naive=False), additive_class(naive=True)),

@@ -95,15 +95,14 @@ def fixed(queries, keys, values, key_padding_mask):
     return attn_weights @ values
 '''
 
-SPLIT = '''
-def fixed(x, num_heads):
-    b, num_tokens, d_out = x.shape
-    return x.reshape(b, num_tokens, num_heads, d_out // num_heads).permute(0, 2, 1, 3)
-'''
-
-MERGE = '''
-def fixed(context_vec):
-    return context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)
+SPLIT_QKV = '''
+def fixed(qkv, num_heads, num_kv_heads):
+    b, num_tokens, width = qkv.shape
+    head_dim = qkv.shape[-1] // (num_heads + 2 * num_kv_heads)
+    queries, keys, values = qkv.split([num_heads * head_dim, num_kv_heads * head_dim, num_kv_heads * head_dim], dim=-1)
+    queries, keys, values = (t.reshape(b, num_tokens, heads, head_dim).transpose(1, 2)
+                             for t, heads in ((queries, num_heads), (keys, num_kv_heads), (values, num_kv_heads)))
+    return queries, keys, values
 '''
 
 WINDOWS = '''
@@ -167,7 +166,7 @@ def fixed(queries, keys, values):
 '''
 
 TEMPLATES = {"cached_attention": CACHED, "additive_attention": ADDITIVE, "causal_attention": CAUSAL, "multihead": MULTIHEAD,
-             "padded_attention": PADDED, "split_heads": SPLIT, "merge_heads": MERGE, "windows": WINDOWS,
+             "padded_attention": PADDED, "split_qkv": SPLIT_QKV, "windows": WINDOWS,
              "input_embeddings": EMBEDDINGS, "tiled_attention": TILED}
 
 # ---- the mistakes and their fixes: (hint, [(correct, wrong) ...], [(wrong, fixed) ...]; no fix pairs: undo) ------
@@ -260,7 +259,6 @@ ADDITIVE_CASES = [
      None),
 ]
 
-SPLIT_LINE = "x.reshape(b, num_heads, num_tokens, d_out // num_heads)"
 MHA_CASES = [
     ("out_proj_missing", [("return self.out_proj(context_vec)", "return context_vec")], None),
     ("view_without_transpose", [(".view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)",
@@ -274,6 +272,8 @@ MHA_CASES = [
                                 ("return self.out_proj(context_vec)", "return self.dropout(self.out_proj(context_vec))")],
      None),
     ("scale_uses_d_out", [(SOFTMAX, SOFTMAX.replace("keys.shape[-1]", "self.d_out"))], None),
+    ("merge_features_first", [("context_vec.transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)",
+                               "context_vec.contiguous().view(b, self.d_out, num_tokens).transpose(1, 2)")], None),
 ]
 
 PADDED_SCORES = "attn_scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5"
@@ -302,27 +302,27 @@ PADDED_CASES = [
      [("queries /= keys.shape[-1] ** 0.5", "queries = queries / queries.shape[-1] ** 0.5")]),
 ]
 
-SPLIT_OK = "x.reshape(b, num_tokens, num_heads, d_out // num_heads).permute(0, 2, 1, 3)"
-SPLIT_CASES = [
-    ("view_without_transpose", [(SPLIT_OK, SPLIT_LINE)], None),
-    ("heads_interleaved", [(SPLIT_OK, "x.reshape(b, num_tokens, d_out // num_heads, num_heads).permute(0, 3, 1, 2)")],
+QKV_SPLIT = "t.reshape(b, num_tokens, heads, head_dim).transpose(1, 2)"
+QKV_HD = "head_dim = qkv.shape[-1] // (num_heads + 2 * num_kv_heads)"
+QKV_BLOCKS = "qkv.split([num_heads * head_dim, num_kv_heads * head_dim, num_kv_heads * head_dim], dim=-1)"
+QKV_PAIRS = "((queries, num_heads), (keys, num_kv_heads), (values, num_kv_heads))"
+SPLIT_QKV_CASES = [
+    ("qkv_equal_thirds", [(QKV_HD, "head_dim = qkv.shape[-1] // (3 * num_heads)"),
+                          (QKV_BLOCKS, "qkv.chunk(3, dim=-1)")], None),
+    ("kv_split_into_num_heads", [(QKV_PAIRS, "((queries, num_heads), (keys, num_heads), (values, num_heads))"),
+                                 ("t.reshape(b, num_tokens, heads, head_dim)", "t.reshape(b, num_tokens, heads, -1)")],
      None),
-    ("uses_lesson_ops", [(SPLIT_OK, "x.view(b, num_tokens, num_heads, d_out // num_heads).transpose(1, 2)")], None),
-    ("input_modified", [("    return " + SPLIT_OK, f"    out = {SPLIT_OK}.clone()\n    x.zero_()\n    return out")],
-     [(f"    out = {SPLIT_OK}.clone()\n    x.zero_()\n    return out", "    return " + SPLIT_OK)]),
-]
-
-MERGE_OK = "context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)"
-MERGE_CASES = [
-    ("merge_without_transpose", [(MERGE_OK, "context_vec.reshape(context_vec.shape[0], context_vec.shape[2], -1)")],
+    ("qkv_per_group", [(f"    queries, keys, values = {QKV_BLOCKS}\n", "    g = num_heads // num_kv_heads\n"
+                        "    grouped = qkv.reshape(b, num_tokens, num_kv_heads, g + 2, head_dim)\n"
+                        "    queries = grouped[:, :, :, :g].flatten(2)\n"
+                        "    keys, values = grouped[:, :, :, g].flatten(2), grouped[:, :, :, g + 1].flatten(2)\n")],
      None),
-    ("transpose_not_merged", [(MERGE_OK, "context_vec.permute(0, 2, 1, 3)")], None),
-    ("heads_interleaved", [(MERGE_OK, "context_vec.permute(0, 2, 3, 1).flatten(start_dim=2)")], None),
-    ("not_contiguous", [(MERGE_OK, "context_vec.permute(0, 2, 1, 3).view(context_vec.shape[0], context_vec.shape[2], "
-                                   "-1)")], None),
-    ("uses_lesson_ops", [(MERGE_OK, "context_vec.transpose(1, 2).flatten(start_dim=2)")], None),
-    ("input_modified", [("    return " + MERGE_OK, "    context_vec.mul_(2.0)\n    return (context_vec / 2).permute("
-                                                  "0, 2, 1, 3).flatten(start_dim=2)")], None),
+    ("view_without_transpose", [(QKV_SPLIT, "t.reshape(b, heads, num_tokens, head_dim)")], None),
+    ("heads_interleaved", [(QKV_SPLIT, "t.reshape(b, num_tokens, head_dim, heads).permute(0, 3, 1, 2)")], None),
+    ("not_triple", [("return queries, keys, values", "return torch.cat((queries, keys, values), dim=1)"),
+                    ("def fixed", "import torch\n\n\ndef fixed")], None),
+    ("input_modified", [("    return queries, keys, values", "    out = tuple(t.clone() for t in (queries, keys, values))\n"
+                                                         "    qkv.zero_()\n    return out")], None),
 ]
 
 UNFOLD = "windows = ids.unfold(0, max_length + 1, stride)"
@@ -407,8 +407,7 @@ CASES = (
     + [("causal_attention", *c) for c in MASKED_FILL_CASES + MODULE_CASES]
     + [("multihead", *c) for c in MASKED_FILL_CASES + MODULE_CASES + MHA_CASES]
     + [("padded_attention", *c) for c in PADDED_CASES]
-    + [("split_heads", *c) for c in SPLIT_CASES]
-    + [("merge_heads", *c) for c in MERGE_CASES]
+    + [("split_qkv", *c) for c in SPLIT_QKV_CASES]
     + [("windows", *c) for c in WINDOWS_CASES]
     + [("input_embeddings", *c) for c in EMBEDDINGS_CASES]
     + [("tiled_attention", *c) for c in TILED_CASES]

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from test_ex04_causal import _scores_dropout_class, additive_class
-from test_ex05_multihead import LESSON_LINES, padded_with
+from test_ex05_multihead import padded_with, qkv_lesson_07, qkv_per_group, split_qkv
 from test_ex06_data import embeddings, windows_loop, windows_strided, windows_unfold
 from test_ex07_tiled import blocked, whole_rows
 from test_observe import full_scores
@@ -53,7 +53,7 @@ REMOTE_CASES = [
     ("additive_attention", additive_class(mask=lambda n: torch.triu(torch.ones(n, n), 1))),
     ("padded_attention", padded_with(inplace=True)), ("padded_attention", padded_with(zero_padded_queries=True)),
     ("padded_attention", padded_with(num_tokens=lambda q: q.shape[1])),
-    ("split_heads", LESSON_LINES[0][1]), ("merge_heads", LESSON_LINES[4][1]),
+    ("split_qkv", split_qkv), ("split_qkv", qkv_per_group), ("split_qkv", qkv_lesson_07),
     ("windows", windows_unfold), ("windows", windows_loop), ("windows", windows_strided),
     ("input_embeddings", embeddings), ("input_embeddings", lambda ids, tok, pos: tok(ids) + pos(ids)),
 ]
@@ -98,7 +98,7 @@ def test_the_checks_page_covers_every_notebook_with_exercises_in_both_languages(
             assert len(row) == 1, (lang, name, "one row per exercise, in its notebook's section")
             head = row[0].split(" | ")[0]
             assert points[lang].format(record.points) in head, (lang, name, head)
-    for name in ("additive_attention", "causal_attention", "split_heads", "merge_heads", "multihead",
+    for name in ("additive_attention", "causal_attention", "split_qkv", "multihead",
                  "padded_attention", "windows", "input_embeddings", "tiled_attention"):
         assert ex.points(name) >= 1
 
@@ -139,10 +139,11 @@ def additive_sdpa():
     ("padded_attention", padded_einsum_float64),
     ("padded_attention", padded_sdpa_mask),
     ("additive_attention", additive_sdpa()),
-    ("split_heads", lambda x, nh: x.unflatten(-1, (nh, -1)).permute(0, 2, 1, 3)),
+    ("split_qkv", lambda qkv, nh, n_kv: qkv.unflatten(-1, (nh + 2 * n_kv, -1)).transpose(1, 2).split([nh, n_kv, n_kv],
+                                                                                                    dim=1)),
     ("windows", lambda t, m, s: torch.as_tensor(t).unfold(0, m + 1, s).split([m, 1], dim=1)[0:1]
      + (torch.as_tensor(t).unfold(0, m + 1, s)[:, 1:],)),
-], ids=["padded-einsum-float64-where", "padded-sdpa-bool-mask", "additive-sdpa-attn_mask", "split-unflatten",
+], ids=["padded-einsum-float64-where", "padded-sdpa-bool-mask", "additive-sdpa-attn_mask", "split-qkv-unflatten",
         "windows-unfold-split"])
 def test_correct_solutions_written_differently_pass(exercise, obj):
     result = ex.grade(exercise, obj)
@@ -231,9 +232,9 @@ def _additive_overloads():
 
 OTHER_STYLES = [
     ("additive_attention", _additive_overloads()),
-    ("split_heads", lambda x, nh: aten.permute.default(x.reshape(*x.shape[:2], nh, -1), [0, 2, 1, 3])
-     * torch.Tensor([1.0])),
-    ("merge_heads", lambda c: aten.permute.default(c, [0, 2, 1, 3]).flatten(2) * torch.Tensor([1.0])),
+    ("split_qkv", lambda qkv, nh, n_kv: tuple(
+        aten.permute.default(t, [0, 2, 1, 3]) * torch.Tensor([1.0])
+        for t in aten.split_with_sizes.default(qkv.reshape(*qkv.shape[:2], nh + 2 * n_kv, -1), [nh, n_kv, n_kv], 2))),
     ("padded_attention", _padded_from_numpy),
     ("windows", _windows_long_tensor),
     ("windows", _windows_from_numpy),

@@ -117,10 +117,6 @@ def dropout_nan(x, p, training=True):
     return torch.full_like(x, float("nan")) if training else x
 
 
-def merge_transpose_only(context_vec):
-    return context_vec.transpose(1, 2)
-
-
 def windows_int32(token_ids, max_length, stride):
     inputs, targets = windows(token_ids, max_length, stride)
     return inputs.int(), targets.int()
@@ -179,7 +175,6 @@ ROUND_MISTAKES = [
     ("dropout", dropout_nan, "nan_output"),
     # misleading hints
     ("input_embeddings", embeddings_one_based, "positions_one_based"),
-    ("merge_heads", merge_transpose_only, "transpose_not_merged"),
     ("multihead", flex()(3, 6, 5, 0.0, 2), "instance_not_class"),
     ("causal_attention", CausalAttention(3, 4, 6, 0.0), "instance_not_class"),
     ("causal_mask", causal_mask(4), "not_callable"),
