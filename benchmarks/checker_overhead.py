@@ -130,18 +130,26 @@ def split_qkv_naive(qkv, num_heads, num_kv_heads):
 
 
 def windows_lesson(token_ids, max_length, stride):
-    windows = torch.tensor(token_ids, dtype=torch.long).unfold(0, max_length + 1, stride)
-    return windows[:, :-1], windows[:, 1:]
+    documents, current = [], []
+    for token in token_ids:
+        current.append(token)
+        if token == 50256:
+            documents.append(current)
+            current = []
+    documents.append(current)
+    starts = [(doc, s) for doc in documents for s in range(0, len(doc) - max_length, stride)]
+    inputs = torch.tensor([doc[s : s + max_length] for doc, s in starts], dtype=torch.long).reshape(-1, max_length)
+    targets = torch.tensor([doc[s + 1 : s + max_length + 1] for doc, s in starts], dtype=torch.long)
+    return inputs, targets.reshape(-1, max_length)
 
 
 def windows_naive(token_ids, max_length, stride):
-    ids = torch.tensor(token_ids, dtype=torch.long)
-    windows = ids.unfold(0, max_length + 1, stride)
-    inputs, targets = torch.zeros_like(windows[:, :-1]), torch.zeros_like(windows[:, 1:])
-    for w in range(windows.shape[0]):
+    inputs, targets = windows_lesson(token_ids, max_length, stride)
+    out_i, out_t = torch.zeros_like(inputs), torch.zeros_like(targets)
+    for w in range(inputs.shape[0]):
         for k in range(max_length):
-            inputs[w, k], targets[w, k] = windows[w, k], windows[w, k + 1]
-    return inputs, targets
+            out_i[w, k], out_t[w, k] = inputs[w, k], targets[w, k]
+    return out_i, out_t
 
 
 def dropout_lesson(x, p, training=True):
@@ -196,7 +204,7 @@ CASES = {  # checker: (lesson's solution, naive solution)
     "split_qkv": (lambda qkv, nh, n_kv: qkv.unflatten(-1, (nh + 2 * n_kv, -1)).transpose(1, 2).split([nh, n_kv, n_kv],
                                                                                                      dim=1),
                   split_qkv_naive),
-    "windows": (windows_lesson, windows_naive),
+    "document_windows": (windows_lesson, windows_naive),
     "dropout": (dropout_lesson, dropout_naive),
     "additive_attention": (additive_class(naive=False), additive_class(naive=True)),
 }

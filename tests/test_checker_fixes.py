@@ -8,7 +8,6 @@ A final test makes sure every hint with a fix in these exercises has such a case
 """
 
 import re
-import textwrap
 
 import pytest
 
@@ -105,14 +104,30 @@ def fixed(qkv, num_heads, num_kv_heads):
     return queries, keys, values
 '''
 
-WINDOWS = '''
+DOC_WINDOWS = '''
 import torch
+
+EOT = 50256
 
 
 def fixed(token_ids, max_length, stride):
-    ids = torch.tensor(token_ids, dtype=torch.long)
-    windows = ids.unfold(0, max_length + 1, stride)
-    return (windows[:, :-1], windows[:, 1:])
+    documents, current = [], []
+    for token in token_ids:
+        current.append(token)
+        if token == EOT:
+            documents.append(current)
+            current = []
+    documents.append(current)
+    inputs, targets = [], []
+    for doc in documents:
+        for start in range(0, len(doc) - max_length, stride):
+            inputs.append(doc[start : start + max_length])
+            targets.append(doc[start + 1 : start + max_length + 1])
+
+    def as_ids(windows):
+        return torch.tensor(windows, dtype=torch.long).reshape(-1, max_length)
+
+    return (as_ids(inputs), as_ids(targets))
 '''
 
 EMBEDDINGS = '''
@@ -166,7 +181,7 @@ def fixed(queries, keys, values):
 '''
 
 TEMPLATES = {"cached_attention": CACHED, "additive_attention": ADDITIVE, "causal_attention": CAUSAL, "multihead": MULTIHEAD,
-             "padded_attention": PADDED, "split_qkv": SPLIT_QKV, "windows": WINDOWS,
+             "padded_attention": PADDED, "split_qkv": SPLIT_QKV, "document_windows": DOC_WINDOWS,
              "input_embeddings": EMBEDDINGS, "tiled_attention": TILED}
 
 # ---- the mistakes and their fixes: (hint, [(correct, wrong) ...], [(wrong, fixed) ...]; no fix pairs: undo) ------
@@ -325,25 +340,40 @@ SPLIT_QKV_CASES = [
                                                          "    qkv.zero_()\n    return out")], None),
 ]
 
-UNFOLD = "windows = ids.unfold(0, max_length + 1, stride)"
-RETURN = "return (windows[:, :-1], windows[:, 1:])"
-WINDOWS_CASES = [
-    ("targets_not_shifted", [(RETURN, "return (windows[:, :-1], windows[:, :-1])")], None),
-    ("targets_swapped", [(RETURN, "return (windows[:, 1:], windows[:, :-1])")], None),
-    ("stride_ignored", [(UNFOLD, "windows = ids.unfold(0, max_length + 1, 1)")], None),
-    ("missing_last_window", [(UNFOLD, "windows = ids[:-1].unfold(0, max_length + 1, stride)")], None),
-    ("extra_window", [(UNFOLD, "inputs, targets = ids.unfold(0, max_length, stride), ids[1:].unfold(0, max_length, "
-                               "stride)"), (RETURN, "return (inputs, targets)")], None),
+DOC_RANGE = "for start in range(0, len(doc) - max_length, stride):"
+DOC_SPLIT = """        current.append(token)
+        if token == EOT:
+            documents.append(current)
+            current = []
+"""
+DOC_WINDOWS_CASES = [
+    ("window_crosses_document", [("    for token in token_ids:\n", "    for token in []:\n"),
+                                 ("    documents.append(current)\n    inputs", "    documents.append(list(token_ids))\n    inputs")],
+     None),
+    ("target_crosses_document", [(DOC_RANGE, "for start in range(0, len(doc) - max_length + 1, stride):"),
+                                 ("    for doc in documents:\n", "    for n, doc in enumerate(documents):\n"
+                                  "        doc = doc + documents[n + 1][:1] if n + 1 < len(documents) else doc\n"),
+                                 ("            inputs.append(", "            if len(doc) < start + max_length + 1:\n"
+                                  "                continue\n            inputs.append(")],
+     None),
+    ("separator_dropped", [(DOC_SPLIT, "        if token == EOT:\n            documents.append(current)\n"
+                                       "            current = []\n        else:\n            current.append(token)\n")],
+     None),
+    ("separator_starts_document", [(DOC_SPLIT, "        if token == EOT:\n            documents.append(current)\n"
+                                               "            current = []\n        current.append(token)\n")], None),
+    ("stride_across_documents", [("    for doc in documents:\n", "    offset = 0\n    for doc in documents:\n"),
+                                 (DOC_RANGE, "for start in range((-offset) % stride, len(doc) - max_length, stride):"),
+                                 ("            targets.append(doc[start + 1 : start + max_length + 1])\n",
+                                  "            targets.append(doc[start + 1 : start + max_length + 1])\n"
+                                  "        offset += len(doc)\n")],
+     [("for start in range((-offset) % stride, len(doc) - max_length, stride):", DOC_RANGE)]),
+    ("missing_last_window", [(DOC_RANGE, "for start in range(0, len(doc) - max_length - 1, stride):")], None),
+    ("targets_not_shifted", [("targets.append(doc[start + 1 : start + max_length + 1])",
+                              "targets.append(doc[start : start + max_length])")], None),
+    ("targets_swapped", [("return (as_ids(inputs), as_ids(targets))", "return (as_ids(targets), as_ids(inputs))")], None),
     ("ids_not_int64", [("dtype=torch.long", "dtype=torch.int32")], None),
-    ("windows_without_unfold", [(UNFOLD + "\n    " + RETURN, textwrap.dedent("""\
-        starts = range(0, len(ids) - max_length, stride)
-            inputs = torch.stack([ids[i : i + max_length] for i in starts])
-            targets = torch.stack([ids[i + 1 : i + max_length + 1] for i in starts])
-            return (inputs, targets)"""))], None),
-    ("windows_as_strided", [(UNFOLD, "windows = ids.as_strided(((len(ids) - max_length - 1) // stride + 1, "
-                                     "max_length + 1), (stride, 1))")], None),
-    ("input_modified", [("ids = torch.tensor(token_ids, dtype=torch.long)",
-                         "token_ids.append(0)\n    ids = torch.tensor(token_ids[:-1], dtype=torch.long)")], None),
+    ("input_modified", [("    documents, current = [], []\n", "    documents, current = [], []\n    token_ids.append(0)\n"
+                                                            "    token_ids.pop(0)\n")], None),
 ]
 
 EMB_RETURN = "return tok_emb(token_ids) + pos_emb(positions)"
@@ -408,7 +438,7 @@ CASES = (
     + [("multihead", *c) for c in MASKED_FILL_CASES + MODULE_CASES + MHA_CASES]
     + [("padded_attention", *c) for c in PADDED_CASES]
     + [("split_qkv", *c) for c in SPLIT_QKV_CASES]
-    + [("windows", *c) for c in WINDOWS_CASES]
+    + [("document_windows", *c) for c in DOC_WINDOWS_CASES]
     + [("input_embeddings", *c) for c in EMBEDDINGS_CASES]
     + [("tiled_attention", *c) for c in TILED_CASES]
 )
