@@ -69,25 +69,26 @@ def tiled_naive(queries, keys, values, block_size):
     return out
 
 
-def cached_lesson(queries, keys, values):
+def cached_lesson(queries, keys, values, window):
     q_len, k_len = queries.shape[-2], keys.shape[-2]
     hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)
+    hidden |= torch.ones(q_len, k_len, dtype=torch.bool).tril(diagonal=k_len - q_len - window)
     scores = (queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5).masked_fill(hidden, NEG_INF)
     return torch.softmax(scores, dim=-1) @ values
 
 
-def cached_naive(queries, keys, values):
+def cached_naive(queries, keys, values, window):
     b, nh, q_len, hs = queries.shape
     k_len = keys.shape[-2]
     out = torch.zeros_like(queries)
     for bi in range(b):
         for h in range(nh):
             for i in range(q_len):
-                scores = torch.stack([(queries[bi, h, i] * keys[bi, h, j]).sum() / hs**0.5
-                                      for j in range(k_len - q_len + i + 1)])
+                seen = range(max(0, k_len - q_len + i - window + 1), k_len - q_len + i + 1)
+                scores = torch.stack([(queries[bi, h, i] * keys[bi, h, j]).sum() / hs**0.5 for j in seen])
                 weights = torch.softmax(scores, dim=0)
-                for j in range(weights.shape[0]):
-                    out[bi, h, i] += weights[j] * values[bi, h, j]
+                for n, j in enumerate(seen):
+                    out[bi, h, i] += weights[n] * values[bi, h, j]
     return out
 
 

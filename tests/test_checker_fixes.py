@@ -172,9 +172,10 @@ CACHED = '''
 import torch
 
 
-def fixed(queries, keys, values):
+def fixed(queries, keys, values, window):
     q_len, k_len = queries.shape[-2], keys.shape[-2]
     hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)
+    hidden |= torch.ones(q_len, k_len, dtype=torch.bool).tril(diagonal=k_len - q_len - window)
     scores = queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5
     scores = scores.masked_fill(hidden, float("-inf"))
     return torch.softmax(scores, dim=-1) @ values
@@ -416,18 +417,24 @@ TILED_CASES = [
 
 HIDDEN = "hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)"
 CACHED_SCORES = "    scores = queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5\n"
+WINDOW_LINE = "    hidden |= torch.ones(q_len, k_len, dtype=torch.bool).tril(diagonal=k_len - q_len - window)"
 CACHED_CASES = [
     ("mask_top_left", [(HIDDEN, "hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=1)")], None),
-    ("cache_future_open", [('scores = scores.masked_fill(hidden, float("-inf"))', "scores = scores")], None),
+    ("cache_future_open", [(HIDDEN, "hidden = torch.zeros(q_len, k_len, dtype=torch.bool)")], None),
     ("cache_own_key_hidden", [(HIDDEN, "hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len)")],
      None),
+    ("window_ignored", [(WINDOW_LINE + "\n", "    # the window's edge is forgotten\n")], None),
+    ("window_top_left", [(WINDOW_LINE, WINDOW_LINE.replace("k_len - q_len - window", "-window"))], None),
+    ("window_one_too_wide", [(WINDOW_LINE, WINDOW_LINE.replace("- window)", "- window - 1)"))], None),
+    ("window_one_too_narrow", [(WINDOW_LINE, WINDOW_LINE.replace("- window)", "- window + 1)"))], None),
     ("scale_missing", [(CACHED_SCORES, "    scores = queries @ keys.transpose(-2, -1)\n")], None),
     ("input_modified", [(CACHED_SCORES, "    queries /= queries.shape[-1] ** 0.5\n    scores = queries @ keys.transpose(-2, -1)\n")],
      [("    queries /= queries.shape[-1] ** 0.5\n", "    queries = queries / queries.shape[-1] ** 0.5\n")]),
     # the import at the top, outside the timed call (it loads torch._dynamo: seconds on a busy machine)
     ("uses_is_causal", [("import torch\n", "import torch\nfrom torch.nn.attention.bias import causal_lower_right\n"),
-                        (CACHED_SCORES, "    return torch.nn.functional.scaled_dot_product_attention(queries, keys, "
-                         "values, attn_mask=causal_lower_right(q_len, k_len))\n")],
+                        (CACHED_SCORES, "    if window >= k_len:  # no window edge: torch's mask alone\n"
+                         "        return torch.nn.functional.scaled_dot_product_attention(queries, keys, "
+                         "values, attn_mask=causal_lower_right(q_len, k_len))\n" + CACHED_SCORES)],
      [("attn_mask=causal_lower_right(q_len, k_len)", "attn_mask=~hidden")]),
 ]
 

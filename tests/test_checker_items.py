@@ -188,11 +188,13 @@ def _blocked_overloads(queries, keys, values, block_size):
     return out
 
 
-def _cached_from_numpy(queries, keys, values):
+def _cached_from_numpy(queries, keys, values, window):
     import numpy as np
 
     q_len, k_len = queries.shape[-2], keys.shape[-2]
-    hidden = torch.from_numpy(np.triu(np.ones((q_len, k_len), dtype=bool), k_len - q_len + 1))
+    ones = np.ones((q_len, k_len), dtype=bool)
+    band = np.triu(ones, k_len - q_len + 1) | np.tril(ones, k_len - q_len - window)
+    hidden = torch.from_numpy(band)
     scores = aten.div.Tensor(queries @ keys.transpose(-2, -1), torch.Tensor([queries.shape[-1]]).sqrt())
     return aten._softmax.default(scores.masked_fill(hidden, NEG_INF), -1, False) @ values
 
