@@ -69,25 +69,26 @@ def tiled_naive(queries, keys, values, block_size):
     return out
 
 
-def cached_lesson(queries, keys, values):
+def cached_lesson(queries, keys, values, window):
     q_len, k_len = queries.shape[-2], keys.shape[-2]
     hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)
+    hidden |= torch.ones(q_len, k_len, dtype=torch.bool).tril(diagonal=k_len - q_len - window)
     scores = (queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5).masked_fill(hidden, NEG_INF)
     return torch.softmax(scores, dim=-1) @ values
 
 
-def cached_naive(queries, keys, values):
+def cached_naive(queries, keys, values, window):
     b, nh, q_len, hs = queries.shape
     k_len = keys.shape[-2]
     out = torch.zeros_like(queries)
     for bi in range(b):
         for h in range(nh):
             for i in range(q_len):
-                scores = torch.stack([(queries[bi, h, i] * keys[bi, h, j]).sum() / hs**0.5
-                                      for j in range(k_len - q_len + i + 1)])
+                seen = range(max(0, k_len - q_len + i - window + 1), k_len - q_len + i + 1)
+                scores = torch.stack([(queries[bi, h, i] * keys[bi, h, j]).sum() / hs**0.5 for j in seen])
                 weights = torch.softmax(scores, dim=0)
-                for j in range(weights.shape[0]):
-                    out[bi, h, i] += weights[j] * values[bi, h, j]
+                for n, j in enumerate(seen):
+                    out[bi, h, i] += weights[n] * values[bi, h, j]
     return out
 
 
@@ -114,42 +115,42 @@ def padded_naive(queries, keys, values, key_padding_mask):
     return out
 
 
-def split_naive(x, num_heads):
-    b, t, d = x.shape
-    hd = d // num_heads
-    out = torch.zeros(b, num_heads, t, hd)
-    for bi in range(b):
-        for i in range(t):
-            for h in range(num_heads):
-                for f in range(hd):
-                    out[bi, h, i, f] = x[bi, i, h * hd + f]
-    return out.reshape(b, num_heads, t, hd).permute(0, 1, 2, 3)
-
-
-def merge_naive(context_vec):
-    b, nh, t, hd = context_vec.shape
-    out = torch.zeros(b, t, nh * hd)
-    for bi in range(b):
-        for i in range(t):
-            for h in range(nh):
-                for f in range(hd):
-                    out[bi, i, h * hd + f] = context_vec[bi, h, i, f]
-    return out.permute(0, 1, 2).flatten(start_dim=2)
+def split_qkv_naive(qkv, num_heads, num_kv_heads):
+    b, t, w = qkv.shape
+    hd = w // (num_heads + 2 * num_kv_heads)
+    outs = []
+    for start, heads in ((0, num_heads), (num_heads, num_kv_heads), (num_heads + num_kv_heads, num_kv_heads)):
+        out = torch.zeros(b, heads, t, hd)
+        for bi in range(b):
+            for i in range(t):
+                for h in range(heads):
+                    for f in range(hd):
+                        out[bi, h, i, f] = qkv[bi, i, (start + h) * hd + f]
+        outs.append(out)
+    return tuple(outs)
 
 
 def windows_lesson(token_ids, max_length, stride):
-    windows = torch.tensor(token_ids, dtype=torch.long).unfold(0, max_length + 1, stride)
-    return windows[:, :-1], windows[:, 1:]
+    documents, current = [], []
+    for token in token_ids:
+        current.append(token)
+        if token == 50256:
+            documents.append(current)
+            current = []
+    documents.append(current)
+    starts = [(doc, s) for doc in documents for s in range(0, len(doc) - max_length, stride)]
+    inputs = torch.tensor([doc[s : s + max_length] for doc, s in starts], dtype=torch.long).reshape(-1, max_length)
+    targets = torch.tensor([doc[s + 1 : s + max_length + 1] for doc, s in starts], dtype=torch.long)
+    return inputs, targets.reshape(-1, max_length)
 
 
 def windows_naive(token_ids, max_length, stride):
-    ids = torch.tensor(token_ids, dtype=torch.long)
-    windows = ids.unfold(0, max_length + 1, stride)
-    inputs, targets = torch.zeros_like(windows[:, :-1]), torch.zeros_like(windows[:, 1:])
-    for w in range(windows.shape[0]):
+    inputs, targets = windows_lesson(token_ids, max_length, stride)
+    out_i, out_t = torch.zeros_like(inputs), torch.zeros_like(targets)
+    for w in range(inputs.shape[0]):
         for k in range(max_length):
-            inputs[w, k], targets[w, k] = windows[w, k], windows[w, k + 1]
-    return inputs, targets
+            out_i[w, k], out_t[w, k] = inputs[w, k], targets[w, k]
+    return out_i, out_t
 
 
 def dropout_lesson(x, p, training=True):
@@ -201,9 +202,10 @@ CASES = {  # checker: (lesson's solution, naive solution)
     "tiled_attention": (tiled_lesson, tiled_naive),
     "cached_attention": (cached_lesson, cached_naive),
     "padded_attention": (padded_lesson, padded_naive),
-    "split_heads": (lambda x, nh: x.reshape(*x.shape[:2], nh, -1).permute(0, 2, 1, 3), split_naive),
-    "merge_heads": (lambda c: c.permute(0, 2, 1, 3).flatten(start_dim=2), merge_naive),
-    "windows": (windows_lesson, windows_naive),
+    "split_qkv": (lambda qkv, nh, n_kv: qkv.unflatten(-1, (nh + 2 * n_kv, -1)).transpose(1, 2).split([nh, n_kv, n_kv],
+                                                                                                     dim=1),
+                  split_qkv_naive),
+    "document_windows": (windows_lesson, windows_naive),
     "dropout": (dropout_lesson, dropout_naive),
     "additive_attention": (additive_class(naive=False), additive_class(naive=True)),
 }

@@ -8,9 +8,9 @@ A final test makes sure every hint with a fix in these exercises has such a case
 """
 
 import re
-import textwrap
 
 import pytest
+from _fix_cases_05_06 import DOC_WINDOWS, DOC_WINDOWS_CASES, SPLIT_QKV, SPLIT_QKV_CASES
 
 from llm_lab import exercises as ex
 from llm_lab.exercises._messages import FIXES
@@ -95,27 +95,6 @@ def fixed(queries, keys, values, key_padding_mask):
     return attn_weights @ values
 '''
 
-SPLIT = '''
-def fixed(x, num_heads):
-    b, num_tokens, d_out = x.shape
-    return x.reshape(b, num_tokens, num_heads, d_out // num_heads).permute(0, 2, 1, 3)
-'''
-
-MERGE = '''
-def fixed(context_vec):
-    return context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)
-'''
-
-WINDOWS = '''
-import torch
-
-
-def fixed(token_ids, max_length, stride):
-    ids = torch.tensor(token_ids, dtype=torch.long)
-    windows = ids.unfold(0, max_length + 1, stride)
-    return (windows[:, :-1], windows[:, 1:])
-'''
-
 EMBEDDINGS = '''
 import torch
 
@@ -158,16 +137,17 @@ CACHED = '''
 import torch
 
 
-def fixed(queries, keys, values):
+def fixed(queries, keys, values, window):
     q_len, k_len = queries.shape[-2], keys.shape[-2]
     hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)
+    hidden |= torch.ones(q_len, k_len, dtype=torch.bool).tril(diagonal=k_len - q_len - window)
     scores = queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5
     scores = scores.masked_fill(hidden, float("-inf"))
     return torch.softmax(scores, dim=-1) @ values
 '''
 
 TEMPLATES = {"cached_attention": CACHED, "additive_attention": ADDITIVE, "causal_attention": CAUSAL, "multihead": MULTIHEAD,
-             "padded_attention": PADDED, "split_heads": SPLIT, "merge_heads": MERGE, "windows": WINDOWS,
+             "padded_attention": PADDED, "split_qkv": SPLIT_QKV, "document_windows": DOC_WINDOWS,
              "input_embeddings": EMBEDDINGS, "tiled_attention": TILED}
 
 # ---- the mistakes and their fixes: (hint, [(correct, wrong) ...], [(wrong, fixed) ...]; no fix pairs: undo) ------
@@ -265,7 +245,6 @@ SINGLE_HEAD_CASES = [
     ("scale_uses_d_in", [(SOFTMAX, SOFTMAX.replace("keys.shape[-1]", "x.shape[-1]"))], None),
 ]
 
-SPLIT_LINE = "x.reshape(b, num_heads, num_tokens, d_out // num_heads)"
 MHA_CASES = [
     ("out_proj_missing", [("return self.out_proj(context_vec)", "return context_vec")], None),
     ("view_without_transpose", [(".view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)",
@@ -279,6 +258,8 @@ MHA_CASES = [
                                 ("return self.out_proj(context_vec)", "return self.dropout(self.out_proj(context_vec))")],
      None),
     ("scale_uses_d_out", [(SOFTMAX, SOFTMAX.replace("keys.shape[-1]", "self.d_out"))], None),
+    ("merge_features_first", [("context_vec.transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)",
+                               "context_vec.contiguous().view(b, self.d_out, num_tokens).transpose(1, 2)")], None),
 ]
 
 PADDED_SCORES = "attn_scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5"
@@ -305,50 +286,6 @@ PADDED_CASES = [
     ("input_modified", [(PADDED_SCORES, "queries /= keys.shape[-1] ** 0.5\n    "
                                         "attn_scores = queries @ keys.transpose(-2, -1)")],
      [("queries /= keys.shape[-1] ** 0.5", "queries = queries / queries.shape[-1] ** 0.5")]),
-]
-
-SPLIT_OK = "x.reshape(b, num_tokens, num_heads, d_out // num_heads).permute(0, 2, 1, 3)"
-SPLIT_CASES = [
-    ("view_without_transpose", [(SPLIT_OK, SPLIT_LINE)], None),
-    ("heads_interleaved", [(SPLIT_OK, "x.reshape(b, num_tokens, d_out // num_heads, num_heads).permute(0, 3, 1, 2)")],
-     None),
-    ("uses_lesson_ops", [(SPLIT_OK, "x.view(b, num_tokens, num_heads, d_out // num_heads).transpose(1, 2)")], None),
-    ("input_modified", [("    return " + SPLIT_OK, f"    out = {SPLIT_OK}.clone()\n    x.zero_()\n    return out")],
-     [(f"    out = {SPLIT_OK}.clone()\n    x.zero_()\n    return out", "    return " + SPLIT_OK)]),
-]
-
-MERGE_OK = "context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)"
-MERGE_CASES = [
-    ("merge_without_transpose", [(MERGE_OK, "context_vec.reshape(context_vec.shape[0], context_vec.shape[2], -1)")],
-     None),
-    ("transpose_not_merged", [(MERGE_OK, "context_vec.permute(0, 2, 1, 3)")], None),
-    ("heads_interleaved", [(MERGE_OK, "context_vec.permute(0, 2, 3, 1).flatten(start_dim=2)")], None),
-    ("not_contiguous", [(MERGE_OK, "context_vec.permute(0, 2, 1, 3).view(context_vec.shape[0], context_vec.shape[2], "
-                                   "-1)")], None),
-    ("uses_lesson_ops", [(MERGE_OK, "context_vec.transpose(1, 2).flatten(start_dim=2)")], None),
-    ("input_modified", [("    return " + MERGE_OK, "    context_vec.mul_(2.0)\n    return (context_vec / 2).permute("
-                                                  "0, 2, 1, 3).flatten(start_dim=2)")], None),
-]
-
-UNFOLD = "windows = ids.unfold(0, max_length + 1, stride)"
-RETURN = "return (windows[:, :-1], windows[:, 1:])"
-WINDOWS_CASES = [
-    ("targets_not_shifted", [(RETURN, "return (windows[:, :-1], windows[:, :-1])")], None),
-    ("targets_swapped", [(RETURN, "return (windows[:, 1:], windows[:, :-1])")], None),
-    ("stride_ignored", [(UNFOLD, "windows = ids.unfold(0, max_length + 1, 1)")], None),
-    ("missing_last_window", [(UNFOLD, "windows = ids[:-1].unfold(0, max_length + 1, stride)")], None),
-    ("extra_window", [(UNFOLD, "inputs, targets = ids.unfold(0, max_length, stride), ids[1:].unfold(0, max_length, "
-                               "stride)"), (RETURN, "return (inputs, targets)")], None),
-    ("ids_not_int64", [("dtype=torch.long", "dtype=torch.int32")], None),
-    ("windows_without_unfold", [(UNFOLD + "\n    " + RETURN, textwrap.dedent("""\
-        starts = range(0, len(ids) - max_length, stride)
-            inputs = torch.stack([ids[i : i + max_length] for i in starts])
-            targets = torch.stack([ids[i + 1 : i + max_length + 1] for i in starts])
-            return (inputs, targets)"""))], None),
-    ("windows_as_strided", [(UNFOLD, "windows = ids.as_strided(((len(ids) - max_length - 1) // stride + 1, "
-                                     "max_length + 1), (stride, 1))")], None),
-    ("input_modified", [("ids = torch.tensor(token_ids, dtype=torch.long)",
-                         "token_ids.append(0)\n    ids = torch.tensor(token_ids[:-1], dtype=torch.long)")], None),
 ]
 
 EMB_RETURN = "return tok_emb(token_ids) + pos_emb(positions)"
@@ -391,18 +328,24 @@ TILED_CASES = [
 
 HIDDEN = "hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)"
 CACHED_SCORES = "    scores = queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5\n"
+WINDOW_LINE = "    hidden |= torch.ones(q_len, k_len, dtype=torch.bool).tril(diagonal=k_len - q_len - window)"
 CACHED_CASES = [
     ("mask_top_left", [(HIDDEN, "hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=1)")], None),
-    ("cache_future_open", [('scores = scores.masked_fill(hidden, float("-inf"))', "scores = scores")], None),
+    ("cache_future_open", [(HIDDEN, "hidden = torch.zeros(q_len, k_len, dtype=torch.bool)")], None),
     ("cache_own_key_hidden", [(HIDDEN, "hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len)")],
      None),
+    ("window_ignored", [(WINDOW_LINE + "\n", "    # the window's edge is forgotten\n")], None),
+    ("window_top_left", [(WINDOW_LINE, WINDOW_LINE.replace("k_len - q_len - window", "-window"))], None),
+    ("window_one_too_wide", [(WINDOW_LINE, WINDOW_LINE.replace("- window)", "- window - 1)"))], None),
+    ("window_one_too_narrow", [(WINDOW_LINE, WINDOW_LINE.replace("- window)", "- window + 1)"))], None),
     ("scale_missing", [(CACHED_SCORES, "    scores = queries @ keys.transpose(-2, -1)\n")], None),
     ("input_modified", [(CACHED_SCORES, "    queries /= queries.shape[-1] ** 0.5\n    scores = queries @ keys.transpose(-2, -1)\n")],
      [("    queries /= queries.shape[-1] ** 0.5\n", "    queries = queries / queries.shape[-1] ** 0.5\n")]),
     # the import at the top, outside the timed call (it loads torch._dynamo: seconds on a busy machine)
     ("uses_is_causal", [("import torch\n", "import torch\nfrom torch.nn.attention.bias import causal_lower_right\n"),
-                        (CACHED_SCORES, "    return torch.nn.functional.scaled_dot_product_attention(queries, keys, "
-                         "values, attn_mask=causal_lower_right(q_len, k_len))\n")],
+                        (CACHED_SCORES, "    if window >= k_len:  # no window edge: torch's mask alone\n"
+                         "        return torch.nn.functional.scaled_dot_product_attention(queries, keys, "
+                         "values, attn_mask=causal_lower_right(q_len, k_len))\n" + CACHED_SCORES)],
      [("attn_mask=causal_lower_right(q_len, k_len)", "attn_mask=~hidden")]),
 ]
 
@@ -412,9 +355,8 @@ CASES = (
     + [("causal_attention", *c) for c in MASKED_FILL_CASES + MODULE_CASES + SINGLE_HEAD_CASES]
     + [("multihead", *c) for c in MASKED_FILL_CASES + MODULE_CASES + MHA_CASES]
     + [("padded_attention", *c) for c in PADDED_CASES]
-    + [("split_heads", *c) for c in SPLIT_CASES]
-    + [("merge_heads", *c) for c in MERGE_CASES]
-    + [("windows", *c) for c in WINDOWS_CASES]
+    + [("split_qkv", *c) for c in SPLIT_QKV_CASES]
+    + [("document_windows", *c) for c in DOC_WINDOWS_CASES]
     + [("input_embeddings", *c) for c in EMBEDDINGS_CASES]
     + [("tiled_attention", *c) for c in TILED_CASES]
 )

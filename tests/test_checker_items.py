@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 from test_ex04_causal import _scores_dropout_class, additive_class
-from test_ex05_multihead import LESSON_LINES, padded_with
-from test_ex06_data import embeddings, windows_loop, windows_strided, windows_unfold
+from test_ex05_multihead import padded_with, qkv_lesson_07, qkv_per_group, split_qkv
+from test_ex06_data import docs_factory, docs_target_crosses, document_windows, embeddings
 from test_ex07_tiled import blocked, whole_rows
 from test_observe import full_scores
 
@@ -53,8 +53,9 @@ REMOTE_CASES = [
     ("additive_attention", additive_class(mask=lambda n: torch.triu(torch.ones(n, n), 1))),
     ("padded_attention", padded_with(inplace=True)), ("padded_attention", padded_with(zero_padded_queries=True)),
     ("padded_attention", padded_with(num_tokens=lambda q: q.shape[1])),
-    ("split_heads", LESSON_LINES[0][1]), ("merge_heads", LESSON_LINES[4][1]),
-    ("windows", windows_unfold), ("windows", windows_loop), ("windows", windows_strided),
+    ("split_qkv", split_qkv), ("split_qkv", qkv_per_group), ("split_qkv", qkv_lesson_07),
+    ("document_windows", document_windows), ("document_windows", docs_factory()),
+    ("document_windows", docs_target_crosses), ("document_windows", docs_factory(split="starts")),
     ("input_embeddings", embeddings), ("input_embeddings", lambda ids, tok, pos: tok(ids) + pos(ids)),
 ]
 
@@ -98,8 +99,8 @@ def test_the_checks_page_covers_every_notebook_with_exercises_in_both_languages(
             assert len(row) == 1, (lang, name, "one row per exercise, in its notebook's section")
             head = row[0].split(" | ")[0]
             assert points[lang].format(record.points) in head, (lang, name, head)
-    for name in ("additive_attention", "causal_attention", "split_heads", "merge_heads", "multihead",
-                 "padded_attention", "windows", "input_embeddings", "tiled_attention"):
+    for name in ("additive_attention", "causal_attention", "split_qkv", "multihead",
+                 "padded_attention", "document_windows", "input_embeddings", "tiled_attention"):
         assert ex.points(name) >= 1
 
 
@@ -122,6 +123,16 @@ def padded_sdpa_mask(queries, keys, values, key_padding_mask):
     return out.masked_fill(~visible.any(dim=-1, keepdim=True), 0.0).nan_to_num(0.0)
 
 
+def _windows_by_unfold(token_ids, max_length, stride):
+    """Each document cut with one ``unfold``, the pieces joined."""
+    ids = torch.as_tensor(token_ids)
+    ends = (ids == 50256).nonzero().flatten() + 1
+    docs = [d for d in torch.tensor_split(ids, ends) if len(d) > max_length]
+    empty = ids.new_empty(0, max_length + 1)
+    windows = torch.cat([d.unfold(0, max_length + 1, stride) for d in docs]) if docs else empty
+    return windows.split([max_length, 1], dim=1)[0], windows[:, 1:]
+
+
 def additive_sdpa():
     cls = additive_class()
 
@@ -139,11 +150,11 @@ def additive_sdpa():
     ("padded_attention", padded_einsum_float64),
     ("padded_attention", padded_sdpa_mask),
     ("additive_attention", additive_sdpa()),
-    ("split_heads", lambda x, nh: x.unflatten(-1, (nh, -1)).permute(0, 2, 1, 3)),
-    ("windows", lambda t, m, s: torch.as_tensor(t).unfold(0, m + 1, s).split([m, 1], dim=1)[0:1]
-     + (torch.as_tensor(t).unfold(0, m + 1, s)[:, 1:],)),
-], ids=["padded-einsum-float64-where", "padded-sdpa-bool-mask", "additive-sdpa-attn_mask", "split-unflatten",
-        "windows-unfold-split"])
+    ("split_qkv", lambda qkv, nh, n_kv: qkv.unflatten(-1, (nh + 2 * n_kv, -1)).transpose(1, 2).split([nh, n_kv, n_kv],
+                                                                                                    dim=1)),
+    ("document_windows", _windows_by_unfold),
+], ids=["padded-einsum-float64-where", "padded-sdpa-bool-mask", "additive-sdpa-attn_mask", "split-qkv-unflatten",
+        "document-windows-unfold-per-document"])
 def test_correct_solutions_written_differently_pass(exercise, obj):
     result = ex.grade(exercise, obj)
     assert result.passed, result.message
@@ -177,11 +188,13 @@ def _blocked_overloads(queries, keys, values, block_size):
     return out
 
 
-def _cached_from_numpy(queries, keys, values):
+def _cached_from_numpy(queries, keys, values, window):
     import numpy as np
 
     q_len, k_len = queries.shape[-2], keys.shape[-2]
-    hidden = torch.from_numpy(np.triu(np.ones((q_len, k_len), dtype=bool), k_len - q_len + 1))
+    ones = np.ones((q_len, k_len), dtype=bool)
+    band = np.triu(ones, k_len - q_len + 1) | np.tril(ones, k_len - q_len - window)
+    hidden = torch.from_numpy(band)
     scores = aten.div.Tensor(queries @ keys.transpose(-2, -1), torch.Tensor([queries.shape[-1]]).sqrt())
     return aten._softmax.default(scores.masked_fill(hidden, NEG_INF), -1, False) @ values
 
@@ -197,15 +210,22 @@ def _padded_from_numpy(queries, keys, values, key_padding_mask):
 
 
 def _windows_long_tensor(token_ids, max_length, stride):
-    windows = torch.LongTensor(token_ids).unfold(0, max_length + 1, stride)
+    ids = torch.LongTensor(token_ids)
+    ends = [0] + [i + 1 for i, t in enumerate(token_ids) if t == 50256] + [len(token_ids)]
+    parts = [ids[b:e].unfold(0, max_length + 1, stride) for b, e in zip(ends[:-1], ends[1:], strict=True)
+             if e - b > max_length]
+    windows = torch.cat(parts) if parts else torch.LongTensor(0, max_length + 1)
     return windows[:, :-1], windows[:, 1:]
 
 
 def _windows_from_numpy(token_ids, max_length, stride):
     import numpy as np
 
-    windows = aten.unfold.default(torch.from_numpy(np.array(token_ids, dtype=np.int64)), 0, max_length + 1, stride)
-    return windows[:, :-1], windows[:, 1:]
+    ids = np.array(token_ids, dtype=np.int64)
+    docs = np.split(ids, np.flatnonzero(ids == 50256) + 1)
+    rows = [doc[s : s + max_length + 1] for doc in docs for s in range(0, len(doc) - max_length, stride)]
+    windows = torch.from_numpy(np.stack(rows) if rows else np.zeros((0, max_length + 1), dtype=np.int64))
+    return aten.slice.Tensor(windows, 1, 0, max_length), aten.slice.Tensor(windows, 1, 1, max_length + 1)
 
 
 def _dropout_legacy(x, p, training=True):
@@ -231,12 +251,12 @@ def _additive_overloads():
 
 OTHER_STYLES = [
     ("additive_attention", _additive_overloads()),
-    ("split_heads", lambda x, nh: aten.permute.default(x.reshape(*x.shape[:2], nh, -1), [0, 2, 1, 3])
-     * torch.Tensor([1.0])),
-    ("merge_heads", lambda c: aten.permute.default(c, [0, 2, 1, 3]).flatten(2) * torch.Tensor([1.0])),
+    ("split_qkv", lambda qkv, nh, n_kv: tuple(
+        aten.permute.default(t, [0, 2, 1, 3]) * torch.Tensor([1.0])
+        for t in aten.split_with_sizes.default(qkv.reshape(*qkv.shape[:2], nh + 2 * n_kv, -1), [nh, n_kv, n_kv], 2))),
     ("padded_attention", _padded_from_numpy),
-    ("windows", _windows_long_tensor),
-    ("windows", _windows_from_numpy),
+    ("document_windows", _windows_long_tensor),
+    ("document_windows", _windows_from_numpy),
     ("tiled_attention", _blocked_overloads),
     ("cached_attention", _cached_from_numpy),
     ("dropout", _dropout_legacy),
@@ -256,19 +276,30 @@ def test_sdpa_as_an_op_overload_is_named_not_a_crash():
     assert "scaled_dot_product_attention.default" in sdpa.message
 
 
-def test_llm_labs_dataset_handed_in_for_windows_is_the_reference():
+def test_llm_labs_dataset_handed_in_for_document_windows_is_the_reference():
     from llm_lab.dataset import GPTDatasetV1
 
     def windows(token_ids, max_length, stride):
         class Ids:
-            def encode(self, text, **kw):
-                return list(token_ids)
+            def __init__(self, ids):
+                self.ids = ids
 
-        data = GPTDatasetV1("text", Ids(), max_length, stride)
-        pairs = [data[i] for i in range(len(data))]
+            def encode(self, text, **kw):
+                return list(self.ids)
+
+        docs, current = [], []
+        for t in token_ids:
+            current.append(t)
+            if t == 50256:
+                docs.append(current)
+                current = []
+        pairs = [d[i] for doc in docs + [current] if len(doc) > max_length
+                 for d in [GPTDatasetV1("text", Ids(doc), max_length, stride)] for i in range(len(d))]
+        if not pairs:
+            return torch.zeros(0, max_length, dtype=torch.long), torch.zeros(0, max_length, dtype=torch.long)
         return torch.stack([a for a, _ in pairs]), torch.stack([b for _, b in pairs])
 
-    result = ex.grade("windows", windows)
+    result = ex.grade("document_windows", windows)
     assert result.status == "reference", result.message
 
 

@@ -1,4 +1,5 @@
-"""Notebook 05's exercises (split/merge heads, multi-head attention, padded heads): solutions, planted mistakes.
+"""Notebook 05's exercises (a fused qkv split, grouped-query kv heads, multi-head attention, padded heads):
+solutions, planted mistakes.
 
 The generic checks (solutions pass, stubs are "not implemented", planted mistakes named, never raises)
 run over these tables in tests/test_exercises.py."""
@@ -11,13 +12,10 @@ from torch import nn
 from llm_lab import exercises as ex
 
 
-def split_heads(x, num_heads):  # the exercise asks for reshape and permute, not the lesson's view/transpose
-    b, t, d = x.shape
-    return x.reshape(b, t, num_heads, d // num_heads).permute(0, 2, 1, 3)
-
-
-def merge_heads(context_vec):
-    return context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)
+def split_qkv(qkv, num_heads, num_kv_heads):  # one view to all the heads, then cut (the notebook splits first)
+    b, t, w = qkv.shape
+    heads = qkv.view(b, t, num_heads + 2 * num_kv_heads, -1).transpose(1, 2)  # (B, nh + 2 n_kv, T, hs)
+    return tuple(heads.split([num_heads, num_kv_heads, num_kv_heads], dim=1))
 
 
 def padded_attention(queries, keys, values, key_padding_mask):
@@ -66,11 +64,13 @@ class MultiHeadAttention(nn.Module):
         attn_scores = q @ k.transpose(2, 3)
         size = self.context_length if m == "mask_wrong_size" else n
         attn_scores = attn_scores.masked_fill(self.mask.bool()[:size, :size], NEG_INF)
-        scale = self.d_out if m == "scale_uses_d_out" else self.head_dim
+        scale = self.d_out if m in ("scale_uses_d_out", "both_bugs") else self.head_dim
         attn_weights = self.dropout(torch.softmax(attn_scores / scale**0.5, dim=-1))
         context_vec = attn_weights @ v
         if m == "view_without_transpose":
             context_vec = context_vec.contiguous().view(b, n, self.d_out)
+        elif m in ("merge_features_first", "both_bugs"):  # exercise 4's merge: a view to (B, d_out, T), transposed
+            context_vec = context_vec.contiguous().view(b, self.d_out, n).transpose(1, 2)
         else:
             context_vec = context_vec.transpose(1, 2).contiguous().view(b, n, self.d_out)
         if m in ("out_proj_missing", "no_out_proj_attribute"):
@@ -78,50 +78,73 @@ class MultiHeadAttention(nn.Module):
         return self.out_proj(context_vec)
 
 
-def split_no_transpose(x, num_heads):
-    b, t, d = x.shape
-    return x.view(b, num_heads, t, d // num_heads)
+def _blocks(qkv, nh, n_kv):
+    hs = qkv.shape[-1] // (nh + 2 * n_kv)
+    return zip(qkv.split([nh * hs, n_kv * hs, n_kv * hs], dim=-1), (nh, n_kv, n_kv), strict=True)
 
 
-def split_only_view(x, num_heads):
-    b, t, d = x.shape
-    return x.view(b, t, num_heads, d // num_heads)
+def qkv_thirds(qkv, nh, n_kv):  # notebook 07's fused layer: three equal blocks
+    b, t, _ = qkv.shape
+    return tuple(part.reshape(b, t, h, -1).transpose(1, 2) for part, h in zip(qkv.chunk(3, dim=-1), (nh, n_kv, n_kv),
+                                                                              strict=True))
 
 
-def split_interleaved(x, num_heads):
-    b, t, d = x.shape
-    return x.view(b, t, d // num_heads, num_heads).permute(0, 3, 1, 2)
+def qkv_lesson_07(qkv, nh, n_kv):  # notebook 07's CombinedQKVAttention: view (B, T, 3, nh, hs), a size error here
+    b, t, w = qkv.shape
+    return tuple(qkv.view(b, t, 3, nh, w // (3 * nh)).permute(2, 0, 3, 1, 4).unbind(0))
 
 
-def merge_no_transpose(context_vec):
-    b, nh, t, hd = context_vec.shape
-    return context_vec.reshape(b, t, nh * hd)
+def qkv_kv_num_heads(qkv, nh, n_kv):
+    b, t, _ = qkv.shape
+    return tuple(part.reshape(b, t, nh, -1).transpose(1, 2) for part, _ in _blocks(qkv, nh, n_kv))
 
 
-def merge_no_contiguous(context_vec):
-    b, nh, t, hd = context_vec.shape
-    return context_vec.transpose(1, 2).view(b, t, nh * hd)
+def qkv_per_group(qkv, nh, n_kv):
+    b, t, w = qkv.shape
+    g, hs = nh // n_kv, w // (nh + 2 * n_kv)
+    x = qkv.view(b, t, n_kv, g + 2, hs)
+    return x[:, :, :, :g].reshape(b, t, nh, hs).transpose(1, 2), x[:, :, :, g].transpose(1, 2), \
+        x[:, :, :, g + 1].transpose(1, 2)
+
+
+def qkv_no_transpose(qkv, nh, n_kv):
+    b, t, _ = qkv.shape
+    return tuple(part.reshape(b, h, t, -1) for part, h in _blocks(qkv, nh, n_kv))
+
+
+def qkv_interleaved(qkv, nh, n_kv):
+    b, t, _ = qkv.shape
+    return tuple(part.reshape(b, t, -1, h).permute(0, 3, 1, 2) for part, h in _blocks(qkv, nh, n_kv))
+
+
+def qkv_listed_twice(qkv, nh, n_kv):
+    return [*split_qkv(qkv, nh, n_kv), None]
+
 
 pytestmark = pytest.mark.usefixtures("english")  # the checkers speak English here (tests/conftest.py)
 
 
 SOLUTIONS = {
-    "split_heads": split_heads,
-    "merge_heads": merge_heads,
+    "split_qkv": split_qkv,
     "multihead": MultiHeadAttention,
     "padded_attention": padded_attention,
 }
 PLANTED = [
     # (exercise, wrong implementation, hint the checker must name)
-    ("split_heads", split_no_transpose, "view_without_transpose"),
-    ("split_heads", split_only_view, "view_without_transpose"),
-    ("split_heads", split_interleaved, "heads_interleaved"),
-    ("merge_heads", merge_no_transpose, "merge_without_transpose"),
-    ("merge_heads", merge_no_contiguous, "not_contiguous"),
+    ("split_qkv", qkv_thirds, "qkv_equal_thirds"),
+    ("split_qkv", qkv_lesson_07, "qkv_equal_thirds"),
+    ("split_qkv", qkv_kv_num_heads, "kv_split_into_num_heads"),
+    ("split_qkv", qkv_per_group, "qkv_per_group"),
+    ("split_qkv", qkv_no_transpose, "view_without_transpose"),
+    ("split_qkv", qkv_interleaved, "heads_interleaved"),
+    ("split_qkv", lambda qkv, nh, n_kv: torch.cat(split_qkv(qkv, nh, n_kv), dim=1), "not_triple"),
+    ("split_qkv", qkv_listed_twice, "not_triple"),
     ("multihead", with_mistake(MultiHeadAttention, "view_without_transpose"), "view_without_transpose"),
     ("multihead", with_mistake(MultiHeadAttention, "out_proj_missing"), "out_proj_missing"),
     ("multihead", with_mistake(MultiHeadAttention, "no_out_proj_attribute"), "out_proj_missing"),
     ("multihead", with_mistake(MultiHeadAttention, "scale_uses_d_out"), "scale_uses_d_out"),
+    ("multihead", with_mistake(MultiHeadAttention, "merge_features_first"), "merge_features_first"),
+    ("multihead", with_mistake(MultiHeadAttention, "both_bugs"), "merge_features_first"),
     ("multihead", with_mistake(MultiHeadAttention, "mask_wrong_size"), "mask_wrong_size"),
     ("multihead", FusedQKV, "missing_attribute"),
 ]
@@ -186,48 +209,47 @@ def test_padding_fixes_are_written_for_four_dimensional_scores():
         assert "unsqueeze(-2)" not in fix["en"]
 
 
-def test_split_and_merge_must_leave_their_input_alone():
-    def split_in_place(x, num_heads):
-        b, t, d = x.shape
-        out = x.reshape(b, t, num_heads, d // num_heads).permute(0, 2, 1, 3).clone()
-        x.zero_()
+def test_split_qkv_must_leave_its_input_alone():
+    def split_in_place(qkv, nh, n_kv):
+        out = tuple(t.clone() for t in split_qkv(qkv, nh, n_kv))
+        qkv.zero_()
         return out
 
-    def merge_in_place(context_vec):
-        context_vec.mul_(2.0)
-        return (context_vec / 2).permute(0, 2, 1, 3).flatten(start_dim=2)
-
-    assert ex.grade("split_heads", split_in_place).hint == "input_modified"
-    assert ex.grade("merge_heads", merge_in_place).hint == "input_modified"
+    assert ex.grade("split_qkv", split_in_place).hint == "input_modified"
 
 
-LESSON_LINES = [
-    ("split_heads", lambda x, nh: x.view(x.shape[0], x.shape[1], nh, -1).transpose(1, 2)),
-    ("split_heads", lambda x, nh: x.reshape(x.shape[0], x.shape[1], nh, -1).transpose(1, 2)),
-    ("split_heads", lambda x, nh: x.view(x.shape[0], x.shape[1], nh, -1).permute(0, 2, 1, 3)),
-    ("split_heads", lambda x, nh: torch.swapaxes(x.reshape(x.shape[0], x.shape[1], nh, -1), 1, 2)),
-    ("merge_heads", lambda c: c.transpose(1, 2).contiguous().view(c.shape[0], c.shape[2], -1)),
-    ("merge_heads", lambda c: c.transpose(1, 2).flatten(start_dim=2)),
-    ("merge_heads", lambda c: c.permute(0, 2, 1, 3).contiguous().view(c.shape[0], c.shape[2], -1)),
-]
+def _split_first(qkv, nh, n_kv):
+    b, t, w = qkv.shape
+    hs = w // (nh + 2 * n_kv)
+    q, k, v = torch.split(qkv, [nh * hs, n_kv * hs, n_kv * hs], dim=2)
+    return q.unflatten(-1, (nh, hs)).movedim(2, 1), k.unflatten(-1, (n_kv, hs)).movedim(2, 1), \
+        v.unflatten(-1, (n_kv, hs)).movedim(2, 1)
 
 
-@pytest.mark.parametrize(("exercise", "fn"), LESSON_LINES, ids=[f"{e}-{i}" for i, (e, _) in enumerate(LESSON_LINES)])
-def test_the_lessons_view_and_transpose_do_not_pass_split_and_merge(exercise, fn):
-    result = ex.grade(exercise, fn)
-    assert (result.status, result.hint) == ("fail", "uses_lesson_ops"), result.message
+def _by_index(qkv, nh, n_kv):
+    hs = qkv.shape[-1] // (nh + 2 * n_kv)
+    starts = (0, nh * hs, (nh + n_kv) * hs)
+    return [torch.stack([qkv[..., s + h * hs : s + (h + 1) * hs] for h in range(heads)], dim=1)
+            for s, heads in zip(starts, (nh, n_kv, n_kv), strict=True)]
 
 
-@pytest.mark.parametrize(("exercise", "fn"), [
-    ("split_heads", lambda x, nh: x.reshape(*x.shape[:2], nh, -1).permute(0, 2, 1, 3)),
-    ("split_heads", lambda x, nh: x.unflatten(-1, (nh, -1)).movedim(2, 1)),
-    ("merge_heads", lambda c: c.permute(0, 2, 1, 3).flatten(start_dim=2)),
-    ("merge_heads", lambda c: c.permute(0, 2, 1, 3).reshape(c.shape[0], c.shape[2], -1)),
-    ("merge_heads", lambda c: torch.flatten(c.movedim(1, 2), 2)),
-])
-def test_reshape_permute_flatten_and_their_cousins_pass(exercise, fn):
-    result = ex.grade(exercise, fn)
+@pytest.mark.parametrize("fn", [_split_first, _by_index], ids=["split-unflatten", "index-list"])
+def test_correct_splits_written_differently_pass(fn):
+    result = ex.grade("split_qkv", fn)
     assert result.passed, result.message
+
+
+def test_equal_thirds_are_right_only_with_as_many_kv_heads_and_named_where_they_are_fewer():
+    qkv = torch.randn(2, 3, 3 * 4)
+    assert all(torch.equal(a, b) for a, b in zip(qkv_thirds(qkv, 2, 2), split_qkv(qkv, 2, 2), strict=True))
+    result = ex.grade("split_qkv", qkv_thirds)
+    assert (result.hint, "num_heads=4, num_kv_heads=2" in result.message) == ("qkv_equal_thirds", True)
+
+
+def test_the_class_of_exercise_4_as_given_is_named_by_its_merge_then_by_its_scale():
+    buggy = with_mistake(MultiHeadAttention, "both_bugs")
+    assert ex.grade("multihead", buggy).hint == "merge_features_first"
+    assert ex.grade("multihead", with_mistake(MultiHeadAttention, "scale_uses_d_out")).hint == "scale_uses_d_out"
 
 
 def test_internal_helpers_are_references():
@@ -235,10 +257,11 @@ def test_internal_helpers_are_references():
     from llm_lab.exercises import _ex05_multihead, _shared
 
     cases = [
-        ("split_heads", lambda x, nh: MultiHeadAttention(x.shape[-1], x.shape[-1], 8, 0.0, nh)._split_heads(
-            x, x.shape[0], x.shape[1])),
-        ("split_heads", _ex05_multihead.split),
-        ("merge_heads", _ex05_multihead.merge),
+        ("split_qkv", lambda qkv, nh, n_kv: tuple(
+            MultiHeadAttention(8, t.shape[-1], 8, 0.0, h)._split_heads(t, qkv.shape[0], qkv.shape[1])
+            for t, h in _blocks(qkv, nh, n_kv))),
+        ("split_qkv", lambda qkv, nh, n_kv: tuple(_ex05_multihead.split(t, h) for t, h in _blocks(qkv, nh, n_kv))),
+        ("split_qkv", _ex05_multihead.split_qkv_ref),
         ("padded_attention", lambda q, k, v, m: _ex05_multihead._padded_ref(
             q, k, v, torch.ones(q.shape[-2], q.shape[-2], dtype=torch.bool).triu(1) | m[:, None, None, :])),
         ("padded_attention", lambda q, k, v, m: _shared.softmax_masked(

@@ -1,4 +1,5 @@
-"""Notebook 06's exercises (input/target windows, input embeddings): solutions, planted mistakes.
+"""Notebook 06's exercises (windows inside documents joined by <|endoftext|>, input embeddings): solutions,
+planted mistakes.
 
 The generic checks (solutions pass, stubs are "not implemented", planted mistakes named, never raises)
 run over these tables in tests/test_exercises.py."""
@@ -8,32 +9,69 @@ import torch
 
 from llm_lab import exercises as ex
 
+EOT = 50256
 
-def windows(token_ids, max_length, stride):  # the exercise asks for unfold, no loop
-    w = torch.tensor(token_ids, dtype=torch.long).unfold(0, max_length + 1, stride)
-    return w[:, :-1], w[:, 1:]
+
+def document_windows(token_ids, max_length, stride):  # cut by index arithmetic (the notebook splits into lists)
+    ids = torch.tensor(token_ids, dtype=torch.long)
+    ends = (ids == EOT).nonzero().flatten() + 1
+    bounds = [0, *ends.tolist()] + ([len(ids)] if not len(ends) or ends[-1] < len(ids) else [])
+    starts = [s for b, e in zip(bounds[:-1], bounds[1:], strict=True) for s in range(b, e - max_length, stride)]
+    index = torch.tensor(starts, dtype=torch.long)[:, None] + torch.arange(max_length + 1)
+    windows = ids[index] if starts else torch.empty(0, max_length + 1, dtype=torch.long)
+    return windows[:, :-1], windows[:, 1:]
 
 
 def input_embeddings(token_ids, tok_emb, pos_emb):
     return tok_emb(token_ids) + pos_emb(torch.arange(token_ids.shape[-1]))
 
 
-def windows_factory(shift=1, stride_used=True, stop=0, swap=False):
+def docs_factory(split="ends", stream_stride=False, last=0, target_reach=0, shift=1, swap=False, whole=False,
+                 dtype=torch.long):
+    """The notebook's loop with one switch turned: how the documents are split, where the stride counts from,
+    how far a window may reach, the target's shift."""
     def fn(token_ids, max_length, stride):
-        step = stride if stride_used else 1
-        inputs, targets = [], []
-        for i in range(0, len(token_ids) - max_length + stop, step):
-            inputs.append(torch.tensor(token_ids[i : i + max_length]))
-            targets.append(torch.tensor(token_ids[i + shift : i + shift + max_length]))
-        return (torch.stack(targets), torch.stack(inputs)) if swap else (torch.stack(inputs), torch.stack(targets))
+        docs, current = [], []
+        for token in token_ids:
+            if token == EOT and split == "starts":
+                docs.append(current)
+                current = [token]
+                continue
+            if token != EOT or split != "dropped":
+                current.append(token)
+            if token == EOT and split != "starts":
+                docs.append(current)
+                current = []
+        docs.append(current)
+        if whole:
+            docs = [list(token_ids)]
+        inputs, targets, offset = [], [], 0
+        for doc in docs:
+            first = (-offset) % stride if stream_stride else 0
+            for start in range(first, len(doc) - max_length + last, stride):
+                window = (doc + [0] * target_reach)[start : start + max_length + 1]
+                if len(window) < max_length + 1:
+                    continue
+                inputs.append(window[:-1])
+                targets.append(window[shift : shift + max_length])
+            offset += len(doc)
+        inputs = torch.tensor(inputs, dtype=dtype).reshape(-1, max_length)
+        targets = torch.tensor(targets, dtype=dtype).reshape(-1, max_length)
+        return (targets, inputs) if swap else (inputs, targets)
 
     return fn
 
 
-def windows_extra(token_ids, max_length, stride):
-    inputs, targets = windows(token_ids, max_length, stride)
-    extra = torch.tensor(token_ids[-max_length:]).unsqueeze(0)
-    return torch.cat([inputs, extra]), torch.cat([targets, extra])
+def docs_target_crosses(token_ids, max_length, stride):
+    """Inputs inside the document, the target from the stream: the last target is the next document's first."""
+    ids = torch.tensor(token_ids, dtype=torch.long)
+    ends = (ids == EOT).nonzero().flatten() + 1
+    bounds = [0, *ends.tolist(), len(ids)]
+    starts = [s for b, e in zip(bounds[:-1], bounds[1:], strict=True) for s in range(b, e - max_length + 1, stride)
+              if s + max_length + 1 <= len(ids)]
+    index = torch.tensor(starts, dtype=torch.long)[:, None] + torch.arange(max_length + 1)
+    windows = ids[index] if starts else torch.empty(0, max_length + 1, dtype=torch.long)
+    return windows[:, :-1], windows[:, 1:]
 
 
 def embeddings_no_positions(token_ids, tok_emb, pos_emb):
@@ -51,87 +89,56 @@ pytestmark = pytest.mark.usefixtures("english")  # the checkers speak English he
 
 
 SOLUTIONS = {
-    "windows": windows,
+    "document_windows": document_windows,
     "input_embeddings": input_embeddings,
 }
 PLANTED = [
     # (exercise, wrong implementation, hint the checker must name)
-    ("windows", windows_factory(shift=0), "targets_not_shifted"),
-    ("windows", windows_factory(swap=True), "targets_swapped"),
-    ("windows", windows_factory(stride_used=False), "stride_ignored"),
-    ("windows", windows_factory(stop=-1), "missing_last_window"),
-    ("windows", windows_extra, "extra_window"),
+    ("document_windows", docs_factory(whole=True), "window_crosses_document"),
+    ("document_windows", docs_target_crosses, "target_crosses_document"),
+    ("document_windows", docs_factory(split="dropped"), "separator_dropped"),
+    ("document_windows", docs_factory(split="starts"), "separator_starts_document"),
+    ("document_windows", docs_factory(stream_stride=True), "stride_across_documents"),
+    ("document_windows", docs_factory(last=-1), "missing_last_window"),
+    ("document_windows", docs_factory(shift=0), "targets_not_shifted"),
+    ("document_windows", docs_factory(swap=True), "targets_swapped"),
+    ("document_windows", docs_factory(dtype=torch.int32), "ids_not_int64"),
     ("input_embeddings", embeddings_no_positions, "positions_missing"),
     ("input_embeddings", embeddings_positions_from_ids, "positions_from_ids"),
     ("input_embeddings", embeddings_full_context, "positions_wrong_length"),
 ]
 
 
-# ---- windows and embeddings: IndexError, fixes that say unfold, unfold enforced, window counts ------------------
+# ---- document windows: the notebook's loop passes, the list is left alone, shapes when nothing fits; embeddings --
 
 
-def windows_unfold(token_ids, max_length, stride):
-    ids = torch.tensor(token_ids, dtype=torch.long)
-    windows = ids.unfold(0, max_length + 1, stride)
-    return windows[:, :-1], windows[:, 1:]
+def test_the_notebooks_loop_passes_and_so_does_the_stream_cut_by_hand():
+    assert ex.grade("document_windows", docs_factory()).passed
 
 
-def windows_loop(token_ids, max_length, stride):
-    inputs, targets = [], []
-    for i in range(0, len(token_ids) - max_length, stride):
-        inputs.append(torch.tensor(token_ids[i : i + max_length]))
-        targets.append(torch.tensor(token_ids[i + 1 : i + max_length + 1]))
-    return torch.stack(inputs), torch.stack(targets)
+def test_the_list_of_ids_is_left_alone():
+    def pops(token_ids, max_length, stride):
+        out = document_windows(list(token_ids), max_length, stride)
+        token_ids.pop()
+        return out
+
+    assert ex.grade("document_windows", pops).hint == "input_modified"
 
 
-def windows_strided(token_ids, max_length, stride):
-    ids = torch.tensor(token_ids, dtype=torch.long)
-    n = (len(token_ids) - max_length - 1) // stride + 1
-    windows = ids.as_strided((n, max_length + 1), (stride, 1))
-    return windows[:, :-1], windows[:, 1:]
+def test_no_window_at_all_is_an_empty_pair_of_the_right_width():
+    inputs, targets = document_windows([1, 2, EOT, 3, EOT], 4, 2)
+    assert inputs.shape == targets.shape == (0, 4)
+
+    def none_wide(t, m, s):
+        return tuple(w.reshape(0, 0) if w.numel() == 0 else w for w in document_windows(t, m, s))
+
+    result = ex.grade("document_windows", none_wide)
+    assert (result.hint, "(0, 4)" in result.message) == ("wrong_shape", True), result.message
 
 
-def windows_counts_differ(token_ids, max_length, stride):
-    """Inputs cut with windows of max_length (one too many at the end), targets from ids[1:]: counts differ."""
-    ids = torch.tensor(token_ids, dtype=torch.long)
-    return ids.unfold(0, max_length, stride), ids[1:].unfold(0, max_length, stride)
-
-
-def windows_pop(token_ids, max_length, stride):
-    token_ids.append(0)
-    token_ids.pop()
-    token_ids.reverse()
-    token_ids.reverse()
-    token_ids[0] += 0
-    out = windows_unfold(token_ids, max_length, stride)
-    token_ids.pop()
-    return out
-
-
-@pytest.mark.parametrize(("fn", "hint"), [
-    (windows_loop, "windows_without_unfold"),
-    (windows_strided, "windows_as_strided"),
-    (windows_counts_differ, "extra_window"),
-    (windows_pop, "input_modified"),
-], ids=["loop", "as_strided", "counts-differ", "list-changed"])
-def test_windows_requirements_and_counts(fn, hint):
-    result = ex.grade("windows", fn)
-    assert (result.status, result.hint) == ("fail", hint), result.message
-
-
-def test_unfold_with_views_passes():
-    """Non-contiguous views of one unfold (as here) and contiguous copies (the notebook's) both pass."""
-    assert ex.grade("windows", windows_unfold).passed
-    assert ex.grade("windows", lambda t, m, s: tuple(w.contiguous() for w in windows_unfold(t, m, s))).passed
-
-
-def test_window_fixes_say_unfold_and_no_loop():
-    windows = ex.REGISTRY["windows"]
-    for hint, fix in ((h, windows.fixes[h]) for h in windows.hints if h in windows.fixes):
-        assert "range(" not in fix["en"] and "token_ids[i" not in fix["en"], hint
-    for hint in ("targets_not_shifted", "stride_ignored", "missing_last_window", "extra_window"):
-        assert "ids.unfold(0, max_length + 1, stride)" in ex.REGISTRY["windows"].fixes[hint]["en"], hint
-        assert "ids.unfold(0, max_length + 1, stride)" in ex.REGISTRY["windows"].fixes[hint]["zh"], hint
+def test_a_document_of_max_length_plus_one_tokens_gives_one_window_ending_on_its_separator():
+    inputs, targets = document_windows([5, 6, 7, EOT, 8, 9], 3, 1)
+    assert inputs.tolist() == [[5, 6, 7]] and targets.tolist() == [[6, 7, EOT]]
 
 
 def embeddings(token_ids, tok_emb, pos_emb):

@@ -37,27 +37,46 @@ def tiled_attention(queries, keys, values, block_size):
 pytestmark = pytest.mark.usefixtures("english")  # the checkers speak English here (tests/conftest.py)
 
 
-def chunk_attention(queries, keys, values):
-    """Written out by hand: the softmax over scores with the bottom-right causal mask."""
+def chunk_attention(queries, keys, values, window):
+    """Written out by hand: the softmax over scores with both edges of the mask at the key positions."""
     q_len, k_len = queries.shape[-2], keys.shape[-2]
     scores = queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5
-    hidden = torch.arange(k_len) > torch.arange(q_len).unsqueeze(-1) + (k_len - q_len)
+    position = torch.arange(q_len).unsqueeze(-1) + (k_len - q_len)  # where each new query sits
+    back = position - torch.arange(k_len)  # how far behind the query each key is
+    hidden = (back < 0) | (back >= window)
     return torch.softmax(scores.masked_fill(hidden, NEG_INF), dim=-1) @ values
 
 
-def chunk_with(offset=None, mask=True, scale=True, in_place=False):
-    """A planted mistake: the mask's offset (0: is_causal's top left), no mask, no scale, or queries scaled in place."""
-    def attend(queries, keys, values):
+def chunk_with(offset=None, mask=True, scale=True, in_place=False, window_offset=None, width=0, use_window=True):
+    """A planted mistake: the causal edge's offset (0: is_causal's top left), no mask, no scale, queries scaled in
+    place; the window's edge at another offset, ``width`` keys too wide, or no window."""
+    def attend(queries, keys, values, window):
         q_len, k_len = queries.shape[-2], keys.shape[-2]
         if in_place:
             queries /= queries.shape[-1] ** 0.5
         else:
             queries = queries / queries.shape[-1] ** 0.5 if scale else queries
         scores = queries @ keys.transpose(-2, -1)
+        rows, cols = torch.arange(q_len).unsqueeze(-1), torch.arange(k_len)
         if mask:
             shift = k_len - q_len if offset is None else offset(q_len, k_len)
-            scores = scores.masked_fill(torch.arange(k_len) > torch.arange(q_len).unsqueeze(-1) + shift, NEG_INF)
+            scores = scores.masked_fill(cols > rows + shift, NEG_INF)
+        if use_window:
+            shift = k_len - q_len if window_offset is None else window_offset(q_len, k_len)
+            scores = scores.masked_fill(cols <= rows + shift - window - width, NEG_INF)
         return torch.softmax(scores, dim=-1).nan_to_num(0.0) @ values
+
+    return attend
+
+
+def _sdpa_window(is_causal=False, causal=False):
+    def attend(q, k, v, window):
+        q_len, k_len = q.shape[-2], k.shape[-2]
+        old = torch.ones(q_len, k_len, dtype=torch.bool).tril(diagonal=k_len - q_len - window)
+        if is_causal:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        hidden = old | torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1) if causal else old
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=~hidden)
 
     return attend
 
@@ -68,10 +87,16 @@ SOLUTIONS = {
 }
 PLANTED = [
     # (exercise, wrong implementation, hint the checker must name)
-    ("cached_attention", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), "mask_top_left"),
+    ("cached_attention", _sdpa_window(is_causal=True), "mask_top_left"),
+    ("cached_attention", chunk_with(offset=lambda q_len, k_len: 0, window_offset=lambda q_len, k_len: 0),
+     "mask_top_left"),
     ("cached_attention", chunk_with(offset=lambda q_len, k_len: 0), "mask_top_left"),
-    ("cached_attention", lambda q, k, v: F.scaled_dot_product_attention(q, k, v), "cache_future_open"),
+    ("cached_attention", _sdpa_window(), "cache_future_open"),
     ("cached_attention", chunk_with(offset=lambda q_len, k_len: k_len - q_len - 1), "cache_own_key_hidden"),
+    ("cached_attention", chunk_with(use_window=False), "window_ignored"),
+    ("cached_attention", chunk_with(window_offset=lambda q_len, k_len: 0), "window_top_left"),
+    ("cached_attention", chunk_with(width=1), "window_one_too_wide"),
+    ("cached_attention", chunk_with(width=-1), "window_one_too_narrow"),
     ("cached_attention", chunk_with(scale=False), "scale_missing"),
     ("cached_attention", chunk_with(in_place=True), "input_modified"),
 ]
@@ -81,8 +106,13 @@ def test_llm_labs_cache_attention_is_the_reference():
     from llm_lab import kv_cache
 
     assert ex.grade("cached_attention", kv_cache.cached_attention).status == "reference"
-    mask_from_llm_lab = lambda q, k, v: F.scaled_dot_product_attention(  # noqa: E731
-        q, k, v, attn_mask=~kv_cache.causal_mask_bottom_right(q.shape[-2], k.shape[-2]))
+
+    def mask_from_llm_lab(q, k, v, window):
+        q_len, k_len = q.shape[-2], k.shape[-2]
+        old = torch.ones(q_len, k_len, dtype=torch.bool).tril(diagonal=k_len - q_len - window)
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=~(kv_cache.causal_mask_bottom_right(q_len, k_len) | old))
+
     assert ex.grade("cached_attention", mask_from_llm_lab).status == "reference"
 
 
@@ -336,10 +366,10 @@ def test_mistakes_get_their_own_hint(fn, hint):
 
 
 def _is_causal_when_square(route):
-    def attend(queries, keys, values):
+    def attend(queries, keys, values, window):
         q_len, k_len = queries.shape[-2], keys.shape[-2]
-        if q_len != k_len:
-            return chunk_attention(queries, keys, values)
+        if q_len != k_len or window < k_len:
+            return chunk_attention(queries, keys, values, window)
         if route == "keyword":
             return F.scaled_dot_product_attention(queries, keys, values, is_causal=True)
         return torch.ops.aten.scaled_dot_product_attention.default(queries, keys, values, None, 0.0, True)
@@ -347,7 +377,9 @@ def _is_causal_when_square(route):
     return attend
 
 
-def _lower_right(queries, keys, values):
+def _lower_right(queries, keys, values, window):
+    if window < keys.shape[-2]:
+        return chunk_attention(queries, keys, values, window)
     mask = torch.nn.attention.bias.causal_lower_right(queries.shape[-2], keys.shape[-2])
     return F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask)
 
@@ -362,9 +394,10 @@ def test_torchs_causal_mask_is_named_even_where_its_numbers_are_right(fn):
 
 
 def test_a_mask_built_by_hand_and_passed_to_sdpa_passes():
-    def attend(queries, keys, values):
+    def attend(queries, keys, values, window):
         q_len, k_len = queries.shape[-2], keys.shape[-2]
         hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)
+        hidden |= torch.ones(q_len, k_len, dtype=torch.bool).tril(diagonal=k_len - q_len - window)
         return F.scaled_dot_product_attention(queries, keys, values, attn_mask=~hidden, is_causal=False)
 
     result = ex.grade("cached_attention", attend)

@@ -9,7 +9,7 @@ from test_ex01_masks import causal_mask
 from test_ex02_softmax import causal_softmax
 from test_ex04_causal import CausalAttention
 from test_ex05_multihead import padded_attention
-from test_ex06_data import windows
+from test_ex06_data import document_windows
 from torch import nn
 
 from llm_lab import exercises as ex
@@ -117,12 +117,8 @@ def dropout_nan(x, p, training=True):
     return torch.full_like(x, float("nan")) if training else x
 
 
-def merge_transpose_only(context_vec):
-    return context_vec.transpose(1, 2)
-
-
 def windows_int32(token_ids, max_length, stride):
-    inputs, targets = windows(token_ids, max_length, stride)
+    inputs, targets = document_windows(token_ids, max_length, stride)
     return inputs.int(), targets.int()
 
 
@@ -179,12 +175,11 @@ ROUND_MISTAKES = [
     ("dropout", dropout_nan, "nan_output"),
     # misleading hints
     ("input_embeddings", embeddings_one_based, "positions_one_based"),
-    ("merge_heads", merge_transpose_only, "transpose_not_merged"),
     ("multihead", flex()(3, 6, 5, 0.0, 2), "instance_not_class"),
     ("causal_attention", CausalAttention(3, 4, 6, 0.0), "instance_not_class"),
     ("causal_mask", causal_mask(4), "not_callable"),
     # 06: int64 asked
-    ("windows", windows_int32, "ids_not_int64"),
+    ("document_windows", windows_int32, "ids_not_int64"),
 ]
 
 

@@ -199,7 +199,7 @@ def test_every_message_exists_in_both_languages():
 
 
 @pytest.mark.parametrize(("exercise", "fn", "hint"), PLANTED[::3] + [("dropout", dropout, "passed"),
-                                                                      ("windows", stub, "not_implemented")])
+                                                                      ("document_windows", stub, "not_implemented")])
 def test_messages_switch_language(exercise, fn, hint):
     en = ex.evaluate(exercise, fn)
     ex.set_language("zh")

@@ -57,11 +57,10 @@ def _copy(v):
 
 def replay(solution):
     """(recorder, replayer): the recorder runs the correct solution and writes its answers into a table; the
-    replayer answers from the table only (a miss: the first answer recorded), calling `unfold` as 06 wants."""
+    replayer answers from the table only (a miss: the first answer recorded)."""
     table: dict = {}
 
     def answer(key):
-        torch.arange(3).unfold(0, 2, 1)
         return _copy(table.get(key, next(iter(table.values()))))
 
     if isinstance(solution, type):
@@ -90,9 +89,7 @@ def replay(solution):
 def test_a_table_of_the_public_answers_scores_zero(name):
     recorder, replayer = replay(SOLUTIONS[name])
     assert ex.grade(name, recorder).status == "pass"
-    public = ex.grade(name, replayer).status
-    if name != "windows":  # 06's windows: the public check sees a table too (it watches how the windows are cut)
-        assert public == "pass", "the table answers the public check: the attack is real"
+    assert ex.grade(name, replayer).status == "pass", "the table answers the public check: the attack is real"
     for secret in SECRETS:
         result = ex.grade(name, replayer, secret=secret)
         assert result.status != "pass", (secret, result.message)

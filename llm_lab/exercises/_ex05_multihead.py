@@ -1,5 +1,6 @@
 # ruff: noqa: E501  (the bilingual messages read better unbroken)
-"""Notebook 05: splitting and merging heads, multi-head attention, and (transfer) a key padding mask."""
+"""Notebook 05 (transfer): the heads of one fused qkv projection of a grouped-query layer (fewer key/value heads
+than query heads), multi-head attention with bugs no lesson shows, and a key padding mask over heads."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from torch import nn
 
 from ..masks import causal_mask, causal_softmax
 from ._core import Exercise, Fail, LearnerError, as_tensor, compare, diagnose, same, shape_str
-from ._harness import call, last_observed
+from ._harness import call
 from ._modules import (
     DROPOUT_HINTS,
     build,
@@ -20,7 +21,6 @@ from ._modules import (
     project,
     qkv,
 )
-from ._observe import called
 from ._shared import (
     HELPERS,
     WEIGHT_HINTS,
@@ -29,7 +29,6 @@ from ._shared import (
     gen,
     softmax_masked,
     triu,
-    unless_reference,
     weights_variants,
 )
 
@@ -50,11 +49,9 @@ def merge(c, how="ok"):
         return c.reshape(b, n, nh * hd)
     if how == "interleaved":
         return c.permute(0, 2, 3, 1).reshape(b, n, nh * hd)
+    if how == "features_first":  # (B, nh, T, hs) read as (B, nh * hs, T) rows, then transposed
+        return c.reshape(b, nh * hd, n).transpose(1, 2)
     return c.transpose(1, 2).reshape(b, n, nh * hd)
-
-
-# The lesson's lines: the split/merge exercise asks for reshape/permute/flatten instead.
-LESSON_OPS = ("view", "view_as", "transpose", "swapaxes", "swapdims")
 
 
 def _call_unchanged(fn, args: tuple, names: tuple, case: str):
@@ -62,56 +59,87 @@ def _call_unchanged(fn, args: tuple, names: tuple, case: str):
     return call_unchanged(fn, *args, names=names, case=case, observe=True)
 
 
-def _no_lesson_ops(observed: list) -> None:
-    """``observed``: (case, record) of every call, judged once all values are right (a wrong split is named first)."""
-    for case, record in observed:
-        op = called(record, *LESSON_OPS)
-        if op:
-            unless_reference(Fail("uses_lesson_ops", ref=op, case=case))
-            return
+# ---- transfer: the heads of one fused projection for a grouped-query layer (fewer key/value heads) -------------
 
 
-def body_split_heads(fn) -> list[str]:
-    g = gen(707)
-    cases, observed = [], []
-    for shape, nh in (((2, 5, 6), 3), ((1, 1, 4), 2), ((3, 7, 8), 4), ((2, 3, 4), 1)):
-        x = torch.randn(*shape, generator=g)
-        case = f"x.shape={shape_str(shape)}, num_heads={nh}"
-        out = _call_unchanged(fn, (x, nh), ("x", "num_heads"), case)
-        observed.append((case, last_observed()))
-        b, n, d = shape
-        variants = [
-            ("view_without_transpose", lambda x=x, nh=nh: split(x, nh, "no_transpose")),
-            ("view_without_transpose", lambda x=x, nh=nh, b=b, n=n, d=d: x.view(b, n, nh, d // nh)),
-            ("heads_interleaved", lambda x=x, nh=nh: split(x, nh, "interleaved")),
-        ]
-        compare(out, split(x, nh), case, variants)
-        cases.append(f"{shape_str(shape)} num_heads={nh}")
-    _no_lesson_ops(observed)
-    return cases
+def _heads(t, heads, how="ok"):
+    """(B, T, heads * hs) -> (B, heads, T, hs), or a known wrong split of it."""
+    b, n, w = t.shape
+    hs = w // heads
+    if how == "no_transpose":
+        return t.reshape(b, heads, n, hs)
+    if how == "interleaved":
+        return t.reshape(b, n, hs, heads).permute(0, 3, 1, 2)
+    return t.reshape(b, n, heads, hs).transpose(1, 2)
 
 
-def body_merge_heads(fn) -> list[str]:
-    g = gen(808)
-    cases, observed = [], []
-    for shape in ((2, 3, 5, 2), (1, 2, 1, 2), (3, 4, 7, 2), (2, 1, 3, 4)):
-        c = torch.randn(*shape, generator=g)
-        case = f"context_vec.shape={shape_str(shape)}"
+def split_qkv_ref(qkv, nh, n_kv, how="ok"):
+    """One fused projection's output (B, T, (nh + 2 n_kv) hs), columns [queries | keys | values], as queries
+    (B, nh, T, hs) and keys, values (B, n_kv, T, hs); ``how``: a known wrong split."""
+    b, n, w = qkv.shape
+    hs = w // (nh + 2 * n_kv)
+    if how == "per_group":  # each kv head's group stored together: [its query heads, its key, its value]
+        g = nh // n_kv
+        x = qkv.reshape(b, n, n_kv, g + 2, hs)
+        return (x[:, :, :, :g].reshape(b, n, nh, hs).transpose(1, 2), x[:, :, :, g].transpose(1, 2),
+                x[:, :, :, g + 1].transpose(1, 2))
+    if how == "thirds":  # three equal blocks, as for a layer with as many key/value heads as query heads
+        return tuple(_heads(t, h) for t, h in zip(qkv.chunk(3, dim=-1), (nh, n_kv, n_kv), strict=True))
+    if how == "kv_num_heads":  # the key and value blocks cut into num_heads heads
+        q, k, v = qkv.split([nh * hs, n_kv * hs, n_kv * hs], dim=-1)
+        return _heads(q, nh), _heads(k, nh), _heads(v, nh)
+    q, k, v = qkv.split([nh * hs, n_kv * hs, n_kv * hs], dim=-1)
+    return _heads(q, nh, how), _heads(k, n_kv, how), _heads(v, n_kv, how)
+
+
+# (B, T, num_heads, num_kv_heads, head_dim): as many kv heads as query heads first (GPT-2's fused layer, three equal
+# blocks), then groups of 2, one kv head for all (multi-query) on one token, groups of 3, one head
+QKV_CASES = ((2, 5, 3, 3, 2), (3, 4, 4, 2, 2), (1, 1, 2, 1, 2), (2, 4, 6, 2, 3), (2, 3, 1, 1, 4))
+QKV_VARIANTS = (("qkv_equal_thirds", "thirds"), ("kv_split_into_num_heads", "kv_num_heads"),
+                ("qkv_per_group", "per_group"), ("view_without_transpose", "no_transpose"),
+                ("heads_interleaved", "interleaved"))
+
+
+def _triple(out, case) -> tuple:
+    if out is None:
+        raise Fail("returned_none", case=case)
+    if not isinstance(out, (tuple, list)) or len(out) != 3:
+        raise Fail("not_triple", got=type(out).__name__ if not isinstance(out, (tuple, list)) else f"{len(out)} values",
+                   case=case)
+    return tuple(as_tensor(t, case) for t in out)
+
+
+def _diagnose_triple(out, qkv, nh, n_kv, want, case) -> None:
+    for hint, how in QKV_VARIANTS:
         try:
-            out = _call_unchanged(fn, (c,), ("context_vec",), case)
-            observed.append((case, last_observed()))
-        except LearnerError as err:
-            if isinstance(err.exc, RuntimeError) and "view" in str(err.exc) and "contiguous" in str(err.exc):
-                raise Fail("not_contiguous", case=case) from None
+            wrong = split_qkv_ref(qkv, nh, n_kv, how)
+        except RuntimeError:  # a split that cannot be computed on this input cannot match
+            continue
+        if all(same(a, b) for a, b in zip(wrong, want, strict=True)):
+            continue
+        if all(same(a, b) for a, b in zip(out, wrong, strict=True)):
+            raise Fail(hint, case=case)
+
+
+def body_split_qkv(fn) -> list[str]:
+    g = gen(707)
+    cases, passed_equal = [], False
+    for b, n, nh, n_kv, hs in QKV_CASES:
+        qkv_out = torch.randn(b, n, (nh + 2 * n_kv) * hs, generator=g)
+        case = f"qkv.shape={shape_str(qkv_out.shape)}, num_heads={nh}, num_kv_heads={n_kv}"
+        try:
+            out = _call_unchanged(fn, (qkv_out, nh, n_kv), ("qkv", "num_heads", "num_kv_heads"), case)
+        except LearnerError as err:  # right with three equal blocks, a size error with fewer kv heads
+            if passed_equal and n_kv < nh and isinstance(err.exc, RuntimeError):
+                raise Fail("qkv_equal_thirds", case=case) from None
             raise
-        variants = [
-            ("merge_without_transpose", lambda c=c: merge(c, "no_transpose")),
-            ("transpose_not_merged", lambda c=c: c.transpose(1, 2)),
-            ("heads_interleaved", lambda c=c: merge(c, "interleaved")),
-        ]
-        compare(out, merge(c), case, variants)
-        cases.append(shape_str(shape))
-    _no_lesson_ops(observed)
+        out = _triple(out, case)
+        want = split_qkv_ref(qkv_out, nh, n_kv)
+        _diagnose_triple(out, qkv_out, nh, n_kv, want, case)
+        for got, right in zip(out, want, strict=True):
+            compare(got, right, case)
+        passed_equal = passed_equal or n_kv == nh
+        cases.append(f"num_heads={nh} num_kv_heads={n_kv}")
     return cases
 
 
@@ -131,17 +159,22 @@ def _mha_variants(x, layers, out_proj, nh) -> list:
     layouts = (("view_without_transpose", "no_transpose", "no_transpose"),
                ("view_without_transpose", "no_transpose", "ok"),
                ("merge_without_transpose", "ok", "no_transpose"),
+               ("merge_features_first", "ok", "features_first"),
                ("heads_interleaved", "interleaved", "interleaved"))
     # the head-layout mistakes, then the same with the projection forgotten as well (named by the layout)
     for proj in (out_proj, None):
         variants += [(hint, lambda s=s, m=m, proj=proj: _mha(x, layers, proj, nh, s, m)) for hint, s, m in layouts]
     if out_proj is None:
         return variants
-    for hint in WEIGHT_HINTS:
-        def weights(q, k, hint=hint):
-            return dict(weights_variants(q, k, head_scale=d_out))[hint]()
 
-        variants.append((hint, lambda weights=weights: _mha(x, layers, out_proj, nh, weights=weights)))
+    def weights_of(hint):
+        return lambda q, k: dict(weights_variants(q, k, head_scale=d_out))[hint]()
+
+    # exercise 4's class as given, both bugs left in: named by its merge
+    variants.append(("merge_features_first", lambda: _mha(x, layers, out_proj, nh, merge_how="features_first",
+                                                          weights=weights_of("scale_uses_d_out"))))
+    variants += [(hint, lambda hint=hint: _mha(x, layers, out_proj, nh, weights=weights_of(hint)))
+                 for hint in WEIGHT_HINTS]
     return variants
 
 
@@ -257,46 +290,60 @@ def body_padded_attention(fn) -> list[str]:
     return cases
 
 
-_SPLIT_MESSAGES = {
-    "uses_lesson_ops": {
-        "en": "{title}: right values, but with `{ref}`, the lesson's own line (input: {case}); this exercise asks for `reshape` and `permute` (and `flatten` to merge), so that you rebuild the idea instead of copying it.",
-        "zh": "{title}：数值是对的，但用了 `{ref}`，那是正文里的原句（输入：{case}）；这道练习要求用 `reshape` 和 `permute`（合并时用 `flatten`），自己重建这个思路，而不是照抄。",
+_QKV_MESSAGES = {
+    "not_triple": {
+        "en": "{title}: expected three tensors (queries, keys, values), got {got} (input: {case}).",
+        "zh": "{title}：应当返回三个张量 (queries, keys, values)，实际得到 {got}（输入：{case}）。",
+    },
+    "qkv_per_group": {
+        "en": "{title}: the fused columns were read group by group, each key/value head's query heads, key and value side by side (input: {case}); this projection's columns are [all queries | all keys | all values]: cut them into blocks of num_heads * head_dim, num_kv_heads * head_dim and num_kv_heads * head_dim first, then split each block into heads.",
+        "zh": "{title}：把融合投影的列当成了按组存放：每个键/值头的那组查询头、它的键和值并排放在一起（输入：{case}）；这个投影的列是 [全部查询 | 全部键 | 全部值]：先切成宽 num_heads * head_dim、num_kv_heads * head_dim、num_kv_heads * head_dim 的三块，再把每一块拆分成多个头。",
+    },
+    "qkv_equal_thirds": {
+        "en": "{title}: right with as many key/value heads as query heads, but not with fewer (input: {case}): the fused output was cut as if into three equal blocks, which holds only when num_kv_heads == num_heads. Here the query block is num_heads * head_dim wide and the key and value blocks num_kv_heads * head_dim each.",
+        "zh": "{title}：键/值头和查询头一样多时是对的，键/值头更少时就不对了（输入：{case}）：融合输出被当成三等份来切，这只在 num_kv_heads == num_heads 时成立。这里查询那一块宽 num_heads * head_dim，键和值那两块各宽 num_kv_heads * head_dim。",
+    },
+    "kv_split_into_num_heads": {
+        "en": "{title}: the key and value blocks were cut into num_heads heads (input: {case}); they hold num_kv_heads heads of head_dim features each.",
+        "zh": "{title}：把键和值那两块切成了 num_heads 个头（输入：{case}）；它们各有 num_kv_heads 个头，每个头 head_dim 个特征。",
     },
     "view_without_transpose": {
-        "en": "{title}: the features were cut into heads without moving the heads in front of the tokens (input: {case}): a reshape straight to (B, num_heads, T, head_dim) mixes tokens and heads.",
-        "zh": "{title}：特征切分成了多个头，却没有把“头”的维度移到词元前面（输入：{case}）：直接 reshape 成 (B, num_heads, T, head_dim) 会把词元和头混在一起。",
+        "en": "{title}: a block was cut into heads without moving the heads in front of the tokens (input: {case}): a reshape straight to (B, heads, T, head_dim) mixes tokens and heads.",
+        "zh": "{title}：把一块拆分成多个头时，没有把“头”的维度移到词元前面（输入：{case}）：直接 reshape 成 (B, heads, T, head_dim) 会把词元和头混在一起。",
     },
 }
-_MERGE_MESSAGES = {
-    "uses_lesson_ops": _SPLIT_MESSAGES["uses_lesson_ops"],
-    "merge_without_transpose": {
-        "en": "{title}: the heads were flattened without permuting them back behind the tokens first (input: {case}), which mixes tokens and heads.",
-        "zh": "{title}：合并注意力头时没有先用 permute 把“头”的维度放回词元后面就直接展平了（输入：{case}），词元和头被混在了一起。",
+_QKV_SPLIT = "t.reshape(b, num_tokens, heads, head_dim).transpose(1, 2)"
+_QKV_BLOCKS = "qkv.split([num_heads * head_dim, num_kv_heads * head_dim, num_kv_heads * head_dim], dim=-1)"
+_QKV_FIXES = {
+    "qkv_per_group": {
+        "en": f"`queries, keys, values = {_QKV_BLOCKS}`, then `{_QKV_SPLIT}` for each block `t` and its number of heads.",
+        "zh": f"`queries, keys, values = {_QKV_BLOCKS}`，再对每一块 `t` 按它的头数做 `{_QKV_SPLIT}`。",
     },
-    "transpose_not_merged": {
-        "en": "{title}: you permuted back but never merged the heads (input: {case}): the result still has 4 dimensions (B, T, num_heads, head_dim).",
-        "zh": "{title}：已经用 permute 换回来了，但没有把各个头合并（输入：{case}）：结果仍是 4 维的 (B, T, num_heads, head_dim)。",
+    "qkv_equal_thirds": {
+        "en": f"`head_dim = qkv.shape[-1] // (num_heads + 2 * num_kv_heads)`, then `queries, keys, values = {_QKV_BLOCKS}`.",
+        "zh": f"`head_dim = qkv.shape[-1] // (num_heads + 2 * num_kv_heads)`，然后 `queries, keys, values = {_QKV_BLOCKS}`。",
     },
-    "not_contiguous": {
-        "en": "{title}: `.view` failed after `.permute` (input: {case}): permute only reorders strides, so the memory is no longer in row order; this exercise merges with `flatten`.",
-        "zh": "{title}：在 `.permute` 之后调用 `.view` 失败了（输入：{case}）：permute 只重排步长（stride），内存不再按行排列；这道练习用 `flatten` 合并。",
+    "kv_split_into_num_heads": {
+        "en": f"`{_QKV_SPLIT}` with `heads = num_kv_heads` for the keys and the values, `heads = num_heads` for the queries.",
+        "zh": f"`{_QKV_SPLIT}`：键和值用 `heads = num_kv_heads`，查询用 `heads = num_heads`。",
+    },
+    "view_without_transpose": {
+        "en": f"Tokens first, then move the heads in front: `{_QKV_SPLIT}` for each block `t`.",
+        "zh": f"先按词元排列，再把“头”的维度移到前面：对每一块 `t` 做 `{_QKV_SPLIT}`。",
+    },
+    "heads_interleaved": {
+        "en": f"The number of heads before head_dim: `{_QKV_SPLIT}`.",
+        "zh": f"头数在 head_dim 之前：`{_QKV_SPLIT}`。",
+    },
+    "not_triple": {
+        "en": "`queries, keys, values = ...`, then `return queries, keys, values`: three tensors, not one stacked tensor.",
+        "zh": "`queries, keys, values = ...`，然后 `return queries, keys, values`：三个张量，而不是叠成一个张量。",
+    },
+    "input_modified": {
+        "en": f"`{_QKV_BLOCKS}` gives views of `qkv` to read: write into none of them (no `qkv /= ...`, `qkv.zero_()`, `queries[...] = ...`).",
+        "zh": f"`{_QKV_BLOCKS}` 得到的是 `qkv` 的视图，只供读取：不要往里写（不要 `qkv /= ...`、`qkv.zero_()`、`queries[...] = ...`）。",
     },
 }
-_SPLIT_FIXES = {
-    "uses_lesson_ops": {"en": "`x.reshape(b, num_tokens, num_heads, d_out // num_heads).permute(0, 2, 1, 3)`.", "zh": "`x.reshape(b, num_tokens, num_heads, d_out // num_heads).permute(0, 2, 1, 3)`。"},
-    "view_without_transpose": {"en": "Reshape to (b, num_tokens, num_heads, head_dim), then move the heads in front: `x.reshape(b, num_tokens, num_heads, d_out // num_heads).permute(0, 2, 1, 3)`.", "zh": "先 reshape 成 (b, num_tokens, num_heads, head_dim)，再把“头”的维度移到前面：`x.reshape(b, num_tokens, num_heads, d_out // num_heads).permute(0, 2, 1, 3)`。"},
-    "input_modified": {"en": "`return x.reshape(b, num_tokens, num_heads, d_out // num_heads).permute(0, 2, 1, 3)`: a new view, with `x` left as it came (no `x /= ...`, `x.zero_()`, `x[...] = ...`).", "zh": "`return x.reshape(b, num_tokens, num_heads, d_out // num_heads).permute(0, 2, 1, 3)`：得到一个新的视图，`x` 保持原样（不要 `x /= ...`、`x.zero_()`、`x[...] = ...`）。"},
-    "heads_interleaved": {"en": "num_heads before head_dim in the reshape: `x.reshape(b, num_tokens, num_heads, d_out // num_heads).permute(0, 2, 1, 3)`.", "zh": "reshape 时 num_heads 在 head_dim 之前：`x.reshape(b, num_tokens, num_heads, d_out // num_heads).permute(0, 2, 1, 3)`。"},
-}
-_MERGE_FIXES = {
-    "uses_lesson_ops": {"en": "`context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)`.", "zh": "`context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)`。"},
-    "merge_without_transpose": {"en": "Permute back first, then flatten: `context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)`.", "zh": "先用 permute 换回来，再展平：`context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)`。"},
-    "transpose_not_merged": {"en": "Flatten the last two dimensions too: `context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)`.", "zh": "把最后两维也展平：`context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)`。"},
-    "heads_interleaved": {"en": "Tokens first, then each head's features in turn: `context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)`.", "zh": "先按词元，再依次排列每个头的特征：`context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)`。"},
-    "input_modified": {"en": "`return context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)`: a new tensor, with `context_vec` left as it came (no `context_vec /= ...`, `.mul_(...)`, `[...] = ...`).", "zh": "`return context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)`：得到一个新张量，`context_vec` 保持原样（不要 `context_vec /= ...`、`.mul_(...)`、`[...] = ...`）。"},
-    "not_contiguous": {"en": "`context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)`: flatten copies when permute left gaps.", "zh": "`context_vec.permute(0, 2, 1, 3).flatten(start_dim=2)`：permute 留下间隔时 flatten 会复制。"},
-}
-
 _PADDED_MESSAGES = {
     "padding_heads_axis": {
         "en": "{title}: the padding mask lines up with the heads instead of the batch (input: {case}): a (B, T) mask needs two new axes to broadcast over (B, nh, T, T) scores.",
@@ -343,6 +390,10 @@ MODULE_MESSAGES = {
         "en": "{title}: the features of the heads are interleaved (input: {case}). Head h owns the consecutive columns h*head_dim ... (h+1)*head_dim - 1.",
         "zh": "{title}：各个头的特征交错在了一起（输入：{case}）。第 h 个头应当拥有连续的列 h*head_dim 到 (h+1)*head_dim - 1。",
     },
+    "merge_features_first": {
+        "en": "{title}: the heads were merged by viewing (B, num_heads, T, head_dim) as (B, d_out, T) and then transposing (input: {case}): the view reads the memory in the order heads, tokens, features and cuts it into rows of T numbers, so each row mixes tokens and features. Move the heads back behind the tokens first, then merge.",
+        "zh": "{title}：合并各头时先把 (B, num_heads, T, head_dim) view 成 (B, d_out, T)，再转置（输入：{case}）：这个 view 按“头、词元、特征”的内存顺序读，再切成每行 T 个数，于是每一行都把词元和特征混在了一起。应当先把“头”的维度移回词元后面，再合并。",
+    },
     "out_proj_missing": {
         "en": "{title}: the output projection is missing (input: {case}): the merged heads never go through `self.out_proj`.",
         "zh": "{title}：缺少输出投影（output projection）（输入：{case}）：合并后的各头输出没有经过 `self.out_proj`。",
@@ -354,32 +405,29 @@ MODULE_FIXES = {
     "merge_without_transpose": {"en": "`.transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)`.", "zh": "`.transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)`。"},
     "transpose_not_merged": {"en": "`context_vec.transpose(1, 2).contiguous().view(b, num_tokens, num_heads * head_dim)`.", "zh": "`context_vec.transpose(1, 2).contiguous().view(b, num_tokens, num_heads * head_dim)`。"},
     "heads_interleaved": {"en": "The view must be (..., num_heads, head_dim), in that order.", "zh": "view 的最后两维必须按 (..., num_heads, head_dim) 的顺序。"},
+    "merge_features_first": {"en": "`context_vec.transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)`: tokens first, then each token's features.", "zh": "`context_vec.transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)`：先按词元，再排每个词元的特征。"},
     "out_proj_missing": {"en": "`return self.out_proj(context_vec)` after merging the heads.", "zh": "合并各头之后写 `return self.out_proj(context_vec)`。"},
 }
 
 
 RECORDS = [
     Exercise(
-        name="split_heads", notebook="05", body=body_split_heads, points=1, takes="function",
-        signature="``fn(x (B, T, d_out), num_heads) -> (B, num_heads, T, head_dim)``, with reshape and permute.",
-        hints=("view_without_transpose", "heads_interleaved", "uses_lesson_ops", "input_modified"),
-        references=_HEAD_REFERENCES + ("exercises._ex05_multihead.split",),
-        messages=_SPLIT_MESSAGES, fixes=_SPLIT_FIXES,
-    ),
-    Exercise(
-        name="merge_heads", notebook="05", body=body_merge_heads, points=1, takes="function",
-        signature="``fn(context_vec (B, num_heads, T, head_dim)) -> (B, T, num_heads * head_dim)``, with permute "
-        "and flatten.",
-        hints=("merge_without_transpose", "transpose_not_merged", "heads_interleaved", "not_contiguous",
-               "uses_lesson_ops", "input_modified"),
-        references=_HEAD_REFERENCES + ("exercises._ex05_multihead.merge",),
-        messages=_MERGE_MESSAGES, fixes=_MERGE_FIXES,
+        name="split_qkv", notebook="05", body=body_split_qkv, points=2, takes="function",
+        signature="``fn(qkv (B, T, (num_heads + 2 * num_kv_heads) * head_dim), num_heads, num_kv_heads) -> (queries, "
+        "keys, values)``: one fused projection's columns [queries | keys | values] split into heads, queries "
+        "``(B, num_heads, T, head_dim)``, keys and values ``(B, num_kv_heads, T, head_dim)``.",
+        hints=("qkv_equal_thirds", "kv_split_into_num_heads", "qkv_per_group", "view_without_transpose",
+               "heads_interleaved", "not_triple", "input_modified"),
+        references=_HEAD_REFERENCES + ("exercises._ex05_multihead.split", "exercises._ex05_multihead.split_qkv_ref",
+                                       "exercises._ex05_multihead._heads"),
+        messages=_QKV_MESSAGES, fixes=_QKV_FIXES,
     ),
     Exercise(
         name="multihead", notebook="05", body=body_multihead, points=3, takes="class",
         signature="``cls(d_in, d_out, context_length, dropout, num_heads)`` with ``W_query/W_key/W_value/out_proj``; "
         "``forward(x (B, T, d_in)) -> (B, T, d_out)``.",
-        hints=("out_proj_missing", "view_without_transpose", "merge_without_transpose", "heads_interleaved",
+        hints=("out_proj_missing", "view_without_transpose", "merge_without_transpose", "merge_features_first",
+               "heads_interleaved",
                "mask_wrong_size", "missing_attribute", "not_module", "instance_not_class", "dropout_after_out_proj")
         + WEIGHT_HINTS + DROPOUT_HINTS,
         references=("multihead.MultiHeadAttention", "multihead.FusedMultiHeadAttention",

@@ -1,5 +1,5 @@
 # ruff: noqa: E501  (the bilingual messages read better unbroken)
-"""Notebook 06: sliding windows over token ids, and token plus positional embeddings."""
+"""Notebook 06: sliding windows that never cross an <|endoftext|> boundary, and token plus positional embeddings."""
 
 from __future__ import annotations
 
@@ -7,79 +7,113 @@ import torch
 from torch import nn
 
 from ._core import Exercise, Fail, LearnerError, as_tensor, compare, diagnose, same
-from ._harness import call, last_observed
-from ._observe import called
+from ._harness import call
 from ._shared import gen
 
+EOT = 50256  # GPT-2's <|endoftext|>
 
-def _windows(ids: torch.Tensor, max_length: int, stride: int, starts=None) -> torch.Tensor:
-    """(2, n_windows, max_length): inputs and targets stacked."""
-    if starts is None:
-        w = ids.unfold(0, max_length + 1, stride)
-    else:
-        w = torch.stack([ids[s : s + max_length + 1] for s in starts])
+
+def _spans(ids: list, rule: str = "ends") -> list[tuple[int, int]]:
+    """(begin, end) of each document in the stream ``ids``. ``rule``: ``"ends"`` (each <|endoftext|> closes the
+    document before it and belongs to it), ``"starts"`` (it opens the next one), ``"dropped"`` (it belongs to none)."""
+    spans, begin = [], 0
+    for i, t in enumerate(ids):
+        if t != EOT:
+            continue
+        if rule == "ends":
+            spans.append((begin, i + 1))
+            begin = i + 1
+        elif rule == "starts":
+            if i > begin:
+                spans.append((begin, i))
+            begin = i
+        else:
+            spans.append((begin, i))
+            begin = i + 1
+    if begin < len(ids):
+        spans.append((begin, len(ids)))
+    return spans
+
+
+def _cut(ids: list, starts, max_length: int) -> torch.Tensor:
+    """(2, n_windows, max_length): the inputs and targets of the windows starting at ``starts``, int64."""
+    t = torch.tensor(ids, dtype=torch.long)
+    w = [t[s : s + max_length + 1] for s in starts]
+    w = torch.stack(w) if w else torch.empty(0, max_length + 1, dtype=torch.long)
     return torch.stack([w[:, :-1], w[:, 1:]])
 
 
-def _check_window_count(got, want, case, max_length) -> None:
-    """``got``: inputs or targets (n_windows, max_length), ``want`` the right ones: the right windows, but one
-    too few or too many, is named (each tensor on its own: the two may have different counts)."""
-    expected, n_got = want.shape[0], got.shape[0] if got.dim() == 2 else -1
-    if got.dim() == 2 and n_got != expected and got.shape[1] == max_length:
-        common = min(n_got, expected)
-        if same(got[:common], want[:common]):
-            hint = "missing_last_window" if n_got < expected else "extra_window"
-            raise Fail(hint, case=case, got=n_got, expected=expected)
+def document_windows_ref(ids: list, max_length: int, stride: int, how: str = "ok") -> torch.Tensor:
+    """The windows of every document, restarting at each one's first token and never reaching past its end;
+    ``how``: a known wrong way (the mistakes' names)."""
+    m, s = max_length, stride
+    rule = {"separator_dropped": "dropped", "separator_starts_document": "starts"}.get(how, "ends")
+    spans = _spans(ids, rule)
+    if how == "window_crosses_document":
+        starts = range(0, len(ids) - m, s)
+    elif how == "stride_across_documents":  # one stride over the whole stream, windows inside one document kept
+        starts = [st for st in range(0, len(ids) - m, s) if any(b <= st and st + m + 1 <= e for b, e in spans)]
+    elif how == "target_crosses_document":  # the inputs inside the document, the last target after it
+        starts = [st for b, e in spans for st in range(b, e - m + 1, s) if st + m + 1 <= len(ids)]
+    elif how == "missing_last_window":
+        starts = [st for b, e in spans for st in range(b, e - m - 1, s)]
+    else:
+        starts = [st for b, e in spans for st in range(b, e - m, s)]
+    return _cut(ids, starts, m)
 
 
-def _cut_with_unfold(observed: list) -> None:
-    """The statement: no Python loop, ``Tensor.unfold``. ``observed``: (case, record) of every call, judged once
-    all values are right (a wrong window is named first)."""
-    for case, record in observed:
-        strided = called(record, "as_strided")
-        if strided:
-            raise Fail("windows_as_strided", ref=strided, case=case)
-        if not called(record, "unfold"):
-            raise Fail("windows_without_unfold", case=case)
+# (content lengths of the documents, is the last one closed by <|endoftext|>?, max_length, stride): first a stream
+# whose unclosed last document tells a lost last window from a dropped <|endoftext|> (the two agree where every
+# document is closed), a document exactly max_length + 1 tokens long (one window), one whose last window ends on
+# its <|endoftext|>, documents too short for any window (some, or all), one document with a stride longer than a window
+DOC_CASES = (
+    ((3, 10, 7), False, 3, 3),
+    ((7, 4, 9), True, 4, 2),
+    ((2, 12), True, 4, 4),
+    ((5, 5), True, 5, 1),
+    ((1, 2), True, 4, 2),
+    ((20,), False, 4, 5),
+)
+DOC_VARIANTS = ("window_crosses_document", "target_crosses_document", "separator_dropped",
+                "separator_starts_document", "stride_across_documents", "missing_last_window")
 
 
-def body_windows(fn) -> list[str]:
+def _stream(g, lengths, closed) -> list[int]:
+    ids = []
+    for n, length in enumerate(lengths):
+        ids += torch.randint(0, EOT, (length,), generator=g).tolist()
+        if closed or n < len(lengths) - 1:
+            ids.append(EOT)
+    return ids
+
+
+def body_document_windows(fn) -> list[str]:
     g = gen(909)
-    cases, observed = [], []
-    for n_tokens, max_length, stride in ((20, 4, 4), (20, 4, 1), (20, 3, 2), (20, 4, 5), (7, 6, 3), (20, 1, 1)):
-        ids = torch.randint(0, 50257, (n_tokens,), generator=g)
-        case = f"len(token_ids)={n_tokens}, max_length={max_length}, stride={stride}"
-        token_ids = ids.tolist()
-        out = call(fn, token_ids, max_length, stride, case=case, observe=True)
-        observed.append((case, last_observed()))
-        if token_ids != ids.tolist():
+    cases = []
+    for lengths, closed, max_length, stride in DOC_CASES:
+        ids = _stream(g, lengths, closed)
+        case = f"documents of {'+'.join(str(n + 1) for n in lengths)}{'' if closed else ' (the last without <|endoftext|>)'} tokens, max_length={max_length}, stride={stride}"
+        token_ids = list(ids)
+        out = call(fn, token_ids, max_length, stride, case=case)
+        if token_ids != ids:
             raise Fail("input_modified", name="token_ids", case=case)
         if out is None:
             raise Fail("returned_none", case=case)
         if not isinstance(out, (tuple, list)) or len(out) != 2:
             raise Fail("not_pair", got=type(out).__name__, case=case)
         inputs, targets = (as_tensor(t, case) for t in out)
-        want = _windows(ids, max_length, stride)
-        w = ids.unfold(0, max_length + 1, stride)
-        variants = [
-            ("targets_not_shifted", lambda w=w: torch.stack([w[:, :-1], w[:, :-1]])),
-            ("targets_swapped", lambda w=w: torch.stack([w[:, 1:], w[:, :-1]])),
-            ("stride_ignored", lambda ids=ids, m=max_length: _windows(ids, m, 1)),
-            ("missing_last_window", lambda ids=ids, m=max_length, s=stride: _windows(
-                ids, m, s, range(0, len(ids) - m - 1, s))),
-        ]
+        want = w = document_windows_ref(ids, max_length, stride)
+        variants = [(hint, lambda hint=hint, ids=ids, m=max_length, s=stride: document_windows_ref(ids, m, s, hint))
+                    for hint in DOC_VARIANTS]
+        variants += [("targets_not_shifted", lambda w=w: torch.stack([w[0], w[0]])),
+                     ("targets_swapped", lambda w=w: torch.stack([w[1], w[0]]))]
         if inputs.shape == targets.shape:
-            got = torch.stack([inputs, targets])
-            n_got = got.shape[1] if got.dim() == 3 else -1
-            diagnose(got, variants, want, case=case, got=n_got, expected=want.shape[1])
-        for t, wt in ((inputs, want[0]), (targets, want[1])):
-            _check_window_count(t, wt, case, max_length)
+            diagnose(torch.stack([inputs, targets]), variants, want, case=case)
         for t, wt in ((inputs, want[0]), (targets, want[1])):
             compare(t, wt, case)
             if t.dtype != torch.int64:  # nn.Embedding takes int32 too, but the dataset and the book use int64
                 raise Fail("ids_not_int64", got=str(t.dtype), case=case)
-        cases.append(f"len={n_tokens} max_length={max_length} stride={stride}")
-    _cut_with_unfold(observed)
+        cases.append(f"{len(lengths)} document{'s' * (len(lengths) > 1)}, max_length={max_length} stride={stride}")
     return cases
 
 
@@ -149,53 +183,75 @@ _MESSAGES = {
         "en": "{title}: the values are right but the dtype is {got} (input: {case}); token ids are int64 (torch.long), as the dataset and nn.Embedding's usual input.",
         "zh": "{title}：数值是对的，但数据类型是 {got}（输入：{case}）；词元 ID 应为 int64（torch.long），与数据集和 nn.Embedding 的常规输入一致。",
     },
-    "windows_without_unfold": {
-        "en": "{title}: right windows, but not cut with `Tensor.unfold` (input: {case}): the exercise asks for no Python loop; one `unfold` call cuts every window at once.",
-        "zh": "{title}：窗口是对的，但不是用 `Tensor.unfold` 切出来的（输入：{case}）：这道练习要求不用 Python 循环；一次 `unfold` 调用就能切出所有窗口。",
+    "window_crosses_document": {
+        "en": "{title}: some windows run across an <|endoftext|> into the next document (input: {case}): the windows were cut from the whole stream. Cut each document on its own.",
+        "zh": "{title}：有些窗口越过 <|endoftext|> 伸进了下一篇文档（输入：{case}）：窗口是在整个词元流上切的。应当对每篇文档单独切窗口。",
     },
-    "windows_as_strided": {
-        "en": "{title}: right windows, but cut with `{ref}` (input: {case}): the exercise asks for `Tensor.unfold`, which checks the sizes and strides that `as_strided` leaves to you.",
-        "zh": "{title}：窗口是对的，但用的是 `{ref}`（输入：{case}）：这道练习要求用 `Tensor.unfold`，它会替你检查 `as_strided` 需要你自己保证的尺寸和步长。",
+    "target_crosses_document": {
+        "en": "{title}: the inputs stay inside their document, but the last window's final target is the next document's first token (input: {case}): a window needs max_length + 1 tokens of its own document, inputs plus the next-token target.",
+        "zh": "{title}：输入都在自己的文档里，但最后一个窗口的最后一个目标是下一篇文档的第一个词元（输入：{case}）：一个窗口需要本文档的 max_length + 1 个词元，即输入再加上下一个词元作为目标。",
     },
-}
-# The statement: `unfold`, no loop. The fixes say it that way (the global ones are written for a loop).
-_UNFOLD = "windows = ids.unfold(0, max_length + 1, stride)"
-_FIXES = {
-    "ids_not_int64": {
-        "en": "`ids = torch.tensor(token_ids, dtype=torch.long)` before the `unfold`.",
-        "zh": "在 `unfold` 之前写 `ids = torch.tensor(token_ids, dtype=torch.long)`。",
+    "separator_dropped": {
+        "en": "{title}: the <|endoftext|> tokens were dropped (input: {case}); each one ends the document before it and stays in it, as its last target: the model learns where a text ends.",
+        "zh": "{title}：把 <|endoftext|> 词元丢掉了（输入：{case}）；每个 <|endoftext|> 结束它前面的那篇文档，并留在那篇文档里作为最后一个目标：模型要学会一段文本在哪里结束。",
     },
-    "targets_not_shifted": {
-        "en": f"`{_UNFOLD}`, then inputs `windows[:, :-1]` and targets `windows[:, 1:]`, one token later.",
-        "zh": f"`{_UNFOLD}`，然后输入取 `windows[:, :-1]`，目标取晚一个词元的 `windows[:, 1:]`。",
+    "separator_starts_document": {
+        "en": "{title}: each <|endoftext|> was put at the start of the next document (input: {case}); it ends the document before it: split after it, not before.",
+        "zh": "{title}：把每个 <|endoftext|> 放到了下一篇文档的开头（输入：{case}）；它结束的是前面那篇文档：应当在它之后切开，而不是在它之前。",
     },
-    "targets_swapped": {
-        "en": "Return `(windows[:, :-1], windows[:, 1:])`: inputs first.",
-        "zh": "返回 `(windows[:, :-1], windows[:, 1:])`：输入在前。",
-    },
-    "stride_ignored": {
-        "en": f"`{_UNFOLD}`: the third argument is the step between window starts.",
-        "zh": f"`{_UNFOLD}`：第三个参数是相邻窗口起点之间的步长。",
+    "stride_across_documents": {
+        "en": "{title}: the window starts step by stride over the whole stream (input: {case}); each document starts its own windows at its first token: 0, stride, 2 * stride, ... within the document.",
+        "zh": "{title}：窗口起点是在整个词元流上按步幅推进的（输入：{case}）；每篇文档都从自己的第一个词元开始切窗口：在文档内部依次是 0、stride、2 * stride……",
     },
     "missing_last_window": {
-        "en": f"`{_UNFOLD}` on all the ids: each window is max_length + 1 tokens, inputs plus the next-token target.",
-        "zh": f"对全部词元 ID 调用 `{_UNFOLD}`：每个窗口有 max_length + 1 个词元，即输入加上下一个词元的目标。",
+        "en": "{title}: a document lost its last window (input: {case}): a window fits while its start + max_length + 1 <= the document's length.",
+        "zh": "{title}：有一篇文档少了最后一个窗口（输入：{case}）：只要起点 + max_length + 1 <= 文档长度，窗口就放得下。",
     },
-    "extra_window": {
-        "en": f"Cut inputs and targets from the same `{_UNFOLD}`: windows of max_length + 1 tokens, so no window runs past the last target.",
-        "zh": f"输入和目标都从同一个 `{_UNFOLD}` 中切出：窗口长 max_length + 1 个词元，不会有窗口越过最后一个目标。",
+}
+# The fixes, for a solution that splits the ids into documents and cuts each one as the lesson did.
+_SPLIT = "`current.append(token)`, then, if `token == EOT`, `documents.append(current)` and `current = []`"
+_SPLIT_ZH = "`current.append(token)`，然后若 `token == EOT`，就 `documents.append(current)` 并且 `current = []`"
+_CUT = "for start in range(0, len(doc) - max_length, stride)"
+_FIXES = {
+    "ids_not_int64": {
+        "en": "`torch.tensor(windows, dtype=torch.long).reshape(-1, max_length)`: int64 ids, in `as_ids` or wherever the tensors are built.",
+        "zh": "`torch.tensor(windows, dtype=torch.long).reshape(-1, max_length)`：int64 的 ID，写在 `as_ids` 里或任何构造张量的地方。",
     },
-    "windows_without_unfold": {
-        "en": f"`ids = torch.tensor(token_ids, dtype=torch.long)`; `{_UNFOLD}`; return `windows[:, :-1], windows[:, 1:]`.",
-        "zh": f"`ids = torch.tensor(token_ids, dtype=torch.long)`；`{_UNFOLD}`；返回 `windows[:, :-1], windows[:, 1:]`。",
+    "window_crosses_document": {
+        "en": f"Split into documents first: for each token {_SPLIT}; then `{_CUT}` in each document.",
+        "zh": f"先切分文档：对每个词元 {_SPLIT_ZH}；再对每篇文档 `{_CUT}`。",
     },
-    "windows_as_strided": {
-        "en": f"`{_UNFOLD}` instead of `as_strided`.",
-        "zh": f"用 `{_UNFOLD}` 代替 `as_strided`。",
+    "target_crosses_document": {
+        "en": f"`{_CUT}`: the window and its target, `doc[start : start + max_length + 1]`, inside the document.",
+        "zh": f"`{_CUT}`：窗口和它的目标 `doc[start : start + max_length + 1]` 都在文档之内。",
+    },
+    "separator_dropped": {
+        "en": f"For each token {_SPLIT}: the <|endoftext|> stays as the document's last token.",
+        "zh": f"对每个词元 {_SPLIT_ZH}：<|endoftext|> 留作文档的最后一个词元。",
+    },
+    "separator_starts_document": {
+        "en": f"For each token {_SPLIT}: the split comes after the <|endoftext|>.",
+        "zh": f"对每个词元 {_SPLIT_ZH}：在 <|endoftext|> 之后切开。",
+    },
+    "stride_across_documents": {
+        "en": f"`{_CUT}` inside each document, `start` counted from the document's first token.",
+        "zh": f"在每篇文档内部 `{_CUT}`，`start` 从文档的第一个词元算起。",
+    },
+    "missing_last_window": {
+        "en": f"`{_CUT}`: the last start is len(doc) - max_length - 1.",
+        "zh": f"`{_CUT}`：最后一个起点是 len(doc) - max_length - 1。",
+    },
+    "targets_not_shifted": {
+        "en": "`inputs.append(doc[start : start + max_length])` and `targets.append(doc[start + 1 : start + max_length + 1])`, one token later.",
+        "zh": "`inputs.append(doc[start : start + max_length])`，`targets.append(doc[start + 1 : start + max_length + 1])`，晚一个词元。",
+    },
+    "targets_swapped": {
+        "en": "`return (as_ids(inputs), as_ids(targets))`: inputs first.",
+        "zh": "`return (as_ids(inputs), as_ids(targets))`：输入在前。",
     },
     "input_modified": {
-        "en": "`ids = torch.tensor(token_ids, dtype=torch.long)` builds a tensor of its own: cut that, and leave the list `token_ids` as it came.",
-        "zh": "`ids = torch.tensor(token_ids, dtype=torch.long)` 会得到一个独立的张量：切分它，不要改动传进来的列表 `token_ids`。",
+        "en": "`documents, current = [], []` build lists of their own: fill those, and leave the list `token_ids` as it came.",
+        "zh": "`documents, current = [], []` 是你自己的列表：往它们里面填，不要改动传进来的列表 `token_ids`。",
     },
 }
 _EMBEDDING_FIXES = {
@@ -219,18 +275,6 @@ MODULE_MESSAGES = {
         "en": "{title}: inputs and targets are swapped (input: {case}); the target window starts one token after the input window.",
         "zh": "{title}：输入和目标弄反了（输入：{case}）；目标窗口应当比输入窗口晚一个词元开始。",
     },
-    "stride_ignored": {
-        "en": "{title}: the stride is ignored (input: {case}): your windows start at every token.",
-        "zh": "{title}：忽略了步幅（stride）（输入：{case}）：你的窗口从每个词元都开始一次。",
-    },
-    "missing_last_window": {
-        "en": "{title}: the last window is missing (input: {case}): {got} windows instead of {expected}. A window needs max_length + 1 tokens.",
-        "zh": "{title}：少了最后一个窗口（输入：{case}）：得到 {got} 个，应为 {expected} 个。每个窗口需要 max_length + 1 个词元。",
-    },
-    "extra_window": {
-        "en": "{title}: {got} windows instead of {expected} (input: {case}); a window needs max_length + 1 tokens (inputs plus the next-token target).",
-        "zh": "{title}：得到 {got} 个窗口，应为 {expected} 个（输入：{case}）；每个窗口需要 max_length + 1 个词元（输入再加上下一个词元作为目标）。",
-    },
     "positions_missing": {
         "en": "{title}: the positional embeddings are missing (input: {case}).",
         "zh": "{title}：缺少位置嵌入（positional embeddings）（输入：{case}）。",
@@ -249,11 +293,6 @@ MODULE_MESSAGES = {
     },
 }
 MODULE_FIXES = {
-    "targets_not_shifted": {"en": "`token_ids[i + 1 : i + max_length + 1]`.", "zh": "`token_ids[i + 1 : i + max_length + 1]`。"},
-    "targets_swapped": {"en": "Return `(input_ids, target_ids)` in that order.", "zh": "按 `(input_ids, target_ids)` 的顺序返回。"},
-    "stride_ignored": {"en": "Window i starts at token i * stride: `range(0, len(token_ids) - max_length, stride)`.", "zh": "第 i 个窗口从第 i * stride 个词元开始：`range(0, len(token_ids) - max_length, stride)`。"},
-    "missing_last_window": {"en": "`range(0, len(token_ids) - max_length, stride)`.", "zh": "`range(0, len(token_ids) - max_length, stride)`。"},
-    "extra_window": {"en": "`range(0, len(token_ids) - max_length, stride)`.", "zh": "`range(0, len(token_ids) - max_length, stride)`。"},
     "positions_missing": {"en": "Add `pos_emb(torch.arange(num_tokens))` to the token embeddings.", "zh": "把 `pos_emb(torch.arange(num_tokens))` 加到词元嵌入上。"},
     "positions_from_ids": {"en": "`pos_emb(torch.arange(num_tokens))`.", "zh": "`pos_emb(torch.arange(num_tokens))`。"},
     "positions_one_based": {"en": "`pos_emb(torch.arange(num_tokens))`, not `torch.arange(1, num_tokens + 1)`.", "zh": "`pos_emb(torch.arange(num_tokens))`，而不是 `torch.arange(1, num_tokens + 1)`。"},
@@ -263,12 +302,15 @@ MODULE_FIXES = {
 
 RECORDS = [
     Exercise(
-        name="windows", notebook="06", body=body_windows, points=2, takes="function",
+        name="document_windows", notebook="06", body=body_document_windows, points=2, takes="function",
         signature="``fn(token_ids list[int], max_length, stride) -> (input_ids, target_ids)``, each int64 "
-        "``(n_windows, max_length)``, cut with ``Tensor.unfold``.",
-        hints=("targets_not_shifted", "targets_swapped", "stride_ignored", "missing_last_window", "extra_window",
-               "ids_not_int64", "not_pair", "windows_without_unfold", "windows_as_strided", "input_modified"),
-        references=("dataset.GPTDatasetV1", "dataset.create_dataloader_v1", "exercises._ex06_data._windows"),
+        "``(n_windows, max_length)``: the sliding windows of every document of a stream joined by <|endoftext|> "
+        "(50256), none crossing from one document into the next.",
+        hints=("window_crosses_document", "target_crosses_document", "separator_dropped", "separator_starts_document",
+               "stride_across_documents", "missing_last_window", "targets_not_shifted", "targets_swapped",
+               "ids_not_int64", "not_pair", "input_modified"),
+        references=("dataset.GPTDatasetV1", "dataset.create_dataloader_v1",
+                    "exercises._ex06_data.document_windows_ref", "exercises._ex06_data._cut"),
         messages=_MESSAGES, fixes=_FIXES,
     ),
     Exercise(

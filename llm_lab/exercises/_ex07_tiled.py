@@ -1,6 +1,6 @@
 # ruff: noqa: E501  (the messages read better unbroken)
-"""Notebook 07 (transfer): blocked causal attention over all queries with an online softmax; attention of a chunk
-of new queries on a KV cache, its causal mask aligned to the newest query."""
+"""Notebook 07 (transfer): blocked causal attention over all queries with an online softmax; sliding-window
+attention of a chunk of new queries on a KV cache, both edges of its mask aligned to the newest query."""
 
 from __future__ import annotations
 
@@ -195,38 +195,56 @@ _FIXES = {
 # ---- a chunk of new queries on a KV cache -------------------------------------------------------------------
 
 
-def cached(q, k, v, *, align="bottom_right", scale=True):
-    """The reference and its known wrong variants: the mask aligned bottom right (query i at position
+def cached(q, k, v, window, *, align="bottom_right", scale=True, window_align="bottom_right", width=0):
+    """The reference and its known wrong variants. The causal edge: aligned bottom right (query i at position
     k_len - q_len + i), top left (``is_causal=True``'s), shifted one key too far back (the query's own key hidden),
-    or absent."""
+    or absent (``align=None``). The window's edge (a query sees its own key and the ``window - 1`` before it):
+    aligned bottom right, top left, absent (``window_align=None``), or ``width`` keys too wide (> 0) or narrow."""
     q_len, k_len = q.shape[-2], k.shape[-2]
     rows, cols = torch.arange(q_len).unsqueeze(-1), torch.arange(k_len)
-    offset = {"bottom_right": k_len - q_len, "top_left": 0, "own_hidden": k_len - q_len - 1}.get(align)
+    offsets = {"bottom_right": k_len - q_len, "top_left": 0, "own_hidden": k_len - q_len - 1}
     s = (q.double() @ k.double().transpose(-2, -1)) / (q.shape[-1] ** 0.5 if scale else 1.0)
-    if offset is not None:
-        s = s.masked_fill(cols > rows + offset, NEG_INF)
+    hidden = torch.zeros(q_len, k_len, dtype=torch.bool)
+    if align is not None:
+        hidden |= cols > rows + offsets[align]
+    if window_align is not None:
+        hidden |= cols <= rows + offsets[window_align] - (window + width)
+    s = s.masked_fill(hidden, NEG_INF)
     return (torch.softmax(s, dim=-1).nan_to_num(0.0) @ v.double()).float()
 
 
-# (B, nh, q_len, k_len, hs): one new token, a chunk of three, a chunk as long as the cache (a full prompt), two
-CACHED_CASES = [(1, 1, 1, 6, 4), (2, 3, 3, 7, 5), (1, 2, 4, 4, 8), (2, 1, 2, 9, 3)]
+# (B, nh, q_len, k_len, hs, window): one new token on a cache of 6 with a window as long as the cache, a chunk of 5
+# longer than its window of 2 (the window cuts inside the chunk: every wrong edge differs from every other here), a
+# chunk of 3 with a window of 3, a chunk as long as the cache (a full prompt) with a window longer than it, a chunk
+# of 2 on 9 keys with a window of 4, a window of 1 (each query sees only its own key)
+CACHED_CASES = [(1, 1, 1, 6, 4, 6), (1, 2, 5, 8, 2, 2), (2, 3, 3, 7, 5, 3), (1, 2, 4, 4, 8, 10), (2, 1, 2, 9, 3, 4),
+                (2, 2, 3, 6, 4, 1)]
+CACHED_VARIANTS = (
+    ("mask_top_left", {"align": "top_left", "window_align": "top_left"}),
+    ("mask_top_left", {"align": "top_left"}),
+    ("cache_future_open", {"align": None}),
+    ("cache_own_key_hidden", {"align": "own_hidden"}),
+    ("window_ignored", {"window_align": None}),
+    ("window_top_left", {"window_align": "top_left"}),
+    ("window_one_too_wide", {"width": 1}),
+    ("window_one_too_narrow", {"width": -1}),
+    ("scale_missing", {"scale": False}),
+)
 
 
 def body_cached_attention(fn) -> list[str]:
     g = gen(707)
     cases, observed = [], []
-    for b, nh, q_len, k_len, hs in CACHED_CASES:
+    for b, nh, q_len, k_len, hs, window in CACHED_CASES:
         q = torch.randn(b, nh, q_len, hs, generator=g)
         k, v = torch.randn(b, nh, k_len, hs, generator=g), torch.randn(b, nh, k_len, hs, generator=g)
-        case = f"queries.shape={shape_str(q.shape)}, keys.shape={shape_str(k.shape)}"
-        out = as_tensor(call_unchanged(fn, q, k, v, names=("queries", "keys", "values"), case=case, observe=True),
-                        case)
+        case = f"queries.shape={shape_str(q.shape)}, keys.shape={shape_str(k.shape)}, window={window}"
+        out = as_tensor(call_unchanged(fn, q, k, v, window, names=("queries", "keys", "values", "window"), case=case,
+                                       observe=True), case)
         observed.append(last_observed())
-        variants = [(hint, functools.partial(cached, q, k, v, **kw)) for hint, kw in (
-            ("mask_top_left", {"align": "top_left"}), ("cache_future_open", {"align": None}),
-            ("cache_own_key_hidden", {"align": "own_hidden"}), ("scale_missing", {"scale": False}))]
-        compare(out, cached(q, k, v), case, variants if q_len < k_len else variants[1:])
-        cases.append(f"q_len={q_len} k_len={k_len}")
+        variants = [(hint, functools.partial(cached, q, k, v, window, **kw)) for hint, kw in CACHED_VARIANTS]
+        compare(out, cached(q, k, v, window), case, variants)
+        cases.append(f"q_len={q_len} k_len={k_len} window={window}")
     for record in observed:  # "build that mask yourself": judged once every value is right
         if marked(record, "is_causal=True"):
             unless_reference(Fail("uses_is_causal", ref=called_matching(record, "scaled_dot_product") or "is_causal"))
@@ -246,12 +264,33 @@ _CACHED_MESSAGES = {
         "en": "{title}: each new query hides its own key (input: {case}): the mask is one key too far back; query i sits at k_len - q_len + i and sees that key too.",
         "zh": "{title}：每个新查询都遮住了它自己的键（输入：{case}）：遮蔽往前错了一个键；查询 i 位于 k_len - q_len + i，这个键它也看得到。",
     },
+    "window_ignored": {
+        "en": "{title}: the sliding window is missing (input: {case}): a query sees every earlier key, while it should see only its own key and the window - 1 before it.",
+        "zh": "{title}：缺少滑动窗口（输入：{case}）：查询看到了之前所有的键，可它只应看到自己的键和它前面的 window - 1 个键。",
+    },
+    "window_top_left": {
+        "en": "{title}: the causal edge is aligned to the newest query but the window's edge to the top left (input: {case}): query i sits at position k_len - q_len + i, so its window is keys k_len - q_len + i - window + 1 … k_len - q_len + i; shift both edges by k_len - q_len.",
+        "zh": "{title}：因果那条边对齐到了最新查询，窗口那条边却对齐到了左上角（输入：{case}）：查询 i 位于位置 k_len - q_len + i，它的窗口是键 k_len - q_len + i - window + 1 … k_len - q_len + i；两条边都要移动 k_len - q_len。",
+    },
+    "window_one_too_wide": {
+        "en": "{title}: each query sees window + 1 keys (input: {case}): the window counts the query's own key, so it reaches back window - 1 keys, not window.",
+        "zh": "{title}：每个查询看到了 window + 1 个键（输入：{case}）：窗口包括查询自己的键，所以只往前数 window - 1 个键，而不是 window 个。",
+    },
+    "window_one_too_narrow": {
+        "en": "{title}: each query sees window - 1 keys (input: {case}): the window is window keys, the query's own included.",
+        "zh": "{title}：每个查询只看到了 window - 1 个键（输入：{case}）：窗口有 window 个键，包括查询自己的。",
+    },
 }
 _CACHED_MESSAGES["uses_is_causal"] = {
     "en": "{title}: right values, but the causal mask comes from torch (`is_causal=True` or `causal_lower_right`, in `{ref}`): this exercise builds the mask aligned to the newest query itself and passes it as `attn_mask` (or applies it to the scores).",
     "zh": "{title}：数值是对的，但因果遮蔽来自 torch（`{ref}` 里的 `is_causal=True` 或 `causal_lower_right`）：这道练习要求自己构造对齐到最新查询的遮蔽，作为 `attn_mask` 传入（或者直接作用在分数上）。",
 }
+_WINDOW = "hidden |= torch.ones(q_len, k_len, dtype=torch.bool).tril(diagonal=k_len - q_len - window)"
 _CACHED_FIXES = {
+    "window_ignored": {"en": f"`{_WINDOW}`: the keys window or more positions behind the query hidden too.", "zh": f"`{_WINDOW}`：把位于查询之前 window 个或更远位置的键也遮住。"},
+    "window_top_left": {"en": f"`{_WINDOW}`: `tril(diagonal=k_len - q_len - window)`, not `tril(diagonal=-window)`.", "zh": f"`{_WINDOW}`：用 `tril(diagonal=k_len - q_len - window)`，而不是 `tril(diagonal=-window)`。"},
+    "window_one_too_wide": {"en": f"`{_WINDOW}`: the diagonal k_len - q_len - window hides the key window positions back.", "zh": f"`{_WINDOW}`：对角线 k_len - q_len - window 会遮住往前第 window 个位置的键。"},
+    "window_one_too_narrow": {"en": f"`{_WINDOW}`: the diagonal k_len - q_len - window keeps the key window - 1 positions back.", "zh": f"`{_WINDOW}`：对角线 k_len - q_len - window 会保留往前第 window - 1 个位置的键。"},
     "uses_is_causal": {"en": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`; `F.scaled_dot_product_attention(queries, keys, values, attn_mask=~hidden)`.", "zh": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`；`F.scaled_dot_product_attention(queries, keys, values, attn_mask=~hidden)`。"},
     "mask_top_left": {"en": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`, then `scores.masked_fill(hidden, float('-inf'))`; or SDPA with `attn_mask=~hidden`, not `is_causal=True`.", "zh": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`，再 `scores.masked_fill(hidden, float('-inf'))`；或者给 SDPA 传 `attn_mask=~hidden`，而不是 `is_causal=True`。"},
     "cache_future_open": {"en": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`.", "zh": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`。"},
@@ -262,10 +301,11 @@ _CACHED_FIXES = {
 RECORDS = [
     Exercise(
         name="cached_attention", notebook="07", body=body_cached_attention, points=2, takes="function",
-        signature="``fn(queries (B, nh, q_len, hs), keys, values (B, nh, k_len, hs)) -> (B, nh, q_len, hs)``: causal "
-        "attention of the q_len newest tokens on all k_len keys and values (the cache included), ``q_len <= k_len``.",
-        hints=("mask_top_left", "cache_future_open", "cache_own_key_hidden", "scale_missing", "input_modified",
-               "uses_is_causal"),
+        signature="``fn(queries (B, nh, q_len, hs), keys, values (B, nh, k_len, hs), window) -> (B, nh, q_len, hs)``: "
+        "sliding-window causal attention of the q_len newest tokens on all k_len keys and values (the cache included), "
+        "``q_len <= k_len``: each query sees its own key and the ``window - 1`` before it.",
+        hints=("mask_top_left", "cache_future_open", "cache_own_key_hidden", "window_ignored", "window_top_left",
+               "window_one_too_wide", "window_one_too_narrow", "scale_missing", "input_modified", "uses_is_causal"),
         references=("kv_cache.cached_attention", "kv_cache.causal_mask_bottom_right", "kv_cache.decode_step",
                     "exercises._ex07_tiled.cached"),
         messages=_CACHED_MESSAGES, fixes=_CACHED_FIXES,

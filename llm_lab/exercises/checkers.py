@@ -20,11 +20,10 @@ __all__ = [
     "check_dropout",
     "check_additive_attention",
     "check_causal_attention",
-    "check_split_heads",
-    "check_merge_heads",
+    "check_split_qkv",
     "check_multihead",
     "check_padded_attention",
-    "check_windows",
+    "check_document_windows",
     "check_input_embeddings",
     "check_cached_attention",
     "check_tiled_attention",
@@ -81,16 +80,11 @@ def check_causal_attention(obj) -> None:
     _package.check("causal_attention", obj)
 
 
-def check_split_heads(obj) -> None:
-    """Notebook 05, 1 point: ``fn(x (B, T, d_out), num_heads) -> (B, num_heads, T, head_dim)``, with reshape and
-    permute."""
-    _package.check("split_heads", obj)
-
-
-def check_merge_heads(obj) -> None:
-    """Notebook 05, 1 point: ``fn(context_vec (B, num_heads, T, head_dim)) -> (B, T, num_heads * head_dim)``, with
-    permute and flatten."""
-    _package.check("merge_heads", obj)
+def check_split_qkv(obj) -> None:
+    """Notebook 05, 2 points: ``fn(qkv (B, T, (num_heads + 2 * num_kv_heads) * head_dim), num_heads, num_kv_heads) ->
+    (queries, keys, values)``: one fused projection's columns [queries | keys | values] split into heads, queries
+    ``(B, num_heads, T, head_dim)``, keys and values ``(B, num_kv_heads, T, head_dim)``."""
+    _package.check("split_qkv", obj)
 
 
 def check_multihead(obj) -> None:
@@ -105,10 +99,11 @@ def check_padded_attention(obj) -> None:
     _package.check("padded_attention", obj)
 
 
-def check_windows(obj) -> None:
+def check_document_windows(obj) -> None:
     """Notebook 06, 2 points: ``fn(token_ids list[int], max_length, stride) -> (input_ids, target_ids)``, each int64
-    ``(n_windows, max_length)``, cut with ``Tensor.unfold``."""
-    _package.check("windows", obj)
+    ``(n_windows, max_length)``: the sliding windows of every document of a stream joined by <|endoftext|> (50256),
+    none crossing from one document into the next."""
+    _package.check("document_windows", obj)
 
 
 def check_input_embeddings(obj) -> None:
@@ -118,9 +113,9 @@ def check_input_embeddings(obj) -> None:
 
 
 def check_cached_attention(obj) -> None:
-    """Notebook 07, 2 points: ``fn(queries (B, nh, q_len, hs), keys, values (B, nh, k_len, hs)) -> (B, nh, q_len,
-    hs)``: causal attention of the q_len newest tokens on all k_len keys and values (the cache included), ``q_len <=
-    k_len``."""
+    """Notebook 07, 2 points: ``fn(queries (B, nh, q_len, hs), keys, values (B, nh, k_len, hs), window) -> (B, nh,
+    q_len, hs)``: sliding-window causal attention of the q_len newest tokens on all k_len keys and values (the cache
+    included), ``q_len <= k_len``: each query sees its own key and the ``window - 1`` before it."""
     _package.check("cached_attention", obj)
 
 
