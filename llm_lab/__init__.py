@@ -13,7 +13,7 @@ from .resources import load_text
 from .runtime import get_device, in_colab, seed_everything
 from .tokenizer import gpt2_tokenizer
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def show_versions() -> None:
