@@ -34,13 +34,14 @@ from ._shared import (
 
 
 def split(t, nh, how="ok"):
+    """(B, T, nh * hs) -> (B, nh, T, hs), or a known wrong split of it (``t`` may be a slice: reshape, not view)."""
     b, n, d = t.shape
     hd = d // nh
     if how == "no_transpose":
         return t.reshape(b, nh, n, hd)
     if how == "interleaved":
         return t.reshape(b, n, hd, nh).permute(0, 3, 1, 2)
-    return t.view(b, n, nh, hd).transpose(1, 2)
+    return t.reshape(b, n, nh, hd).transpose(1, 2)
 
 
 def merge(c, how="ok"):
@@ -62,17 +63,6 @@ def _call_unchanged(fn, args: tuple, names: tuple, case: str):
 # ---- transfer: the heads of one fused projection for a grouped-query layer (fewer key/value heads) -------------
 
 
-def _heads(t, heads, how="ok"):
-    """(B, T, heads * hs) -> (B, heads, T, hs), or a known wrong split of it."""
-    b, n, w = t.shape
-    hs = w // heads
-    if how == "no_transpose":
-        return t.reshape(b, heads, n, hs)
-    if how == "interleaved":
-        return t.reshape(b, n, hs, heads).permute(0, 3, 1, 2)
-    return t.reshape(b, n, heads, hs).transpose(1, 2)
-
-
 def split_qkv_ref(qkv, nh, n_kv, how="ok"):
     """One fused projection's output (B, T, (nh + 2 n_kv) hs), columns [queries | keys | values], as queries
     (B, nh, T, hs) and keys, values (B, n_kv, T, hs); ``how``: a known wrong split."""
@@ -84,12 +74,12 @@ def split_qkv_ref(qkv, nh, n_kv, how="ok"):
         return (x[:, :, :, :g].reshape(b, n, nh, hs).transpose(1, 2), x[:, :, :, g].transpose(1, 2),
                 x[:, :, :, g + 1].transpose(1, 2))
     if how == "thirds":  # three equal blocks, as for a layer with as many key/value heads as query heads
-        return tuple(_heads(t, h) for t, h in zip(qkv.chunk(3, dim=-1), (nh, n_kv, n_kv), strict=True))
+        return tuple(split(t, h) for t, h in zip(qkv.chunk(3, dim=-1), (nh, n_kv, n_kv), strict=True))
     if how == "kv_num_heads":  # the key and value blocks cut into num_heads heads
         q, k, v = qkv.split([nh * hs, n_kv * hs, n_kv * hs], dim=-1)
-        return _heads(q, nh), _heads(k, nh), _heads(v, nh)
+        return split(q, nh), split(k, nh), split(v, nh)
     q, k, v = qkv.split([nh * hs, n_kv * hs, n_kv * hs], dim=-1)
-    return _heads(q, nh, how), _heads(k, n_kv, how), _heads(v, n_kv, how)
+    return split(q, nh, how), split(k, n_kv, how), split(v, n_kv, how)
 
 
 # (B, T, num_heads, num_kv_heads, head_dim): as many kv heads as query heads first (GPT-2's fused layer, three equal
@@ -418,8 +408,7 @@ RECORDS = [
         "``(B, num_heads, T, head_dim)``, keys and values ``(B, num_kv_heads, T, head_dim)``.",
         hints=("qkv_equal_thirds", "kv_split_into_num_heads", "qkv_per_group", "view_without_transpose",
                "heads_interleaved", "not_triple", "input_modified"),
-        references=_HEAD_REFERENCES + ("exercises._ex05_multihead.split", "exercises._ex05_multihead.split_qkv_ref",
-                                       "exercises._ex05_multihead._heads"),
+        references=_HEAD_REFERENCES + ("exercises._ex05_multihead.split", "exercises._ex05_multihead.split_qkv_ref"),
         messages=_QKV_MESSAGES, fixes=_QKV_FIXES,
     ),
     Exercise(
