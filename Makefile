@@ -99,8 +99,9 @@ test-all: test test-notebooks ## both tiers
 # workflow schema it also checks ${{ }} expressions. shellcheck/pyflakes off: same verdict on every machine.
 # ruff covers every stored notebook, both versions in every language (notebooks/src holds no Python). The same two
 # commands run before each commit with pre-commit (.pre-commit-config.yaml; tests/test_precommit.py keeps them equal).
-lint: setup ## ruff, and actionlint over .github/workflows
+lint: setup ## ruff check, ruff format --check, and actionlint over .github/workflows
 	$(BIN)/ruff check llm_lab tests tools benchmarks notebooks .github/scripts
+	$(BIN)/ruff format --check llm_lab tests tools benchmarks .github/scripts
 	$(BIN)/actionlint -shellcheck= -pyflakes=
 
 # Two workers, each test module on one of them (module fixtures such as a graded class are built once); both

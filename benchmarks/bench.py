@@ -39,7 +39,8 @@ def fused_lines(results) -> list[str]:
     return [
         f"target: fused path <= {FUSED_TARGET:.2f}x bare SDPA: {r['fused']:.3f}x, "
         + ("MET" if r["fused"] <= FUSED_TARGET else "MISSED"),
-        "fused / bare SDPA in each round: " + ", ".join(f"{x:.3f}" for x in paired)
+        "fused / bare SDPA in each round: "
+        + ", ".join(f"{x:.3f}" for x in paired)
         + f"; median {statistics.median(paired):.3f}",
         "same ATen operators, in the same order, in one forward + backward step of fused and bare SDPA "
         f"(traced with a TorchDispatchMode at a small size): {same} ({n_fused} and {n_bare} operator calls)",
@@ -49,8 +50,12 @@ def fused_lines(results) -> list[str]:
 # Sections other tools write into the same report (tests/e2e/test_e2e_notebooks.py: per-notebook browser timings;
 # bench_grade.py: grading a class);
 # a rewrite of the benchmark part keeps them as they are.
-KEPT = (("<!-- browser:begin -->", "<!-- browser:end -->"), ("<!-- grade:begin -->", "<!-- grade:end -->"),
-        ("<!-- training:begin -->", "<!-- training:end -->"), ("<!-- checkers:begin -->", "<!-- checkers:end -->"))
+KEPT = (
+    ("<!-- browser:begin -->", "<!-- browser:end -->"),
+    ("<!-- grade:begin -->", "<!-- grade:end -->"),
+    ("<!-- training:begin -->", "<!-- training:end -->"),
+    ("<!-- checkers:begin -->", "<!-- checkers:end -->"),
+)
 
 
 def kept_sections(path: Path) -> str:
@@ -79,12 +84,17 @@ def dataset_lines(ds_results) -> list[str]:
         lines.append(
             f"max_length={max_length}: memory kept per extra window: views {v:,.1f} B, list {lst:,.1f} B "
             f"(the list's tensor data alone is 2 x {max_length} x 8 = {16 * max_length:,} B)"
-            if v is not None and lst is not None else f"max_length={max_length}: RSS not available here"
+            if v is not None and lst is not None
+            else f"max_length={max_length}: RSS not available here"
         )
     target = dataset_bench.TARGET
-    lines.append(f"target: views >= {target:.0f}x faster than the list: " + "; ".join(
-        f"max_length={c[0]}, stride={c[1]}: {x:.1f}x {'MET' if x >= target else 'MISSED'}"
-        for c, x in dataset_bench.speedups(ds_results).items()))
+    lines.append(
+        f"target: views >= {target:.0f}x faster than the list: "
+        + "; ".join(
+            f"max_length={c[0]}, stride={c[1]}: {x:.1f}x {'MET' if x >= target else 'MISSED'}"
+            for c, x in dataset_bench.speedups(ds_results).items()
+        )
+    )
     return lines
 
 
@@ -108,12 +118,18 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description="llm-lab benchmarks: attention implementations and dataset building")
     ap.add_argument("--quick", action="store_true", help="small sizes for a smoke run (writes nothing by default)")
     ap.add_argument("--device", default="cpu", help="cpu (default) or cuda")
-    ap.add_argument("--out", default=None,
-                    help="markdown report path (default docs/benchmarks.md for a full run, none with --quick; "
-                         "'-' writes nothing); the plot goes next to it as .png")
+    ap.add_argument(
+        "--out",
+        default=None,
+        help="markdown report path (default docs/benchmarks.md for a full run, none with --quick; "
+        "'-' writes nothing); the plot goes next to it as .png",
+    )
     ap.add_argument("--repeats", type=int, default=None, help="timed rounds per length")
-    ap.add_argument("--note", default=os.environ.get("LLM_LAB_BENCH_NOTE", ""),
-                    help="a sentence about the conditions, added to the report (env LLM_LAB_BENCH_NOTE)")
+    ap.add_argument(
+        "--note",
+        default=os.environ.get("LLM_LAB_BENCH_NOTE", ""),
+        help="a sentence about the conditions, added to the report (env LLM_LAB_BENCH_NOTE)",
+    )
     args = ap.parse_args(argv)
     try:
         args.device = lb.check_device(args.device)
@@ -159,19 +175,32 @@ def main(argv=None) -> int:
 
     path = Path(out) if Path(out).is_absolute() else ROOT / out
     png = path.with_suffix(".png")
-    plot_line = write_plot(sweep, png, f"causal MHA forward + backward, B={s.batch}, d={s.d}, "
-                                       f"{s.num_heads} heads, {device}")
+    plot_line = write_plot(
+        sweep, png, f"causal MHA forward + backward, B={s.batch}, d={s.d}, {s.num_heads} heads, {device}"
+    )
     machine_md = [f"- {m}" for m in machine]
-    machine_md.append(f"- {load_line}, total run time {elapsed:.0f} s." if load_line
-                      else f"- total run time {elapsed:.0f} s.")
+    machine_md.append(
+        f"- {load_line}, total run time {elapsed:.0f} s." if load_line else f"- total run time {elapsed:.0f} s."
+    )
     machine_md += [f"- {args.note}"] if args.note else []
-    write_report(path, dict(
-        machine="\n".join(machine_md), size=size, repeats=s.repeats, headline=headline,
-        attention_table="\n".join(attention_rows), fused_lines="\n".join(f"- {x}" for x in fused),
-        sweep_table="\n".join(sweep_rows), plot_line=plot_line, n_tokens=f"{n_tokens:,}",
-        views_repeats=views_rep, list_repeats=list_rep, dataset_table="\n".join(ds_rows),
-        dataset_lines="\n".join(f"- {x}" for x in ds_lines),
-    ))
+    write_report(
+        path,
+        dict(
+            machine="\n".join(machine_md),
+            size=size,
+            repeats=s.repeats,
+            headline=headline,
+            attention_table="\n".join(attention_rows),
+            fused_lines="\n".join(f"- {x}" for x in fused),
+            sweep_table="\n".join(sweep_rows),
+            plot_line=plot_line,
+            n_tokens=f"{n_tokens:,}",
+            views_repeats=views_rep,
+            list_repeats=list_rep,
+            dataset_table="\n".join(ds_rows),
+            dataset_lines="\n".join(f"- {x}" for x in ds_lines),
+        ),
+    )
     print(f"wrote {path}" + (f" and {png.name}" if png.exists() else ""))
     return 0
 

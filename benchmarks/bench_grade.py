@@ -34,9 +34,18 @@ BEGIN, END = "<!-- grade:begin -->", "<!-- grade:end -->"
 
 def write_section(path: Path, lines: list[str]) -> None:
     """Put ``lines`` into the report at ``path`` as its grading section."""
-    _report.replace_section(path, BEGIN, END, ["## Grading a class (`make grade`)", "",
-                          "Written by `benchmarks/bench_grade.py`; never edit the numbers by hand.", "",
-                          *[f"- {line}" for line in lines]])
+    _report.replace_section(
+        path,
+        BEGIN,
+        END,
+        [
+            "## Grading a class (`make grade`)",
+            "",
+            "Written by `benchmarks/bench_grade.py`; never edit the numbers by hand.",
+            "",
+            *[f"- {line}" for line in lines],
+        ],
+    )
 
 
 def make_class(path: Path, folder: Path, n: int) -> None:
@@ -72,8 +81,9 @@ def main(argv=None) -> int:
         for sandboxed in (True, False):  # the sandbox is what `make grade` uses; the other run shows its cost
             load_before = os.getloadavg()[0]
             start = time.perf_counter()
-            results = grade.grade(subs, Path(tmp) / "out", args.notebook, args.jobs, echo=lambda *a: None,
-                                  sandboxed=sandboxed)
+            results = grade.grade(
+                subs, Path(tmp) / "out", args.notebook, args.jobs, echo=lambda *a: None, sandboxed=sandboxed
+            )
             runs[sandboxed] = (time.perf_counter() - start, load_before, os.getloadavg()[0], results)
     seconds, load_before, load_after, results = runs[True]
     bare = runs[False][0]

@@ -54,8 +54,15 @@ def measure(steps: int, old_steps: int = 300) -> dict:
     cpu, wall = _train(steps)
     old_cpu, _ = _train(old_steps, old=True)
     full = induction.TrainSettings().steps
-    return {"steps": steps, "cpu": cpu, "wall": wall, "load": (load_before, os.getloadavg()[0]),
-            "full": cpu * full / steps, "old_full": old_cpu * full / old_steps, "old_steps": old_steps}
+    return {
+        "steps": steps,
+        "cpu": cpu,
+        "wall": wall,
+        "load": (load_before, os.getloadavg()[0]),
+        "full": cpu * full / steps,
+        "old_full": old_cpu * full / old_steps,
+        "old_steps": old_steps,
+    }
 
 
 def lines(r: dict) -> list[str]:

@@ -202,9 +202,10 @@ CASES = {  # checker: (lesson's solution, naive solution)
     "tiled_attention": (tiled_lesson, tiled_naive),
     "cached_attention": (cached_lesson, cached_naive),
     "padded_attention": (padded_lesson, padded_naive),
-    "split_qkv": (lambda qkv, nh, n_kv: qkv.unflatten(-1, (nh + 2 * n_kv, -1)).transpose(1, 2).split([nh, n_kv, n_kv],
-                                                                                                     dim=1),
-                  split_qkv_naive),
+    "split_qkv": (
+        lambda qkv, nh, n_kv: qkv.unflatten(-1, (nh + 2 * n_kv, -1)).transpose(1, 2).split([nh, n_kv, n_kv], dim=1),
+        split_qkv_naive,
+    ),
     "document_windows": (windows_lesson, windows_naive),
     "dropout": (dropout_lesson, dropout_naive),
     "additive_attention": (additive_class(naive=False), additive_class(naive=True)),
@@ -247,15 +248,24 @@ BEGIN, END = "<!-- checkers:begin -->", "<!-- checkers:end -->"
 
 def write_section(path: Path, lines: list[str]) -> None:
     """Put ``lines`` into the report at ``path`` as its checkers section."""
-    _report.replace_section(path, BEGIN, END, ["## What the checkers cost", "",
-                          "Written by `python -m benchmarks.checker_overhead --out docs/benchmarks.md`; never edit the "
-                          "numbers by hand. *Off*: the same `grade` with the observer, the reference watch and the "
-                          "time limit replaced by no-ops (the code's own cost, plus the checker's comparisons). "
-                          "*Naive*: a correct solution looping over single elements "
-                          "(`benchmarks/checker_overhead.py`). "
-                          "*10x lesson, graded*: what a solution ten times slower than the lesson's would take under "
-                          "the checker at the naive solution's overhead, against the 10 s limit.", "",
-                          *lines])
+    _report.replace_section(
+        path,
+        BEGIN,
+        END,
+        [
+            "## What the checkers cost",
+            "",
+            "Written by `python -m benchmarks.checker_overhead --out docs/benchmarks.md`; never edit the "
+            "numbers by hand. *Off*: the same `grade` with the observer, the reference watch and the "
+            "time limit replaced by no-ops (the code's own cost, plus the checker's comparisons). "
+            "*Naive*: a correct solution looping over single elements "
+            "(`benchmarks/checker_overhead.py`). "
+            "*10x lesson, graded*: what a solution ten times slower than the lesson's would take under "
+            "the checker at the naive solution's overhead, against the 10 s limit.",
+            "",
+            *lines,
+        ],
+    )
 
 
 def main(argv=None) -> None:
@@ -268,10 +278,13 @@ def main(argv=None) -> None:
     unknown = sorted(set(names) - set(CASES))
     if unknown:
         parser.error(f"unknown checker(s) {', '.join(unknown)}; known: {', '.join(CASES)}")
-    lines = [f"- load average (1 min) {os.getloadavg()[0]:.2f} at the start, {os.cpu_count()} CPUs, torch "
-             f"{torch.__version__}, time limit {ex.TIMEOUT:g} s per check, median of {args.repeat} runs", "",
-             "| checker | lesson, off | naive, off | naive, graded | overhead (graded / off) | 10x lesson, graded |",
-             "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"- load average (1 min) {os.getloadavg()[0]:.2f} at the start, {os.cpu_count()} CPUs, torch "
+        f"{torch.__version__}, time limit {ex.TIMEOUT:g} s per check, median of {args.repeat} runs",
+        "",
+        "| checker | lesson, off | naive, off | naive, graded | overhead (graded / off) | 10x lesson, graded |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     print(lines[0])
     print(*lines[2:], sep="\n")
     for name in names:
@@ -280,8 +293,10 @@ def main(argv=None) -> None:
         lesson_off, _ = seconds(name, lesson, args.repeat)
         naive_off, naive_on = seconds(name, naive, args.repeat)
         ratio = naive_on / naive_off
-        lines.append(f"| `{name}` | {lesson_off:.2f} s | {naive_off:.2f} s | {naive_on:.2f} s | {ratio:.2f}x | "
-                     f"{10 * lesson_off * ratio:.2f} s |")
+        lines.append(
+            f"| `{name}` | {lesson_off:.2f} s | {naive_off:.2f} s | {naive_on:.2f} s | {ratio:.2f}x | "
+            f"{10 * lesson_off * ratio:.2f} s |"
+        )
         print(lines[-1], flush=True)
     lines += ["", f"- load average (1 min) {os.getloadavg()[0]:.2f} at the end"]
     print(lines[-1])

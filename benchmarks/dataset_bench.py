@@ -103,8 +103,10 @@ def measure_dataset(approach, n_tokens, max_length, stride, repeats):
     equal = None
     if approach == "list":  # the book's windows, element by element, against the views
         views = build_dataset("views", ids, max_length, stride)
-        equal = len(views) == n_windows and torch.equal(views.input_ids, torch.stack(ds.input_ids)) and (
-            torch.equal(views.target_ids, torch.stack(ds.target_ids))
+        equal = (
+            len(views) == n_windows
+            and torch.equal(views.input_ids, torch.stack(ds.input_ids))
+            and (torch.equal(views.target_ids, torch.stack(ds.target_ids)))
         )
         del views
     del ds
@@ -114,8 +116,13 @@ def measure_dataset(approach, n_tokens, max_length, stride, repeats):
         times.append(time.perf_counter() - t0)
         del ds
     return {
-        "approach": approach, "n_tokens": len(ids), "max_length": max_length, "stride": stride,
-        "windows": n_windows, "times": times, "equal": equal,
+        "approach": approach,
+        "n_tokens": len(ids),
+        "max_length": max_length,
+        "stride": stride,
+        "windows": n_windows,
+        "times": times,
+        "equal": equal,
         "kept_bytes": None if base is None or kept is None else kept - base,
         "peak_bytes": None if base is None or peak is None else peak - base,
     }
@@ -123,8 +130,12 @@ def measure_dataset(approach, n_tokens, max_length, stride, repeats):
 
 def measure_dataset_in_child(approach, n_tokens, max_length, stride, repeats):
     """measure_dataset in a new interpreter, so memory freed by an earlier run cannot hide this run's growth."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child",
-           json.dumps([approach, n_tokens, max_length, stride, repeats])]
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child",
+        json.dumps([approach, n_tokens, max_length, stride, repeats]),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -160,6 +171,7 @@ def per_window_slopes(dataset_results):
             slopes[max_length][approach] = (b["kept_bytes"] - a["kept_bytes"]) / dw if ok else None
     return slopes
 
+
 def _mib(n):
     return "n/a" if n is None else f"{n / 2**20:,.1f}"
 
@@ -186,13 +198,16 @@ def dataset_table(dataset_results):
 
 def speedups(results):
     """{(max_length, stride): list time / views time} (medians)."""
-    return {cfg: statistics.median(res["list"]["times"]) / statistics.median(res["views"]["times"])
-            for cfg, res in results.items()}
+    return {
+        cfg: statistics.median(res["list"]["times"]) / statistics.median(res["views"]["times"])
+        for cfg, res in results.items()
+    }
 
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--child":
         print(json.dumps(measure_dataset(*json.loads(sys.argv[2]))))
     else:
-        sys.exit("usage: dataset_bench.py --child '[approach, n_tokens, max_length, stride, repeats]' "
-                 "(called by bench.py)")
+        sys.exit(
+            "usage: dataset_bench.py --child '[approach, n_tokens, max_length, stride, repeats]' (called by bench.py)"
+        )

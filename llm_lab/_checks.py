@@ -27,8 +27,9 @@ def int_range(name: str, value, low: int, high: int) -> int:
 def one_of(name: str, value, allowed) -> str:
     """``value``, a str among ``allowed``; else a TypeError or ValueError naming both."""
     if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, one of {', '.join(map(repr, allowed))}; got {value!r} "
-                        f"({type(value).__name__})")
+        raise TypeError(
+            f"{name} must be a str, one of {', '.join(map(repr, allowed))}; got {value!r} ({type(value).__name__})"
+        )
     if value not in allowed:
         raise ValueError(f"{name}={value!r} is not known: use one of {', '.join(map(repr, allowed))}")
     return value
@@ -85,8 +86,7 @@ def batch_input(x, d_in: int, context_length: int | None = None, weight: torch.T
     b, num_tokens, width = x.shape
     if width != d_in:
         raise ValueError(
-            f"input last dimension is {width} but this layer was built with d_in={d_in} "
-            f"(input shape {tuple(x.shape)})"
+            f"input last dimension is {width} but this layer was built with d_in={d_in} (input shape {tuple(x.shape)})"
         )
     if num_tokens == 0:
         raise ValueError(f"input has no tokens (shape {tuple(x.shape)}): attention needs num_tokens >= 1")

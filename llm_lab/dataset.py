@@ -44,8 +44,10 @@ class GPTDatasetV1(Dataset):
         self.max_length = _checks.positive_int("max_length", max_length)
         self.stride = _checks.positive_int("stride", stride)
         if not callable(getattr(tokenizer, "encode", None)):
-            raise TypeError(f"tokenizer must have an encode(text) method, e.g. llm_lab.gpt2_tokenizer(); got "
-                            f"{type(tokenizer).__name__}")
+            raise TypeError(
+                f"tokenizer must have an encode(text) method, e.g. llm_lab.gpt2_tokenizer(); got "
+                f"{type(tokenizer).__name__}"
+            )
         ids = _encode(tokenizer, txt)
         if len(ids) < max_length + 1:
             raise ValueError(

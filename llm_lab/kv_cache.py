@@ -89,8 +89,9 @@ def decode_step(mha: MultiHeadAttention, x_new: torch.Tensor, cache: KVCache) ->
             "with a longer context_length or start a new cache"
         )
     queries = mha._split_heads(mha.W_query(x_new), b, q_len)  # (B, nh, q_len, hs)
-    keys, values = cache.append(mha._split_heads(mha.W_key(x_new), b, q_len),
-                                mha._split_heads(mha.W_value(x_new), b, q_len))  # (B, nh, k_len, hs)
+    keys, values = cache.append(
+        mha._split_heads(mha.W_key(x_new), b, q_len), mha._split_heads(mha.W_value(x_new), b, q_len)
+    )  # (B, nh, k_len, hs)
     return mha._merge_heads(cached_attention(queries, keys, values), b, q_len)  # (B, q_len, d_out)
 
 

@@ -115,8 +115,11 @@ def solutions(notebooks: Path, lang: str = "en", name: str = NAME) -> dict[str, 
 def points(notebooks: Path, lang: str = "en", name: str = NAME) -> dict[str, int]:
     """exercise key -> its points, as the builder wrote them (from the checker registry)."""
     nb = nbformat.read(str(notebooks / lang / name), as_version=4)
-    return {c.metadata["nbgrader"]["grade_id"].split("-", 1)[1].removesuffix("-test"): c.metadata["nbgrader"]["points"]
-            for c in nb.cells if "checker" in c.metadata.get("tags", [])}
+    return {
+        c.metadata["nbgrader"]["grade_id"].split("-", 1)[1].removesuffix("-test"): c.metadata["nbgrader"]["points"]
+        for c in nb.cells
+        if "checker" in c.metadata.get("tags", [])
+    }
 
 
 def solution_cells(nb) -> list:

@@ -1,7 +1,6 @@
 """Solutions and helpers the exercise tests of several notebooks share (each notebook's own live in
 tests/test_exNN_*.py, found by tests/test_exercises.py through the registry)."""
 
-
 import torch
 
 NEG_INF = float("-inf")

@@ -11,8 +11,10 @@ import pytest
 from tools.teaching import sandbox
 
 PREFIX = "sandboxed grading"
-HOW = ("install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; `.ci/run` does it as root) and run "
-       "`make test` again")
+HOW = (
+    "install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; `.ci/run` does it as root) and run "
+    "`make test` again"
+)
 
 
 @functools.cache

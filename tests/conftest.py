@@ -26,8 +26,10 @@ def pytest_terminal_summary(terminalreporter):
     """One line when the sandboxed grading tests were skipped (a machine without bubblewrap): how to run them."""
     import _sandbox_gate
 
-    reasons = [str(r.longrepr[2]) if isinstance(r.longrepr, tuple) else str(r.longrepr)
-               for r in terminalreporter.stats.get("skipped", [])]
+    reasons = [
+        str(r.longrepr[2]) if isinstance(r.longrepr, tuple) else str(r.longrepr)
+        for r in terminalreporter.stats.get("skipped", [])
+    ]
     line = _sandbox_gate.summary_line(reasons)
     if line:
         terminalreporter.write_line(line, yellow=True, bold=True)

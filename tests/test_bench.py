@@ -140,8 +140,9 @@ def test_module_entry_point_prints_the_table(monkeypatch, capsys):
 
 @pytest.mark.parametrize("module", ["llm_lab.bench.benchmark", "llm_lab.benchmark"])  # old name: docs, notebook 07
 def test_python_dash_m_runs_main(module):
-    proc = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     assert proc.stdout.startswith("usage: python -m llm_lab.bench.benchmark") and "--preset" in proc.stdout
 

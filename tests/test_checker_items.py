@@ -43,20 +43,29 @@ def _through_a_kernel(exercise, obj):
 
 
 REMOTE_CASES = [
-    ("tiled_attention", blocked), ("tiled_attention", whole_rows), ("tiled_attention", full_scores),
+    ("tiled_attention", blocked),
+    ("tiled_attention", whole_rows),
+    ("tiled_attention", full_scores),
     ("tiled_attention", lambda q, k, v, b: blocked(q, k, v, b, inplace=True)),
     ("tiled_attention", lambda q, k, v, b: blocked(q, k, v, b, init=0.0)),
     ("tiled_attention", lambda q, k, v, b: torch.ops.aten.scaled_dot_product_attention(q, k, v, is_causal=True)),
-    ("additive_attention", additive_class()), ("additive_attention", additive_class(how="attribute")),
+    ("additive_attention", additive_class()),
+    ("additive_attention", additive_class(how="attribute")),
     ("additive_attention", additive_class(how="parameter")),
     ("additive_attention", additive_class(forward="masked_fill")),
     ("additive_attention", additive_class(mask=lambda n: torch.triu(torch.ones(n, n), 1))),
-    ("padded_attention", padded_with(inplace=True)), ("padded_attention", padded_with(zero_padded_queries=True)),
+    ("padded_attention", padded_with(inplace=True)),
+    ("padded_attention", padded_with(zero_padded_queries=True)),
     ("padded_attention", padded_with(num_tokens=lambda q: q.shape[1])),
-    ("split_qkv", split_qkv), ("split_qkv", qkv_per_group), ("split_qkv", qkv_lesson_07),
-    ("document_windows", document_windows), ("document_windows", docs_factory()),
-    ("document_windows", docs_target_crosses), ("document_windows", docs_factory(split="starts")),
-    ("input_embeddings", embeddings), ("input_embeddings", lambda ids, tok, pos: tok(ids) + pos(ids)),
+    ("split_qkv", split_qkv),
+    ("split_qkv", qkv_per_group),
+    ("split_qkv", qkv_lesson_07),
+    ("document_windows", document_windows),
+    ("document_windows", docs_factory()),
+    ("document_windows", docs_target_crosses),
+    ("document_windows", docs_factory(split="starts")),
+    ("input_embeddings", embeddings),
+    ("input_embeddings", lambda ids, tok, pos: tok(ids) + pos(ids)),
 ]
 
 
@@ -78,8 +87,10 @@ def test_the_checks_page_covers_every_notebook_with_exercises_in_both_languages(
     from pathlib import Path
 
     docs = Path(__file__).resolve().parent.parent / "docs"
-    pages = {lang: (docs / name).read_text(encoding="utf-8")
-             for lang, name in (("en", "checks.md"), ("zh", "checks.zh-CN.md"))}
+    pages = {
+        lang: (docs / name).read_text(encoding="utf-8")
+        for lang, name in (("en", "checks.md"), ("zh", "checks.zh-CN.md"))
+    }
     notebooks = [f"{n:02d}" for n in range(9)]
     assert set(notebooks) <= {r.notebook for r in ex.REGISTRY.values()}
     for lang, text in pages.items():
@@ -99,8 +110,16 @@ def test_the_checks_page_covers_every_notebook_with_exercises_in_both_languages(
             assert len(row) == 1, (lang, name, "one row per exercise, in its notebook's section")
             head = row[0].split(" | ")[0]
             assert points[lang].format(record.points) in head, (lang, name, head)
-    for name in ("additive_attention", "causal_attention", "split_qkv", "multihead",
-                 "padded_attention", "document_windows", "input_embeddings", "tiled_attention"):
+    for name in (
+        "additive_attention",
+        "causal_attention",
+        "split_qkv",
+        "multihead",
+        "padded_attention",
+        "document_windows",
+        "input_embeddings",
+        "tiled_attention",
+    ):
         assert ex.points(name) >= 1
 
 
@@ -140,21 +159,37 @@ def additive_sdpa():
         def forward(self, x):
             num_tokens = x.shape[1]
             q, k, v = self.W_query(x), self.W_key(x), self.W_value(x)
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask[:num_tokens, :num_tokens],
-                                                  dropout_p=self.dropout.p if self.training else 0.0)
+            return F.scaled_dot_product_attention(
+                q,
+                k,
+                v,
+                attn_mask=self.mask[:num_tokens, :num_tokens],
+                dropout_p=self.dropout.p if self.training else 0.0,
+            )
 
     return AdditiveSDPA
 
 
-@pytest.mark.parametrize(("exercise", "obj"), [
-    ("padded_attention", padded_einsum_float64),
-    ("padded_attention", padded_sdpa_mask),
-    ("additive_attention", additive_sdpa()),
-    ("split_qkv", lambda qkv, nh, n_kv: qkv.unflatten(-1, (nh + 2 * n_kv, -1)).transpose(1, 2).split([nh, n_kv, n_kv],
-                                                                                                    dim=1)),
-    ("document_windows", _windows_by_unfold),
-], ids=["padded-einsum-float64-where", "padded-sdpa-bool-mask", "additive-sdpa-attn_mask", "split-qkv-unflatten",
-        "document-windows-unfold-per-document"])
+@pytest.mark.parametrize(
+    ("exercise", "obj"),
+    [
+        ("padded_attention", padded_einsum_float64),
+        ("padded_attention", padded_sdpa_mask),
+        ("additive_attention", additive_sdpa()),
+        (
+            "split_qkv",
+            lambda qkv, nh, n_kv: qkv.unflatten(-1, (nh + 2 * n_kv, -1)).transpose(1, 2).split([nh, n_kv, n_kv], dim=1),
+        ),
+        ("document_windows", _windows_by_unfold),
+    ],
+    ids=[
+        "padded-einsum-float64-where",
+        "padded-sdpa-bool-mask",
+        "additive-sdpa-attn_mask",
+        "split-qkv-unflatten",
+        "document-windows-unfold-per-document",
+    ],
+)
 def test_correct_solutions_written_differently_pass(exercise, obj):
     result = ex.grade(exercise, obj)
     assert result.passed, result.message
@@ -212,8 +247,11 @@ def _padded_from_numpy(queries, keys, values, key_padding_mask):
 def _windows_long_tensor(token_ids, max_length, stride):
     ids = torch.LongTensor(token_ids)
     ends = [0] + [i + 1 for i, t in enumerate(token_ids) if t == 50256] + [len(token_ids)]
-    parts = [ids[b:e].unfold(0, max_length + 1, stride) for b, e in zip(ends[:-1], ends[1:], strict=True)
-             if e - b > max_length]
+    parts = [
+        ids[b:e].unfold(0, max_length + 1, stride)
+        for b, e in zip(ends[:-1], ends[1:], strict=True)
+        if e - b > max_length
+    ]
     windows = torch.cat(parts) if parts else torch.LongTensor(0, max_length + 1)
     return windows[:, :-1], windows[:, 1:]
 
@@ -251,9 +289,13 @@ def _additive_overloads():
 
 OTHER_STYLES = [
     ("additive_attention", _additive_overloads()),
-    ("split_qkv", lambda qkv, nh, n_kv: tuple(
-        aten.permute.default(t, [0, 2, 1, 3]) * torch.Tensor([1.0])
-        for t in aten.split_with_sizes.default(qkv.reshape(*qkv.shape[:2], nh + 2 * n_kv, -1), [nh, n_kv, n_kv], 2))),
+    (
+        "split_qkv",
+        lambda qkv, nh, n_kv: tuple(
+            aten.permute.default(t, [0, 2, 1, 3]) * torch.Tensor([1.0])
+            for t in aten.split_with_sizes.default(qkv.reshape(*qkv.shape[:2], nh + 2 * n_kv, -1), [nh, n_kv, n_kv], 2)
+        ),
+    ),
     ("padded_attention", _padded_from_numpy),
     ("document_windows", _windows_long_tensor),
     ("document_windows", _windows_from_numpy),
@@ -270,8 +312,9 @@ def test_correct_code_with_legacy_constructors_numpy_and_op_overloads_passes(exe
 
 
 def test_sdpa_as_an_op_overload_is_named_not_a_crash():
-    sdpa = ex.grade("tiled_attention", lambda q, k, v, b: aten.scaled_dot_product_attention.default(
-        q, k, v, None, 0.0, True))
+    sdpa = ex.grade(
+        "tiled_attention", lambda q, k, v, b: aten.scaled_dot_product_attention.default(q, k, v, None, 0.0, True)
+    )
     assert (sdpa.status, sdpa.hint) == ("fail", "uses_sdpa"), sdpa.message
     assert "scaled_dot_product_attention.default" in sdpa.message
 
@@ -293,8 +336,13 @@ def test_llm_labs_dataset_handed_in_for_document_windows_is_the_reference():
             if t == 50256:
                 docs.append(current)
                 current = []
-        pairs = [d[i] for doc in docs + [current] if len(doc) > max_length
-                 for d in [GPTDatasetV1("text", Ids(doc), max_length, stride)] for i in range(len(d))]
+        pairs = [
+            d[i]
+            for doc in docs + [current]
+            if len(doc) > max_length
+            for d in [GPTDatasetV1("text", Ids(doc), max_length, stride)]
+            for i in range(len(d))
+        ]
         if not pairs:
             return torch.zeros(0, max_length, dtype=torch.long), torch.zeros(0, max_length, dtype=torch.long)
         return torch.stack([a for a, _ in pairs]), torch.stack([b for _, b in pairs])
@@ -308,6 +356,7 @@ def test_llm_labs_dataset_handed_in_for_document_windows_is_the_reference():
 
 def _in_place(fn, index=0):
     """``fn``'s right result, after writing into its argument ``index`` (as ``x /= 1`` would not, ``x.mul_(1)``)."""
+
     def wrapped(*args, **kwargs):
         out = fn(*args, **kwargs)
         target = args[index]
@@ -331,14 +380,22 @@ def _solution(name):
     raise KeyError(name)
 
 
-@pytest.mark.parametrize(("exercise", "index", "name"), [
-    ("window_weights", 0, "attn_scores"), ("renormalize", 0, "attn_weights"), ("packed_weights", 1, "keys"),
-    ("causal_softmax", 1, "key_padding_mask"), ("dropout", 0, "x"), ("induction_score", 1, "token_ids"),
-    ("find_by_ablation", 0, "runs"),
-])
+@pytest.mark.parametrize(
+    ("exercise", "index", "name"),
+    [
+        ("window_weights", 0, "attn_scores"),
+        ("renormalize", 0, "attn_weights"),
+        ("packed_weights", 1, "keys"),
+        ("causal_softmax", 1, "key_padding_mask"),
+        ("dropout", 0, "x"),
+        ("induction_score", 1, "token_ids"),
+        ("find_by_ablation", 0, "runs"),
+    ],
+)
 def test_an_input_changed_in_place_is_named_in_every_notebook(exercise, index, name):
     fn = _solution(exercise)
     if exercise == "dropout":  # the result is computed from x first, then x is written into
+
         def fn(x, p, training=True, base=fn):
             out = base(x.clone(), p, training)
             x.mul_(2)
@@ -369,8 +426,9 @@ def test_a_module_that_changes_its_input_in_place_is_named(exercise):
 # ---- non-real outputs are rejected with a hint, and nothing is printed --------------------------------------------
 
 
-@pytest.mark.parametrize("exercise", ["window_weights", "packed_weights", "renormalize", "dropout",
-                                      "induction_score", "cached_attention"])
+@pytest.mark.parametrize(
+    "exercise", ["window_weights", "packed_weights", "renormalize", "dropout", "induction_score", "cached_attention"]
+)
 def test_a_complex_output_is_rejected_without_a_warning(exercise, recwarn, capsys):
     import test_ex07_tiled
 

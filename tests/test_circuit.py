@@ -123,8 +123,10 @@ def trained():
 @pytest.fixture(scope="module")
 def probes():
     config = induction.InductionConfig()
-    return {name: induction.probe_batch(64, config, start, length, seed=10 + k)
-            for k, (name, (start, length)) in enumerate(induction.PROBES.items())}
+    return {
+        name: induction.probe_batch(64, config, start, length, seed=10 + k)
+        for k, (name, (start, length)) in enumerate(induction.PROBES.items())
+    }
 
 
 def test_trained_model_copies_on_placements_it_never_saw(trained, probes):
@@ -157,8 +159,9 @@ def test_by_ablation_the_strongest_induction_head_depends_on_the_previous_token_
 
     probe = probes["0-31 told again at 32-63"][:1]
     with torch.no_grad():
-        runs = torch.stack([trained(probe, return_attn_weights=True, ablate=a)[1][0]
-                            for a in [[]] + [[(0, h)] for h in range(4)]])  # (5, L, nh, T, T)
+        runs = torch.stack(
+            [trained(probe, return_attn_weights=True, ablate=a)[1][0] for a in [[]] + [[(0, h)] for h in range(4)]]
+        )  # (5, L, nh, T, T)
     prev_head = int(circuit.previous_token_per_row(runs[:1])[0].mean(dim=-1).argmax())
     strongest = int(induction.induction_scores(runs[0])[1].argmax())
     assert needed_head(runs, 1, strongest) == prev_head
@@ -167,8 +170,19 @@ def test_by_ablation_the_strongest_induction_head_depends_on_the_previous_token_
 def test_trained_induction_heads_write_the_token_they_copy(trained, probes):
     probe = probes["0-31 told again at 32-63"]
     can, right = induction.copyable(probe), probe[:, 1:]
-    share = torch.tensor([[float((circuit.logit_attribution(trained, probe, layer, head)[:, :-1].argmax(-1)
-                                  == right)[can].float().mean()) for head in range(4)] for layer in range(2)])
+    share = torch.tensor(
+        [
+            [
+                float(
+                    (circuit.logit_attribution(trained, probe, layer, head)[:, :-1].argmax(-1) == right)[can]
+                    .float()
+                    .mean()
+                )
+                for head in range(4)
+            ]
+            for layer in range(2)
+        ]
+    )
     assert float(share[1].min()) > 0.3 and float(share[0].max()) < 0.1
 
 

@@ -29,8 +29,7 @@ def run_as_colab(code: str) -> subprocess.CompletedProcess:
     prelude = "import sys, types\nsys.modules['google.colab'] = types.ModuleType('google.colab')\n"
     # git may only use file://, so cloning from GitHub fails at once, online or offline: a missing release
     env = dict(os.environ, GIT_ALLOW_PROTOCOL="file", PIP_DISABLE_PIP_VERSION_CHECK="1", GIT_TERMINAL_PROMPT="0")
-    return subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True, env=env,
-                          timeout=120)
+    return subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True, env=env, timeout=120)
 
 
 @pytest.mark.parametrize("lang", nbtool.LANGS)

@@ -8,8 +8,10 @@ from tools.release import standalone
 from tools.teaching import student
 
 
-@pytest.mark.parametrize(("only", "numbers"), [(None, None), ("", None), ("0", ("00",)), ("3", ("03",)),
-                                               ("03,6", ("03", "06")), (" 1, 08 ", ("01", "08"))])
+@pytest.mark.parametrize(
+    ("only", "numbers"),
+    [(None, None), ("", None), ("0", ("00",)), ("3", ("03",)), ("03,6", ("03", "06")), (" 1, 08 ", ("01", "08"))],
+)
 def test_nb_means_notebook_numbers(only, numbers):
     assert course.parse_only(only) == numbers
 

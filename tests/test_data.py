@@ -7,8 +7,28 @@ import llm_lab
 from llm_lab import GPTDatasetV1, create_dataloader_v1, gpt2_tokenizer, load_text, resources, tokenizer
 
 KNOWN = "Hello, do you like tea? <|endoftext|> In the sunlit terraces of someunknownPlace."
-KNOWN_IDS = [15496, 11, 466, 345, 588, 8887, 30, 220, 50256, 554, 262, 4252, 18250, 8812, 2114, 286, 617, 34680,
-             27271, 13]
+KNOWN_IDS = [
+    15496,
+    11,
+    466,
+    345,
+    588,
+    8887,
+    30,
+    220,
+    50256,
+    554,
+    262,
+    4252,
+    18250,
+    8812,
+    2114,
+    286,
+    617,
+    34680,
+    27271,
+    13,
+]
 
 
 class CharTokenizer:
@@ -51,9 +71,10 @@ def test_number_of_windows_and_shift_by_one():
 @pytest.mark.parametrize("n_tokens,max_length,stride", [(5, 4, 1), (11, 4, 3), (100, 8, 8), (100, 8, 20), (9, 8, 5)])
 def test_windows_match_the_book_list_approach(n_tokens, max_length, stride):
     ids = list(range(1000, 1000 + n_tokens))
-    ds = GPTDatasetV1("x" * n_tokens, type("T", (), {"encode": lambda self, t, allowed_special=(): ids})(),
-                      max_length, stride)
-    book = [(ids[i:i + max_length], ids[i + 1:i + max_length + 1]) for i in range(0, n_tokens - max_length, stride)]
+    ds = GPTDatasetV1(
+        "x" * n_tokens, type("T", (), {"encode": lambda self, t, allowed_special=(): ids})(), max_length, stride
+    )
+    book = [(ids[i : i + max_length], ids[i + 1 : i + max_length + 1]) for i in range(0, n_tokens - max_length, stride)]
     assert len(ds) == len(book)
     for i, (x, y) in enumerate(book):
         assert ds[i][0].tolist() == x and ds[i][1].tolist() == y
@@ -79,8 +100,9 @@ def test_text_too_short_names_counts():
     assert len(GPTDatasetV1("abcde", CharTokenizer(), max_length=4, stride=1)) == 1
 
 
-@pytest.mark.parametrize("kw,name", [({"max_length": 0}, "max_length"), ({"stride": -1}, "stride"),
-                                     ({"batch_size": 0}, "batch_size")])
+@pytest.mark.parametrize(
+    "kw,name", [({"max_length": 0}, "max_length"), ({"stride": -1}, "stride"), ({"batch_size": 0}, "batch_size")]
+)
 def test_non_positive_arguments(kw, name):
     with pytest.raises(ValueError, match=f"{name} must be a positive int"):
         create_dataloader_v1(load_text(), **kw)
@@ -104,8 +126,7 @@ def test_dataloader_book_example():
 
 def test_drop_last_with_too_few_windows():
     with pytest.raises(ValueError, match=r"only 2 windows for batch_size=4 with drop_last=True"):
-        create_dataloader_v1("one two three four five six seven eight nine ten", batch_size=4, max_length=4,
-                             stride=4)
+        create_dataloader_v1("one two three four five six seven eight nine ten", batch_size=4, max_length=4, stride=4)
 
 
 def test_missing_data_file(monkeypatch, tmp_path):

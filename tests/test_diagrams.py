@@ -32,8 +32,9 @@ def test_head_split_diagram_colours_each_feature_by_its_head():
     plt.close("all")
 
 
-@pytest.mark.parametrize("kwargs, match", [({"d_out": 5, "num_heads": 2}, "divisible"),
-                                           ({"num_tokens": 0}, "positive")])
+@pytest.mark.parametrize(
+    "kwargs, match", [({"d_out": 5, "num_heads": 2}, "divisible"), ({"num_tokens": 0}, "positive")]
+)
 def test_diagrams_reject_bad_sizes(kwargs, match):
     with pytest.raises(ValueError, match=match):
         head_split_diagram(**kwargs)

@@ -1,4 +1,5 @@
 """tools/envs.py: every venv made one way, with one stamp; rebuilt or updated only when something it hashes changed."""
+
 from __future__ import annotations
 
 import json
@@ -150,13 +151,16 @@ def test_a_wheel_is_installed_again_only_when_it_changed(tmp_path, calls):
     assert "--no-deps" in calls[-1] and "--ignore-installed" in calls[-1]
 
 
-@pytest.mark.parametrize("name, kw, says", [
-    ("nope", {}, "the environments are main, instructor"),
-    ("torch", {}, "--torch VERSION"),
-    ("torch", {"torch": "2.11; rm -rf /"}, "expected a torch version"),
-    ("site", {"reqs": "requirements.txt"}, "wheel environment only"),
-    ("wheel", {"reqs": "no-such-file.txt"}, "not a file"),
-])
+@pytest.mark.parametrize(
+    "name, kw, says",
+    [
+        ("nope", {}, "the environments are main, instructor"),
+        ("torch", {}, "--torch VERSION"),
+        ("torch", {"torch": "2.11; rm -rf /"}, "expected a torch version"),
+        ("site", {"reqs": "requirements.txt"}, "wheel environment only"),
+        ("wheel", {"reqs": "no-such-file.txt"}, "not a file"),
+    ],
+)
 def test_bad_names_and_options_say_what_is_allowed(name, kw, says):
     with pytest.raises(SystemExit, match=re.escape(says)):
         envs.resolve(name, **kw)
@@ -199,10 +203,13 @@ def test_a_real_overlay_reuses_the_main_venv_and_keeps_its_own_packages_first(tm
         pytest.skip("needs the main .venv (make setup), running this test")
     env = envs.Env("t", str(tmp_path / "venv"), overlay="main", editable=False)
     python = envs.ensure(env)
-    probe = ("import importlib.util, json, sys, torch; "
-             "print(json.dumps([torch.__file__, importlib.util.find_spec('llm_lab') is not None, sys.prefix]))")
-    torch_file, sees_llm_lab, prefix = json.loads(subprocess.run(
-        [str(python), "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path).stdout)
+    probe = (
+        "import importlib.util, json, sys, torch; "
+        "print(json.dumps([torch.__file__, importlib.util.find_spec('llm_lab') is not None, sys.prefix]))"
+    )
+    torch_file, sees_llm_lab, prefix = json.loads(
+        subprocess.run([str(python), "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path).stdout
+    )
     assert Path(torch_file).is_relative_to(main.dir)
     assert not sees_llm_lab  # the main venv's editable install is a .pth of its own, not processed
     assert Path(prefix).resolve() == env.dir
@@ -210,8 +217,9 @@ def test_a_real_overlay_reuses_the_main_venv_and_keeps_its_own_packages_first(tm
 
 
 def test_the_command_line_lists_every_environment():
-    out = subprocess.run([sys.executable, "-m", "tools.envs", "list"], capture_output=True, text=True,
-                         check=True, cwd=ROOT).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "tools.envs", "list"], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout
     assert [line.split()[0] for line in out.splitlines()] == list(envs.ENVS)
 
 

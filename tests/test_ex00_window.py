@@ -112,9 +112,11 @@ def excludes_only_self(attn_scores, window):
     return loop(attn_scores, window, end_of=lambda i, w: i).nan_to_num(0.0)
 
 
-@pytest.mark.parametrize(("fn", "hint"), [(inverted, "window_inverted"),
-                                          (lambda s, w: torch.zeros_like(s), "wrong_values")],
-                         ids=["inverted-mask", "zeros-stub"])
+@pytest.mark.parametrize(
+    ("fn", "hint"),
+    [(inverted, "window_inverted"), (lambda s, w: torch.zeros_like(s), "wrong_values")],
+    ids=["inverted-mask", "zeros-stub"],
+)
 def test_a_zero_diagonal_is_not_called_self_exclusion_unless_it_is(fn, hint):
     result = ex.grade("window_weights", fn)
     assert (result.status, result.hint) == ("fail", hint), result.message

@@ -61,8 +61,7 @@ BUILTIN = {
     "nn.Dropout": _module,
     "torch.dropout": lambda x, p, training: torch.dropout(x, p, training),
     "native_dropout": lambda x, p, training: torch.native_dropout(x, p, training)[0] if training else x,
-    "aten overload": lambda x, p, training: torch.ops.aten.native_dropout.default(x, p, training)[0]
-    if training else x,
+    "aten overload": lambda x, p, training: torch.ops.aten.native_dropout.default(x, p, training)[0] if training else x,
 }
 
 
@@ -75,10 +74,14 @@ def test_torchs_own_dropout_is_named(name):
     assert "by hand" in result.message
 
 
-@pytest.mark.parametrize("fn", [
-    lambda x, p, training=True: x * torch.bernoulli(torch.full_like(x, 1 - p)) / (1 - p) if training and p else x,
-    lambda x, p, training=True: torch.where(torch.rand(x.shape) < p, 0.0, x / (1 - p)) if training and p else x,
-], ids=["bernoulli", "where-rand"])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x, p, training=True: x * torch.bernoulli(torch.full_like(x, 1 - p)) / (1 - p) if training and p else x,
+        lambda x, p, training=True: torch.where(torch.rand(x.shape) < p, 0.0, x / (1 - p)) if training and p else x,
+    ],
+    ids=["bernoulli", "where-rand"],
+)
 def test_dropout_by_hand_in_other_styles_passes(fn):
     from llm_lab import exercises as ex
 

@@ -67,6 +67,7 @@ class CausalAttention(nn.Module):
             attn_weights = self.dropout(attn_weights)
         return attn_weights @ values
 
+
 pytestmark = pytest.mark.usefixtures("english")  # the checkers speak English here (tests/conftest.py)
 
 
@@ -97,8 +98,10 @@ def _scores_dropout_class():
     class ScoresDropout(Flex):
         def forward(self, x):
             b, t, _ = x.shape
-            q, k, v = (layer(x).view(b, t, self.nh, self.hd).transpose(1, 2)
-                       for layer in (self.W_query, self.W_key, self.W_value))
+            q, k, v = (
+                layer(x).view(b, t, self.nh, self.hd).transpose(1, 2)
+                for layer in (self.W_query, self.W_key, self.W_value)
+            )
             attn_scores = self.dropout(q @ k.transpose(-2, -1))  # before the softmax
             attn_scores = attn_scores.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), NEG_INF)
             c = (torch.softmax(attn_scores / self.hd**0.5, dim=-1) @ v).transpose(1, 2).reshape(b, t, self.d_out)
@@ -158,15 +161,19 @@ def additive_class(mask=None, how="buffer", forward="add"):
 
 def test_the_lessons_masked_fill_class_does_not_earn_exercise_2():
 
-    lesson = ex.grade("additive_attention", additive_class(
-        mask=lambda n: torch.triu(torch.ones(n, n, dtype=torch.bool), 1), forward="masked_fill"))
+    lesson = ex.grade(
+        "additive_attention",
+        additive_class(mask=lambda n: torch.triu(torch.ones(n, n, dtype=torch.bool), 1), forward="masked_fill"),
+    )
     assert (lesson.status, lesson.hint) == ("fail", "additive_uses_masked_fill"), lesson.message
     assert "masked_fill" in lesson.message
     assert ex.grade("additive_attention", additive_class(forward="where")).hint == "additive_uses_masked_fill"
     assert ex.grade("additive_attention", llm_lab.CausalAttention).status == "reference"
     # the same lesson class still passes exercise 4, which is about that class
-    assert ex.grade("causal_attention", additive_class(
-        mask=lambda n: torch.triu(torch.ones(n, n, dtype=torch.bool), 1), forward="masked_fill")).passed
+    assert ex.grade(
+        "causal_attention",
+        additive_class(mask=lambda n: torch.triu(torch.ones(n, n, dtype=torch.bool), 1), forward="masked_fill"),
+    ).passed
 
 
 @pytest.mark.parametrize(("how", "hint"), [("attribute", "mask_not_buffer"), ("parameter", "mask_is_parameter")])
@@ -177,19 +184,26 @@ def test_the_mask_must_be_a_registered_buffer(how, hint):
     assert "register_buffer" in ex.evaluate("additive_attention", additive_class(how=how)).message
 
 
-@pytest.mark.parametrize("mask", [
-    None,
-    lambda n: torch.triu(torch.full((n, n), -1e9), diagonal=1),
-    lambda n: torch.zeros(n, n).masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), NEG_INF),
-], ids=["-inf", "-1e9", "masked_fill-in-init"])
+@pytest.mark.parametrize(
+    "mask",
+    [
+        None,
+        lambda n: torch.triu(torch.full((n, n), -1e9), diagonal=1),
+        lambda n: torch.zeros(n, n).masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), NEG_INF),
+    ],
+    ids=["-inf", "-1e9", "masked_fill-in-init"],
+)
 @pytest.mark.parametrize("how", ["buffer", "non-persistent"])
 def test_additive_buffers_pass(mask, how):
     result = ex.grade("additive_attention", additive_class(mask=mask, how=how))
     assert result.passed, result.message
 
 
-@pytest.mark.parametrize("mask", [lambda n: torch.triu(torch.ones(n, n), 1), lambda n: torch.tril(torch.ones(n, n))],
-                         ids=["ones-above", "ones-below"])
+@pytest.mark.parametrize(
+    "mask",
+    [lambda n: torch.triu(torch.ones(n, n), 1), lambda n: torch.tril(torch.ones(n, n))],
+    ids=["ones-above", "ones-below"],
+)
 def test_a_0_1_additive_mask_is_named(mask):
     result = ex.grade("additive_attention", additive_class(mask=mask))
     assert (result.status, result.hint) == ("fail", "additive_mask_01"), result.message
@@ -204,8 +218,9 @@ def test_a_bool_buffer_added_is_not_additive():
 def test_exercise_2_has_its_own_checker_in_the_notebook():
     from pathlib import Path
 
-    src = (Path(__file__).resolve().parent.parent / "notebooks" / "src" /
-           "04_causal_attention_class.exercises.nbsrc").read_text(encoding="utf-8")
+    src = (
+        Path(__file__).resolve().parent.parent / "notebooks" / "src" / "04_causal_attention_class.exercises.nbsrc"
+    ).read_text(encoding="utf-8")
     assert "check_additive_attention(MyCausalAttention)" in src
     assert "check_causal_attention(CausalAttentionFixed)" in src
     assert ex.points("additive_attention") == ex.points("causal_attention") == 2
@@ -226,8 +241,9 @@ def _additive_writes(how):
             if how == "setitem":
                 scores[:, hidden] = NEG_INF
             elif how == "index_put":
-                scores = scores.index_put((torch.arange(x.shape[0])[:, None, None], *hidden.nonzero().T[:, None]),
-                                          torch.tensor(NEG_INF))
+                scores = scores.index_put(
+                    (torch.arange(x.shape[0])[:, None, None], *hidden.nonzero().T[:, None]), torch.tensor(NEG_INF)
+                )
             else:
                 scores = scores + self.mask[:n, :n]
             weights = self.dropout(torch.softmax(scores / k.shape[-1] ** 0.5, dim=-1))

@@ -85,8 +85,10 @@ def _blocks(qkv, nh, n_kv):
 
 def qkv_thirds(qkv, nh, n_kv):  # notebook 07's fused layer: three equal blocks
     b, t, _ = qkv.shape
-    return tuple(part.reshape(b, t, h, -1).transpose(1, 2) for part, h in zip(qkv.chunk(3, dim=-1), (nh, n_kv, n_kv),
-                                                                              strict=True))
+    return tuple(
+        part.reshape(b, t, h, -1).transpose(1, 2)
+        for part, h in zip(qkv.chunk(3, dim=-1), (nh, n_kv, n_kv), strict=True)
+    )
 
 
 def qkv_lesson_07(qkv, nh, n_kv):  # notebook 07's CombinedQKVAttention: view (B, T, 3, nh, hs), a size error here
@@ -103,8 +105,11 @@ def qkv_per_group(qkv, nh, n_kv):
     b, t, w = qkv.shape
     g, hs = nh // n_kv, w // (nh + 2 * n_kv)
     x = qkv.view(b, t, n_kv, g + 2, hs)
-    return x[:, :, :, :g].reshape(b, t, nh, hs).transpose(1, 2), x[:, :, :, g].transpose(1, 2), \
-        x[:, :, :, g + 1].transpose(1, 2)
+    return (
+        x[:, :, :, :g].reshape(b, t, nh, hs).transpose(1, 2),
+        x[:, :, :, g].transpose(1, 2),
+        x[:, :, :, g + 1].transpose(1, 2),
+    )
 
 
 def qkv_no_transpose(qkv, nh, n_kv):
@@ -153,8 +158,20 @@ PLANTED = [
 # ---- padded heads: hints and fixes; split/merge with reshape/permute/flatten; inputs; helpers ---------------------
 
 
-def padded(queries, keys, values, key_padding_mask, *, mask_index=(slice(None), None, None, slice(None)),
-           num_tokens=None, keys_t=(-2, -1), diagonal=1, scale=None, zero_padded_queries=False, inplace=False):
+def padded(
+    queries,
+    keys,
+    values,
+    key_padding_mask,
+    *,
+    mask_index=(slice(None), None, None, slice(None)),
+    num_tokens=None,
+    keys_t=(-2, -1),
+    diagonal=1,
+    scale=None,
+    zero_padded_queries=False,
+    inplace=False,
+):
     """Exercise 5 with switches; the defaults are the notebook's solution."""
     num_tokens = queries.shape[-2] if num_tokens is None else num_tokens(queries)
     causal = torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool), diagonal=diagonal)
@@ -194,8 +211,11 @@ def test_padded_mistakes_are_named(hint, fn):
     assert ex.evaluate("padded_attention", fn).hint == hint
 
 
-@pytest.mark.parametrize("fn", [padded_with(num_tokens=lambda q: q.shape[1]), padded_with(keys_t=(1, 2))],
-                         ids=["T-from-the-heads-axis", "keys-transposed-over-heads"])
+@pytest.mark.parametrize(
+    "fn",
+    [padded_with(num_tokens=lambda q: q.shape[1]), padded_with(keys_t=(1, 2))],
+    ids=["T-from-the-heads-axis", "keys-transposed-over-heads"],
+)
 def test_a_size_error_is_not_called_the_heads_axis_unless_it_is(fn):
     result = ex.grade("padded_attention", fn)
     assert (result.status, result.hint) == ("error", "exception"), result.message
@@ -222,15 +242,20 @@ def _split_first(qkv, nh, n_kv):
     b, t, w = qkv.shape
     hs = w // (nh + 2 * n_kv)
     q, k, v = torch.split(qkv, [nh * hs, n_kv * hs, n_kv * hs], dim=2)
-    return q.unflatten(-1, (nh, hs)).movedim(2, 1), k.unflatten(-1, (n_kv, hs)).movedim(2, 1), \
-        v.unflatten(-1, (n_kv, hs)).movedim(2, 1)
+    return (
+        q.unflatten(-1, (nh, hs)).movedim(2, 1),
+        k.unflatten(-1, (n_kv, hs)).movedim(2, 1),
+        v.unflatten(-1, (n_kv, hs)).movedim(2, 1),
+    )
 
 
 def _by_index(qkv, nh, n_kv):
     hs = qkv.shape[-1] // (nh + 2 * n_kv)
     starts = (0, nh * hs, (nh + n_kv) * hs)
-    return [torch.stack([qkv[..., s + h * hs : s + (h + 1) * hs] for h in range(heads)], dim=1)
-            for s, heads in zip(starts, (nh, n_kv, n_kv), strict=True)]
+    return [
+        torch.stack([qkv[..., s + h * hs : s + (h + 1) * hs] for h in range(heads)], dim=1)
+        for s, heads in zip(starts, (nh, n_kv, n_kv), strict=True)
+    ]
 
 
 @pytest.mark.parametrize("fn", [_split_first, _by_index], ids=["split-unflatten", "index-list"])
@@ -257,16 +282,31 @@ def test_internal_helpers_are_references():
     from llm_lab.exercises import _ex05_multihead, _shared
 
     cases = [
-        ("split_qkv", lambda qkv, nh, n_kv: tuple(
-            MultiHeadAttention(8, t.shape[-1], 8, 0.0, h)._split_heads(t, qkv.shape[0], qkv.shape[1])
-            for t, h in _blocks(qkv, nh, n_kv))),
+        (
+            "split_qkv",
+            lambda qkv, nh, n_kv: tuple(
+                MultiHeadAttention(8, t.shape[-1], 8, 0.0, h)._split_heads(t, qkv.shape[0], qkv.shape[1])
+                for t, h in _blocks(qkv, nh, n_kv)
+            ),
+        ),
         ("split_qkv", lambda qkv, nh, n_kv: tuple(_ex05_multihead.split(t, h) for t, h in _blocks(qkv, nh, n_kv))),
         ("split_qkv", _ex05_multihead.split_qkv_ref),
-        ("padded_attention", lambda q, k, v, m: _ex05_multihead._padded_ref(
-            q, k, v, torch.ones(q.shape[-2], q.shape[-2], dtype=torch.bool).triu(1) | m[:, None, None, :])),
-        ("padded_attention", lambda q, k, v, m: _shared.softmax_masked(
-            q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5,
-            torch.ones(q.shape[-2], q.shape[-2], dtype=torch.bool).triu(1) | m[:, None, None, :]).nan_to_num() @ v),
+        (
+            "padded_attention",
+            lambda q, k, v, m: _ex05_multihead._padded_ref(
+                q, k, v, torch.ones(q.shape[-2], q.shape[-2], dtype=torch.bool).triu(1) | m[:, None, None, :]
+            ),
+        ),
+        (
+            "padded_attention",
+            lambda q, k, v, m: (
+                _shared.softmax_masked(
+                    q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5,
+                    torch.ones(q.shape[-2], q.shape[-2], dtype=torch.bool).triu(1) | m[:, None, None, :],
+                ).nan_to_num()
+                @ v
+            ),
+        ),
     ]
     for exercise, fn in cases:
         result = ex.grade(exercise, fn)

@@ -26,10 +26,12 @@ def input_embeddings(token_ids, tok_emb, pos_emb):
     return tok_emb(token_ids) + pos_emb(torch.arange(token_ids.shape[-1]))
 
 
-def docs_factory(split="ends", stream_stride=False, last=0, target_reach=0, shift=1, swap=False, whole=False,
-                 dtype=torch.long):
+def docs_factory(
+    split="ends", stream_stride=False, last=0, target_reach=0, shift=1, swap=False, whole=False, dtype=torch.long
+):
     """The notebook's loop with one switch turned: how the documents are split, where the stride counts from,
     how far a window may reach, the target's shift."""
+
     def fn(token_ids, max_length, stride):
         docs, current = [], []
         for token in token_ids:
@@ -67,8 +69,12 @@ def docs_target_crosses(token_ids, max_length, stride):
     ids = torch.tensor(token_ids, dtype=torch.long)
     ends = (ids == EOT).nonzero().flatten() + 1
     bounds = [0, *ends.tolist(), len(ids)]
-    starts = [s for b, e in zip(bounds[:-1], bounds[1:], strict=True) for s in range(b, e - max_length + 1, stride)
-              if s + max_length + 1 <= len(ids)]
+    starts = [
+        s
+        for b, e in zip(bounds[:-1], bounds[1:], strict=True)
+        for s in range(b, e - max_length + 1, stride)
+        if s + max_length + 1 <= len(ids)
+    ]
     index = torch.tensor(starts, dtype=torch.long)[:, None] + torch.arange(max_length + 1)
     windows = ids[index] if starts else torch.empty(0, max_length + 1, dtype=torch.long)
     return windows[:, :-1], windows[:, 1:]
@@ -84,6 +90,7 @@ def embeddings_positions_from_ids(token_ids, tok_emb, pos_emb):
 
 def embeddings_full_context(token_ids, tok_emb, pos_emb):
     return tok_emb(token_ids) + pos_emb(torch.arange(pos_emb.num_embeddings))
+
 
 pytestmark = pytest.mark.usefixtures("english")  # the checkers speak English here (tests/conftest.py)
 
@@ -145,13 +152,17 @@ def embeddings(token_ids, tok_emb, pos_emb):
     return tok_emb(token_ids) + pos_emb(torch.arange(token_ids.shape[-1]))
 
 
-@pytest.mark.parametrize(("fn", "hint"), [
-    (lambda ids, tok, pos: tok(ids) + pos(torch.arange(ids.shape[2])), "exception"),  # IndexError: tuple index
-    (lambda ids, tok, pos: tok(ids) + pos(torch.arange(ids.shape[1]) + ids.shape[1]), "exception"),
-    (lambda ids, tok, pos: tok(ids)[ids.shape[0] + 5], "exception"),
-    (lambda ids, tok, pos: tok(ids) + pos(torch.arange(1, ids.shape[1] + 1)), "positions_one_based"),
-    (lambda ids, tok, pos: tok(ids) + pos(ids), "positions_from_ids"),
-], ids=["shape[2]", "shifted-by-T", "index-past-batch", "one-based", "from-ids"])
+@pytest.mark.parametrize(
+    ("fn", "hint"),
+    [
+        (lambda ids, tok, pos: tok(ids) + pos(torch.arange(ids.shape[2])), "exception"),  # IndexError: tuple index
+        (lambda ids, tok, pos: tok(ids) + pos(torch.arange(ids.shape[1]) + ids.shape[1]), "exception"),
+        (lambda ids, tok, pos: tok(ids)[ids.shape[0] + 5], "exception"),
+        (lambda ids, tok, pos: tok(ids) + pos(torch.arange(1, ids.shape[1] + 1)), "positions_one_based"),
+        (lambda ids, tok, pos: tok(ids) + pos(ids), "positions_from_ids"),
+    ],
+    ids=["shape[2]", "shifted-by-T", "index-past-batch", "one-based", "from-ids"],
+)
 def test_only_a_position_mistake_is_called_one(fn, hint):
     result = ex.grade("input_embeddings", fn)
     assert result.hint == hint, result.message

@@ -34,6 +34,7 @@ def tiled_attention(queries, keys, values, block_size):
         out[:, :, qs : qs + block_size] = acc / running_sum[..., None]
     return out
 
+
 pytestmark = pytest.mark.usefixtures("english")  # the checkers speak English here (tests/conftest.py)
 
 
@@ -50,6 +51,7 @@ def chunk_attention(queries, keys, values, window):
 def chunk_with(offset=None, mask=True, scale=True, in_place=False, window_offset=None, width=0, use_window=True):
     """A planted mistake: the causal edge's offset (0: is_causal's top left), no mask, no scale, queries scaled in
     place; the window's edge at another offset, ``width`` keys too wide, or no window."""
+
     def attend(queries, keys, values, window):
         q_len, k_len = queries.shape[-2], keys.shape[-2]
         if in_place:
@@ -88,8 +90,11 @@ SOLUTIONS = {
 PLANTED = [
     # (exercise, wrong implementation, hint the checker must name)
     ("cached_attention", _sdpa_window(is_causal=True), "mask_top_left"),
-    ("cached_attention", chunk_with(offset=lambda q_len, k_len: 0, window_offset=lambda q_len, k_len: 0),
-     "mask_top_left"),
+    (
+        "cached_attention",
+        chunk_with(offset=lambda q_len, k_len: 0, window_offset=lambda q_len, k_len: 0),
+        "mask_top_left",
+    ),
     ("cached_attention", chunk_with(offset=lambda q_len, k_len: 0), "mask_top_left"),
     ("cached_attention", _sdpa_window(), "cache_future_open"),
     ("cached_attention", chunk_with(offset=lambda q_len, k_len: k_len - q_len - 1), "cache_own_key_hidden"),
@@ -111,11 +116,10 @@ def test_llm_labs_cache_attention_is_the_reference():
         q_len, k_len = q.shape[-2], k.shape[-2]
         old = torch.ones(q_len, k_len, dtype=torch.bool).tril(diagonal=k_len - q_len - window)
         return F.scaled_dot_product_attention(
-            q, k, v, attn_mask=~(kv_cache.causal_mask_bottom_right(q_len, k_len) | old))
+            q, k, v, attn_mask=~(kv_cache.causal_mask_bottom_right(q_len, k_len) | old)
+        )
 
     assert ex.grade("cached_attention", mask_from_llm_lab).status == "reference"
-
-
 
 
 # ---- blocked attention: blocked and online, every route to SDPA named, stability --------------------------------
@@ -125,8 +129,9 @@ def _hidden(t, rows, k_start, width):
     return torch.arange(k_start, k_start + width) > rows
 
 
-def blocked(queries, keys, values, block_size, *, dtype=None, init=NEG_INF, mask=True, max_sub=True, order=1,
-            inplace=False):
+def blocked(
+    queries, keys, values, block_size, *, dtype=None, init=NEG_INF, mask=True, max_sub=True, order=1, inplace=False
+):
     """The notebook's blocked online softmax with switches: dtype of the internals, the running maximum's start,
     the causal mask inside blocks, the maximum subtracted or not, key blocks forward (1) or backward (-1)."""
     num_tokens, head_dim = queries.shape[-2], queries.shape[-1]
@@ -170,8 +175,9 @@ def whole_rows(queries, keys, values, block_size):
     for q_start in range(0, num_tokens, block_size):
         q = queries[:, :, q_start : q_start + block_size] / head_dim**0.5
         rows = torch.arange(q_start, q_start + q.shape[2]).unsqueeze(-1)
-        scores = torch.cat([q @ keys[:, :, k : k + block_size].transpose(-2, -1)
-                            for k in range(0, num_tokens, block_size)], dim=-1)
+        scores = torch.cat(
+            [q @ keys[:, :, k : k + block_size].transpose(-2, -1) for k in range(0, num_tokens, block_size)], dim=-1
+        )
         scores = scores.masked_fill(torch.arange(num_tokens) > rows, NEG_INF)
         out[:, :, q_start : q_start + block_size] = torch.softmax(scores, dim=-1) @ values
     return out
@@ -210,8 +216,9 @@ def baddbmm_blocked(queries, keys, values, block_size):
         s, acc = torch.zeros(q.shape[:-1]), torch.zeros(q.shape)
         for k_start in range(0, num_tokens, block_size):  # every key block, the future ones fully masked
             k = k_all[:, k_start : k_start + block_size]
-            scores = torch.baddbmm(torch.zeros(q.shape[0], q.shape[1], k.shape[1]), q, k.transpose(1, 2),
-                                   alpha=head_dim**-0.5)
+            scores = torch.baddbmm(
+                torch.zeros(q.shape[0], q.shape[1], k.shape[1]), q, k.transpose(1, 2), alpha=head_dim**-0.5
+            )
             scores = scores.masked_fill(_hidden(num_tokens, rows, k_start, k.shape[1]), NEG_INF)
             new = torch.maximum(m, scores.amax(-1))
             p = torch.exp(scores - new.unsqueeze(-1))
@@ -298,12 +305,16 @@ def test_a_mask_row_per_query_block_is_allowed():
     assert result.passed, result.message
 
 
-@pytest.mark.parametrize("fn", [
-    lambda q, k, v, b: torch.ops.aten.scaled_dot_product_attention(q, k, v, is_causal=True),
-    lambda q, k, v, b: torch.ops.aten._scaled_dot_product_attention_math(q, k, v, is_causal=True)[0],
-    lambda q, k, v, b: torch._C._nn.scaled_dot_product_attention(q, k, v, is_causal=True),
-    lambda q, k, v, b: F.scaled_dot_product_attention(q, k, v, is_causal=True),
-], ids=["aten", "aten-math", "C-nn", "F"])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda q, k, v, b: torch.ops.aten.scaled_dot_product_attention(q, k, v, is_causal=True),
+        lambda q, k, v, b: torch.ops.aten._scaled_dot_product_attention_math(q, k, v, is_causal=True)[0],
+        lambda q, k, v, b: torch._C._nn.scaled_dot_product_attention(q, k, v, is_causal=True),
+        lambda q, k, v, b: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+    ],
+    ids=["aten", "aten-math", "C-nn", "F"],
+)
 def test_every_route_to_sdpa_is_named(fn):
     result = ex.grade("tiled_attention", fn)
     assert (result.status, result.hint) == ("fail", "uses_sdpa"), result.message
@@ -313,19 +324,25 @@ def test_every_route_to_sdpa_is_named(fn):
 def test_llm_labs_softmax_and_the_checkers_own_helpers_are_references():
     from llm_lab.exercises import _ex07_tiled, _shared
 
-    for fn in (lambda q, k, v, b: llm_lab.causal_softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5) @ v,
-               lambda q, k, v, b: _ex07_tiled.tiled(q, k, v, b),
-               lambda q, k, v, b: _shared.attention(q, k, v),
-               _ex07_tiled.tiled):
+    for fn in (
+        lambda q, k, v, b: llm_lab.causal_softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5) @ v,
+        lambda q, k, v, b: _ex07_tiled.tiled(q, k, v, b),
+        lambda q, k, v, b: _shared.attention(q, k, v),
+        _ex07_tiled.tiled,
+    ):
         result = ex.grade("tiled_attention", fn)
         assert (result.status, result.score) == ("reference", 0), result.message
 
 
-@pytest.mark.parametrize(("fn", "hint"), [
-    (lambda q, k, v, b: blocked(q, k, v, b, dtype=torch.float64, max_sub=False), "max_not_subtracted"),
-    (lambda q, k, v, b: blocked(q, k, v, b, init=0.0), "max_init_zero"),
-    (lambda q, k, v, b: blocked(q, k, v, b, dtype=torch.float64, init=0.0), "max_init_zero"),
-], ids=["float64-no-running-max", "max-starts-at-0", "float64-max-starts-at-0"])
+@pytest.mark.parametrize(
+    ("fn", "hint"),
+    [
+        (lambda q, k, v, b: blocked(q, k, v, b, dtype=torch.float64, max_sub=False), "max_not_subtracted"),
+        (lambda q, k, v, b: blocked(q, k, v, b, init=0.0), "max_init_zero"),
+        (lambda q, k, v, b: blocked(q, k, v, b, dtype=torch.float64, init=0.0), "max_init_zero"),
+    ],
+    ids=["float64-no-running-max", "max-starts-at-0", "float64-max-starts-at-0"],
+)
 def test_unstable_softmax_fails_whatever_the_internal_dtype(fn, hint):
     result = ex.grade("tiled_attention", fn)
     assert (result.status, result.hint) == ("fail", hint), result.message
@@ -345,18 +362,21 @@ def test_the_issues_own_example_is_a_checked_case():
     assert scores.tril().abs().max() >= 800 and torch.exp(scores.double().tril().max()).isinf()
 
 
-
 def test_a_query_block_scaled_in_place_is_named():
     result = ex.grade("tiled_attention", lambda q, k, v, b: blocked(q, k, v, b, inplace=True))
     assert (result.status, result.hint) == ("fail", "input_modified"), result.message
     assert "`queries`" in result.message
 
 
-@pytest.mark.parametrize(("fn", "hint"), [
-    (lambda q, k, v, b: blocked(q, k, v, b, mask=False), "future_open"),  # the notebook's block skipping kept
-    (lambda q, k, v, b: blocked(q, k, v, b) if q.shape[-2] % b == 0 else 1 / 0, "partial_block"),
-    (lambda q, k, v, b: blocked(q.view(*q.shape[:2], -1, b, q.shape[-1]).flatten(2, 3), k, v, b), "partial_block"),
-], ids=["mask-forgotten-blocks-skipped", "raises-on-a-partial-block", "view-into-whole-blocks"])
+@pytest.mark.parametrize(
+    ("fn", "hint"),
+    [
+        (lambda q, k, v, b: blocked(q, k, v, b, mask=False), "future_open"),  # the notebook's block skipping kept
+        (lambda q, k, v, b: blocked(q, k, v, b) if q.shape[-2] % b == 0 else 1 / 0, "partial_block"),
+        (lambda q, k, v, b: blocked(q.view(*q.shape[:2], -1, b, q.shape[-1]).flatten(2, 3), k, v, b), "partial_block"),
+    ],
+    ids=["mask-forgotten-blocks-skipped", "raises-on-a-partial-block", "view-into-whole-blocks"],
+)
 def test_mistakes_get_their_own_hint(fn, hint):
     result = ex.grade("tiled_attention", fn)
     assert (result.status, result.hint) == ("fail", hint), result.message
@@ -384,11 +404,14 @@ def _lower_right(queries, keys, values, window):
     return F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask)
 
 
-@pytest.mark.parametrize("fn", [_is_causal_when_square("keyword"), _is_causal_when_square("positional overload"),
-                                _lower_right], ids=["is_causal-keyword", "is_causal-positional-overload",
-                                                    "causal_lower_right"])
+@pytest.mark.parametrize(
+    "fn",
+    [_is_causal_when_square("keyword"), _is_causal_when_square("positional overload"), _lower_right],
+    ids=["is_causal-keyword", "is_causal-positional-overload", "causal_lower_right"],
+)
 def test_torchs_causal_mask_is_named_even_where_its_numbers_are_right(fn):
     import torch.nn.attention.bias  # noqa: F401 - before the timed call, as a notebook's import cell: it loads dynamo
+
     result = ex.grade("cached_attention", fn)
     assert (result.status, result.hint) == ("fail", "uses_is_causal"), result.message
 

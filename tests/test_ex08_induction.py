@@ -71,8 +71,11 @@ PLANTED_ALL = [
     ("find_by_ablation", ablation_factory("least"), "least_drop"),
     ("find_by_ablation", lambda runs, layer, head: float(find_by_ablation(runs, layer, head)), "not_a_head_index"),
     ("find_by_ablation", lambda runs, layer, head: runs.shape[2], "no_such_head"),
-    ("find_by_ablation", lambda runs, layer, head: 0 if find_by_ablation(runs, layer, head) else 1,
-     "wrong_layer0_head"),
+    (
+        "find_by_ablation",
+        lambda runs, layer, head: 0 if find_by_ablation(runs, layer, head) else 1,
+        "wrong_layer0_head",
+    ),
 ]
 PLANTED = [p for p in PLANTED_ALL if p[2] is not None]  # what tests/test_exercises.py checks: a named hint
 

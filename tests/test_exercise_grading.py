@@ -20,8 +20,10 @@ from llm_lab.exercises import _messages
 
 NEG_INF = float("-inf")
 # notebooks whose exercises exist (notebooks/src/NN_slug.exercises.nbsrc): the registry's notebook numbers
-WITH_EXERCISES = {p.name[:2] for p in (Path(__file__).resolve().parent.parent / "notebooks" / "src").glob(
-    "[0-9][0-9]_*.exercises.nbsrc")}
+WITH_EXERCISES = {
+    p.name[:2]
+    for p in (Path(__file__).resolve().parent.parent / "notebooks" / "src").glob("[0-9][0-9]_*.exercises.nbsrc")
+}
 
 
 @pytest.fixture(autouse=True)
@@ -197,8 +199,14 @@ def test_a_loop_that_swallows_every_interruption_still_ends_at_the_limit():
 
     root = Path(__file__).resolve().parent.parent
     try:
-        done = subprocess.run([sys.executable, "-c", NEVER_GIVES_UP], cwd=root, capture_output=True, text=True,
-                              timeout=60, env={**os.environ, "PYTHONPATH": str(root)})
+        done = subprocess.run(
+            [sys.executable, "-c", NEVER_GIVES_UP],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": str(root)},
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("the check never ended: the loop swallowed every Deadline")
     status, in_thread, seconds = done.stdout.split()
@@ -347,21 +355,27 @@ REFERENCE_CASES = [
     ("causal_mask", functools.partial(llm_lab.causal_mask)),
     ("renormalize", llm_lab.mask_and_renormalize),
     ("causal_softmax", lambda s, m: llm_lab.causal_softmax(s, m)),
-    ("packed_weights", lambda q, k, d: llm_lab.causal_softmax(
-        (q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5)
-        .masked_fill(d[..., :, None] != d[..., None, :], -torch.inf))),
+    (
+        "packed_weights",
+        lambda q, k, d: llm_lab.causal_softmax(
+            (q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5).masked_fill(d[..., :, None] != d[..., None, :], -torch.inf)
+        ),
+    ),
     ("causal_attention", llm_lab.CausalAttention),
     ("multihead", llm_lab.MultiHeadAttention),
     ("multihead", llm_lab.FusedMultiHeadAttention),
     ("multihead", SubclassedMHA),
     ("multihead", WrapsMHA),
-    ("padded_attention", lambda q, k, v, m: llm_lab.causal_softmax(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5,
-                                                                   m[:, None]) @ v),
+    (
+        "padded_attention",
+        lambda q, k, v, m: llm_lab.causal_softmax(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5, m[:, None]) @ v,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("exercise", "obj"), REFERENCE_CASES, ids=[f"{e}-{i}" for i, (e, _) in
-                                                                    enumerate(REFERENCE_CASES)])
+@pytest.mark.parametrize(
+    ("exercise", "obj"), REFERENCE_CASES, ids=[f"{e}-{i}" for i, (e, _) in enumerate(REFERENCE_CASES)]
+)
 def test_llm_labs_own_reference_gets_status_reference(exercise, obj, capsys):
     result = ex.grade(exercise, obj)
     assert (result.status, result.score) == ("reference", 0), result.message

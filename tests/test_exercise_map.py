@@ -8,8 +8,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted((ROOT / "notebooks" / "src").glob("[0-9][0-9]_*.exercises.nbsrc"))
 PAGES = {"en": ROOT / "docs" / "exercises.md", "zh": ROOT / "docs" / "exercises.zh-CN.md"}
-LEVELS = {"en": {"easy": "easy", "medium": "medium", "harder": "harder"},
-          "zh": {"easy": "简单", "medium": "中等", "harder": "较难"}}
+LEVELS = {
+    "en": {"easy": "easy", "medium": "medium", "harder": "harder"},
+    "zh": {"easy": "简单", "medium": "中等", "harder": "较难"},
+}
 AUTO = {"en": "auto", "zh": "自动"}
 TRANSFER = {"en": ("yes", "practice"), "zh": ("是", "巩固")}
 
@@ -55,17 +57,24 @@ def test_the_map_lists_every_item_with_its_difficulty_and_grading(lang):
 
 TOTALS = {"en": "## Totals", "zh": "## 合计"}
 # the totals table's rows, in order: the by-hand items, the autograded ones, all of them
-TOTAL_ROWS = {"en": ("Predict / Explain", "Implement / Find the bug", "all"),
-              "zh": ("预测 / 解释", "实现 / 找错误", "全部")}
-FRACTION = {"en": r"\*\*Transfer fraction: (\d+) of (\d+) items, (\d+) %\.\*\*",
-            "zh": r"\*\*迁移比例：(?P<n>\d+) 道题中 (?P<t>\d+) 道，(?P<pct>\d+)%。\*\*"}
+TOTAL_ROWS = {
+    "en": ("Predict / Explain", "Implement / Find the bug", "all"),
+    "zh": ("预测 / 解释", "实现 / 找错误", "全部"),
+}
+FRACTION = {
+    "en": r"\*\*Transfer fraction: (\d+) of (\d+) items, (\d+) %\.\*\*",
+    "zh": r"\*\*迁移比例：(?P<n>\d+) 道题中 (?P<t>\d+) 道，(?P<pct>\d+)%。\*\*",
+}
 
 
 def stated_totals(lang: str) -> tuple[list[list[str]], tuple[int, int, int]]:
     """The totals section's table rows (cells) and its fraction sentence as (transfer, items, percent)."""
     section = PAGES[lang].read_text(encoding="utf-8").split(TOTALS[lang], 1)[1]
-    table = [[c.strip() for c in line.strip().strip("|").split("|")] for line in section.splitlines()
-             if line.startswith("| ") and not line.startswith("| ---")][1:]  # without the header
+    table = [
+        [c.strip() for c in line.strip().strip("|").split("|")]
+        for line in section.splitlines()
+        if line.startswith("| ") and not line.startswith("| ---")
+    ][1:]  # without the header
     found = re.search(FRACTION[lang], section)
     assert found, (lang, "no fraction sentence")
     if lang == "zh":
@@ -111,5 +120,6 @@ def test_the_totals_check_can_fail(tmp_path, monkeypatch):
 
 def test_the_two_pages_agree():
     en, zh = page_rows("en"), page_rows("zh")
-    assert {nb: [(r[0], TRANSFER["en"].index(r[4])) for r in rows] for nb, rows in en.items()} == \
-        {nb: [(r[0], TRANSFER["zh"].index(r[4])) for r in rows] for nb, rows in zh.items()}
+    assert {nb: [(r[0], TRANSFER["en"].index(r[4])) for r in rows] for nb, rows in en.items()} == {
+        nb: [(r[0], TRANSFER["zh"].index(r[4])) for r in rows] for nb, rows in zh.items()
+    }

@@ -44,8 +44,9 @@ class Flex(nn.Module):
         b, t, _ = x.shape
         if self.place == "x":
             x = self.dropout(x)
-        q, k, v = (layer(x).view(b, t, self.nh, self.hd).transpose(1, 2)
-                   for layer in (self.W_query, self.W_key, self.W_value))
+        q, k, v = (
+            layer(x).view(b, t, self.nh, self.hd).transpose(1, 2) for layer in (self.W_query, self.W_key, self.W_value)
+        )
         if self.sdpa:
             c = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=self.p if self.training else 0.0)
         else:
@@ -142,8 +143,9 @@ CORRECT_BUT_DIFFERENT = [
 ]
 
 
-@pytest.mark.parametrize(("exercise", "obj"), CORRECT_BUT_DIFFERENT,
-                         ids=[f"{e}-{i}" for i, (e, _) in enumerate(CORRECT_BUT_DIFFERENT)])
+@pytest.mark.parametrize(
+    ("exercise", "obj"), CORRECT_BUT_DIFFERENT, ids=[f"{e}-{i}" for i, (e, _) in enumerate(CORRECT_BUT_DIFFERENT)]
+)
 def test_correct_but_different_solutions_pass(exercise, obj):
     result = ex.grade(exercise, obj)
     assert result.status == "pass", result.message
@@ -183,8 +185,9 @@ ROUND_MISTAKES = [
 ]
 
 
-@pytest.mark.parametrize(("exercise", "obj", "hint"), ROUND_MISTAKES,
-                         ids=[f"{e}-{h}-{i}" for i, (e, _, h) in enumerate(ROUND_MISTAKES)])
+@pytest.mark.parametrize(
+    ("exercise", "obj", "hint"), ROUND_MISTAKES, ids=[f"{e}-{h}-{i}" for i, (e, _, h) in enumerate(ROUND_MISTAKES)]
+)
 def test_round_mistake_is_named(exercise, obj, hint):
     result = ex.grade(exercise, obj)
     assert (result.status, result.hint) == ("fail", hint), result.message
@@ -228,8 +231,12 @@ def test_hard_coded_dropout_rate_is_named_in_the_function_exercise():
 def padded_factory(pad_axis="keys", zero_rows=True, causal=True, fill=NEG_INF):
     def fn(queries, keys, values, key_padding_mask):
         t = queries.shape[-2]
-        pad = {"keys": key_padding_mask[:, None, None, :], "heads": key_padding_mask[:, None, :],
-               "queries": key_padding_mask[:, None, :, None], "none": torch.zeros(t, dtype=torch.bool)}[pad_axis]
+        pad = {
+            "keys": key_padding_mask[:, None, None, :],
+            "heads": key_padding_mask[:, None, :],
+            "queries": key_padding_mask[:, None, :, None],
+            "none": torch.zeros(t, dtype=torch.bool),
+        }[pad_axis]
         hidden = (_triu(t, 1) if causal else torch.zeros(t, t, dtype=torch.bool)) | pad
         w = torch.softmax((queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5).masked_fill(hidden, fill), -1)
         return (w.masked_fill(hidden.all(-1, keepdim=True), 0.0) if zero_rows else w) @ values
@@ -283,8 +290,9 @@ TRANSFER_MISTAKES = [
 ]
 
 
-@pytest.mark.parametrize(("exercise", "fn", "hint"), TRANSFER_MISTAKES,
-                         ids=[f"{e}-{h}" for e, _, h in TRANSFER_MISTAKES])
+@pytest.mark.parametrize(
+    ("exercise", "fn", "hint"), TRANSFER_MISTAKES, ids=[f"{e}-{h}" for e, _, h in TRANSFER_MISTAKES]
+)
 def test_transfer_mistake_is_named(exercise, fn, hint):
     result = ex.grade(exercise, fn)
     assert (result.status, result.hint) == ("fail", hint), result.message

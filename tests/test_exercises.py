@@ -111,8 +111,9 @@ def test_module_without_forward_is_not_implemented(exercise):
 # ---- planted mistakes --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("exercise", "fn", "hint"), PLANTED, ids=[f"{e}-{h}-{i}" for i, (e, _, h) in
-                                                                    enumerate(PLANTED)])
+@pytest.mark.parametrize(
+    ("exercise", "fn", "hint"), PLANTED, ids=[f"{e}-{h}-{i}" for i, (e, _, h) in enumerate(PLANTED)]
+)
 def test_planted_mistake_is_named(exercise, fn, hint, capsys):
     result = ex.evaluate(exercise, fn)
     assert (result.status, result.hint) == ("fail", hint), result.message
@@ -124,8 +125,17 @@ def test_planted_mistake_is_named(exercise, fn, hint, capsys):
 
 # The diagnoses the course promises, each planted above at least once.
 PROMISED = {
-    "diagonal_masked", "future_open", "softmax_dim", "scale_missing", "scale_twice", "column_sums",
-    "dropout_scaled_by_p", "dropout_in_eval", "view_without_transpose", "out_proj_missing", "mask_wrong_size",
+    "diagonal_masked",
+    "future_open",
+    "softmax_dim",
+    "scale_missing",
+    "scale_twice",
+    "column_sums",
+    "dropout_scaled_by_p",
+    "dropout_in_eval",
+    "view_without_transpose",
+    "out_proj_missing",
+    "mask_wrong_size",
 }
 
 
@@ -164,8 +174,9 @@ def prints_a_lot(*args, **kwargs):
 
 
 @pytest.mark.parametrize("exercise", ex.EXERCISES)
-@pytest.mark.parametrize("bad", [raises_type_error, wrong_shape, not_a_tensor, returns_none, prints_a_lot, 42, None,
-                                 RaisingModule])
+@pytest.mark.parametrize(
+    "bad", [raises_type_error, wrong_shape, not_a_tensor, returns_none, prints_a_lot, 42, None, RaisingModule]
+)
 def test_checker_never_raises(exercise, bad, capsys):
     result = ex.evaluate(exercise, bad)
     assert result.status in ("fail", "error")
@@ -198,8 +209,10 @@ def test_every_message_exists_in_both_languages():
         assert "\n" not in texts["en"] and "\n" not in texts["zh"], hint
 
 
-@pytest.mark.parametrize(("exercise", "fn", "hint"), PLANTED[::3] + [("dropout", dropout, "passed"),
-                                                                      ("document_windows", stub, "not_implemented")])
+@pytest.mark.parametrize(
+    ("exercise", "fn", "hint"),
+    PLANTED[::3] + [("dropout", dropout, "passed"), ("document_windows", stub, "not_implemented")],
+)
 def test_messages_switch_language(exercise, fn, hint):
     en = ex.evaluate(exercise, fn)
     ex.set_language("zh")

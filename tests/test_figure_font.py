@@ -50,10 +50,13 @@ def test_the_zh_notebooks_draw_chinese_in_their_figures():
 
 def test_the_shipped_font_covers_every_cjk_character_of_the_figures():
     have = figure_font.shipped_chars()
-    lacking = [f"{at}: {ch!r} in {text!r}" for at, text in STRINGS for ch in figure_font.cjk_chars(text)
-               if ch not in have]
-    assert not lacking, ("rebuild the font: python -m tools.authoring.figure_font build --source "
-                         "NotoSansCJK-Regular.ttc (docs/authoring.md)\n" + "\n".join(lacking))
+    lacking = [
+        f"{at}: {ch!r} in {text!r}" for at, text in STRINGS for ch in figure_font.cjk_chars(text) if ch not in have
+    ]
+    assert not lacking, (
+        "rebuild the font: python -m tools.authoring.figure_font build --source "
+        "NotoSansCJK-Regular.ttc (docs/authoring.md)\n" + "\n".join(lacking)
+    )
     assert figure_font.main(["check"]) == 0
 
 
@@ -74,8 +77,9 @@ def test_a_character_outside_the_subset_is_caught():
 
 def test_the_helpers_draw_their_chinese_words_with_no_missing_glyph():
     keys = list(benchmark.CONTESTANTS)[:2]
-    sweep = {t: {k: benchmark.Result(key=k, equal=True, times=[1e-3], saved_bytes=2**20) for k in keys}
-             for t in (16, 32)}
+    sweep = {
+        t: {k: benchmark.Result(key=k, equal=True, times=[1e-3], saved_bytes=2**20) for k in keys} for t in (16, 32)
+    }
 
     def draw(fig):
         axes = fig.subplots(1, 3)
@@ -177,8 +181,9 @@ def figure_gaps_of(source: str, at: str = "cell") -> list[str]:
             gaps.append(f"{at}+{node.lineno}: {name}(...) without lang={{{{LANG}}}}")
         texts = [*node.args] if name in TEXT_CALLS else []
         texts += [k.value for k in node.keywords if k.arg in TEXT_KEYWORDS]
-        gaps += [f"{at}+{node.lineno}: English in a zh figure: {words}"
-                 for words in map(_english_words, texts) if words]
+        gaps += [
+            f"{at}+{node.lineno}: English in a zh figure: {words}" for words in map(_english_words, texts) if words
+        ]
     return gaps
 
 
@@ -187,8 +192,9 @@ def figure_gaps(src) -> list[str]:
     return [gap for cell in cells if cell["type"] == "code" for gap in figure_gaps_of(cell["source"], cell["at"])]
 
 
-@pytest.mark.parametrize("src", [p for p in sorted(nbtool.SRC.glob("[0-9][0-9]_*.nbsrc")) if p.name[:2] not in PENDING],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "src", [p for p in sorted(nbtool.SRC.glob("[0-9][0-9]_*.nbsrc")) if p.name[:2] not in PENDING], ids=lambda p: p.name
+)
 def test_every_zh_figure_speaks_chinese(src):
     gaps = figure_gaps(src)
     assert not gaps, "give these lines a '# zh>' twin (docs/authoring.md):\n" + "\n".join(gaps)

@@ -1,6 +1,5 @@
 """tools/release/float_nudge.py: the robustness run's perturbation does what make test-perturbed relies on."""
 
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -34,13 +33,19 @@ def test_every_listed_op_is_nudged_and_whole_numbers_are_not():
     x = torch.randn(2, 2, 5, 8)
     w = torch.randn(3, 8)
     plain = {
-        "matmul": x @ x.transpose(-2, -1), "softmax": x.softmax(-1), "sum": x.sum(-1),
-        "sdpa": F.scaled_dot_product_attention(x, x, x), "linear": F.linear(x, w),
+        "matmul": x @ x.transpose(-2, -1),
+        "softmax": x.softmax(-1),
+        "sum": x.sum(-1),
+        "sdpa": F.scaled_dot_product_attention(x, x, x),
+        "linear": F.linear(x, w),
     }
     with float_nudge.FloatNudge():
         nudged = {
-            "matmul": x @ x.transpose(-2, -1), "softmax": x.softmax(-1), "sum": x.sum(-1),
-            "sdpa": F.scaled_dot_product_attention(x, x, x), "linear": F.linear(x, w),
+            "matmul": x @ x.transpose(-2, -1),
+            "softmax": x.softmax(-1),
+            "sum": x.sum(-1),
+            "sdpa": F.scaled_dot_product_attention(x, x, x),
+            "linear": F.linear(x, w),
         }
         ones = torch.ones(21).sum()
         doubles = x.double() @ x.double().transpose(-2, -1)

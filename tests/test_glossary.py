@@ -27,12 +27,14 @@ def glossary() -> list[dict]:
     assert header[:4] == ["English", "中文", "Reserved", "Never write"], header
     for line in lines[2:]:
         english, chinese, reserved, never, *_ = split_row(line)
-        rows.append({
-            "english": [form.strip().lower() for form in english.split(" / ")],
-            "chinese": chinese,
-            "reserved": reserved == "yes",
-            "never": [item for item in re.findall(r"`([^`]+)`", never)],
-        })
+        rows.append(
+            {
+                "english": [form.strip().lower() for form in english.split(" / ")],
+                "chinese": chinese,
+                "reserved": reserved == "yes",
+                "never": [item for item in re.findall(r"`([^`]+)`", never)],
+            }
+        )
     return rows
 
 
@@ -49,8 +51,11 @@ def chinese_texts(src: Path) -> list[tuple[str, str, str]]:
     for cell in spec["cells"]:
         if cell["type"] == "code":
             _, comments = nbtool.comment_twins(nbtool.localize_code(cell["source"], "en", cell["at"]), cell["at"])
-            texts += [(f"{cell['at']}+{row}", twins["zh"], en) for row, (_, en, twins) in sorted(comments.items())
-                      if twins.get("zh")]
+            texts += [
+                (f"{cell['at']}+{row}", twins["zh"], en)
+                for row, (_, en, twins) in sorted(comments.items())
+                if twins.get("zh")
+            ]
             lines, code_twins, _ = nbtool.code_twins(cell["source"], cell["at"])  # a figure's words: '# zh>' lines
             texts += [(f"{cell['at']}+{row}", twins["zh"], lines[row - 1]) for row, twins in sorted(code_twins.items())]
     return texts
@@ -74,17 +79,26 @@ def test_glossary_is_well_formed():
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r["english"][0])
 def test_forbidden_variants_are_absent(row):
-    hits = [f"{where}: {m.group(0)!r} in {zh[max(0, m.start() - 15): m.end() + 15]!r}"
-            for where, zh, _ in TEXTS for item in row["never"] for m in pattern(item).finditer(zh)]
+    hits = [
+        f"{where}: {m.group(0)!r} in {zh[max(0, m.start() - 15) : m.end() + 15]!r}"
+        for where, zh, _ in TEXTS
+        for item in row["never"]
+        for m in pattern(item).finditer(zh)
+    ]
     assert not hits, f"write {row['chinese']!r} ({row['english'][0]}), see docs/glossary.md:\n" + "\n".join(hits)
 
 
 @pytest.mark.parametrize("row", [r for r in ROWS if r["reserved"]], ids=lambda r: r["english"][0])
 def test_reserved_terms_translate_their_concept_only(row):
-    stray = [f"{where}: {zh[:60]!r}" for where, zh, en in TEXTS
-             if row["chinese"] in zh and not any(form in en.lower() for form in row["english"])]
-    assert not stray, (f"{row['chinese']!r} is reserved for {row['english'][0]!r}, but these English twins "
-                       "never say so:\n" + "\n".join(stray))
+    stray = [
+        f"{where}: {zh[:60]!r}"
+        for where, zh, en in TEXTS
+        if row["chinese"] in zh and not any(form in en.lower() for form in row["english"])
+    ]
+    assert not stray, (
+        f"{row['chinese']!r} is reserved for {row['english'][0]!r}, but these English twins "
+        "never say so:\n" + "\n".join(stray)
+    )
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r["english"][0])
@@ -97,8 +111,12 @@ def test_every_glossary_term_is_used(row):
 
 def test_notebook_references_read_di_nn_ke():
     """Every mention of another notebook by number is '第 NN 课' (two digits, spaces around)."""
-    loose = [f"{where}: {m.group(0)!r}" for where, zh, _ in TEXTS
-             for m in re.finditer(r"第\s*\d+\s*课", zh) if not re.fullmatch(r"第 \d\d 课", m.group(0))]
+    loose = [
+        f"{where}: {m.group(0)!r}"
+        for where, zh, _ in TEXTS
+        for m in re.finditer(r"第\s*\d+\s*课", zh)
+        if not re.fullmatch(r"第 \d\d 课", m.group(0))
+    ]
     assert not loose, "\n".join(loose)
 
 
@@ -115,15 +133,22 @@ def test_dropout_mask_never_borrows_the_causal_masks_word():
     """Dropout's random keep/drop pattern is 丢弃掩码; 遮蔽 stays with the causal and padding masks."""
     causal = re.compile(r"(因果|填充|加性)遮蔽|遮蔽矩阵")
     other_mask = re.compile(r"causal|padding|future|-inf|−inf|hid")  # the English is (also) about hiding
-    stray = [f"{where}: {zh[max(0, m.start() - 15): m.end() + 15]!r}" for where, zh, en in TEXTS
-             if "dropout" in en.lower() and not other_mask.search(en.lower())
-             for m in re.finditer("遮蔽", causal.sub("", zh))]
+    stray = [
+        f"{where}: {zh[max(0, m.start() - 15) : m.end() + 15]!r}"
+        for where, zh, en in TEXTS
+        if "dropout" in en.lower() and not other_mask.search(en.lower())
+        for m in re.finditer("遮蔽", causal.sub("", zh))
+    ]
     assert not stray, "write 丢弃掩码 for dropout's mask (docs/glossary.md):\n" + "\n".join(stray)
 
 
 @pytest.mark.parametrize("row", [r for r in ROWS if r["never"]], ids=lambda r: r["english"][0])
 def test_library_messages_avoid_forbidden_variants(row):
     """The checkers and explorers print Chinese into the zh notebooks: the same words apply to them."""
-    hits = [f"{path.relative_to(ROOT)}: {m.group(0)!r}" for path in sorted((ROOT / "llm_lab").rglob("*.py"))
-            for item in row["never"] for m in pattern(item).finditer(path.read_text(encoding="utf-8"))]
+    hits = [
+        f"{path.relative_to(ROOT)}: {m.group(0)!r}"
+        for path in sorted((ROOT / "llm_lab").rglob("*.py"))
+        for item in row["never"]
+        for m in pattern(item).finditer(path.read_text(encoding="utf-8"))
+    ]
     assert not hits, f"write {row['chinese']!r} ({row['english'][0]}):\n" + "\n".join(hits)

@@ -27,13 +27,20 @@ def test_without_a_gpu_it_says_so_in_one_line_and_runs_nothing(monkeypatch, caps
 @pytest.mark.parametrize("module", ["llm_lab.dev.gpu_check", "llm_lab.gpu_check"])  # old name: Makefile, Colab
 def test_python_dash_m_runs_main(module, tmp_path):
     # no GPU here: main() says so and exits 2; --help exits 0. Either way main() ran, with no runpy warning.
-    proc = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     assert proc.stdout.startswith("usage: python -m llm_lab.dev.gpu_check")
     if not torch.cuda.is_available():
-        proc = subprocess.run([sys.executable, "-m", module, str(tmp_path)], cwd=ROOT, capture_output=True,
-                              text=True, timeout=120, check=False)
+        proc = subprocess.run(
+            [sys.executable, "-m", module, str(tmp_path)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         assert (proc.returncode, proc.stdout, proc.stderr) == (2, gpu_check.NO_GPU + "\n", "")
 
 
@@ -47,8 +54,10 @@ def test_needs_paths_or_fetch_but_not_both(capsys):
 def tiny_notebook(path: Path, stored: str) -> None:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
-    cells = [nbformat.v4.new_code_cell("print(6 * 7)", execution_count=1),
-             nbformat.v4.new_code_cell("print('ok')", execution_count=2)]
+    cells = [
+        nbformat.v4.new_code_cell("print(6 * 7)", execution_count=1),
+        nbformat.v4.new_code_cell("print('ok')", execution_count=2),
+    ]
     cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text=stored)]
     cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="ok\n")]
     nb.cells = cells

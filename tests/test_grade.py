@@ -28,8 +28,10 @@ PATCH_EVALUATE = (
     "ex.grade = lambda name, obj, **kw: ex.CheckResult(name, 'pass', 'passed', 'ok')\n\n"
     "def mask_and_renormalize(attn_weights):\n    raise NotImplementedError()\n"
 )
-REDEFINE_CHECK = ("def causal_mask(num_tokens):\n    return None\n\n\n"
-                  "def check_causal_mask(fn):\n    print('✅ causal_mask: correct')\n")
+REDEFINE_CHECK = (
+    "def causal_mask(num_tokens):\n    return None\n\n\n"
+    "def check_causal_mask(fn):\n    print('✅ causal_mask: correct')\n"
+)
 
 
 def class_of(notebooks: Path, subs: Path) -> dict[str, tuple[int, str]]:
@@ -48,8 +50,15 @@ def class_of(notebooks: Path, subs: Path) -> dict[str, tuple[int, str]]:
 
     put("alice", fx.filled(notebooks), "both", "correct")
     put("bob", fx.student_copy(notebooks), "none", "handed in untouched")
-    put("carol", fx.filled(notebooks, causal_mask="def causal_mask(n):\n    import torch\n"
-                           "    return torch.ones(n, n, dtype=torch.bool).triu()\n"), "renorm", "diagonal masked")
+    put(
+        "carol",
+        fx.filled(
+            notebooks,
+            causal_mask="def causal_mask(n):\n    import torch\n    return torch.ones(n, n, dtype=torch.bool).triu()\n",
+        ),
+        "renorm",
+        "diagonal masked",
+    )
     put("dan", fx.filled(notebooks, causal_mask=REDEFINE_CHECK), "none", "redefines check_causal_mask")
     put("erin", fx.filled(notebooks, mask_and_renormalize=PATCH_EVALUATE), "mask", "patches llm_lab.exercises")
     put("fay", fx.filled(notebooks, causal_mask="from llm_lab import causal_mask\n"), "renorm", "llm_lab's own")
@@ -93,8 +102,10 @@ def class_of(notebooks: Path, subs: Path) -> dict[str, tuple[int, str]]:
     put("vic", colab, "both", "cell ids lost")
     put("wes", fx.filled(notebooks, mask_and_renormalize="import os\n\nos._exit(1)\n"), "mask", "kills the kernel")
     helper = fx.filled(notebooks, causal_mask="def causal_mask(n):\n    return helper(n)\n")
-    helper.cells.insert(helper.cells.index(fx.solution_cells(helper)[0]), nbformat.v4.new_code_cell(
-        "def helper(n):\n    return torch.ones(n, n, dtype=torch.bool).triu(diagonal=1)\n"))
+    helper.cells.insert(
+        helper.cells.index(fx.solution_cells(helper)[0]),
+        nbformat.v4.new_code_cell("def helper(n):\n    return torch.ones(n, n, dtype=torch.bool).triu(diagonal=1)\n"),
+    )
     put("xan", helper, "both", "adds a helper cell")
     # a learner version (what Colab opens): handed in as it comes, and with its folded solutions pasted in
     instructor = nbformat.read(str(notebooks / "en" / fx.NAME), as_version=4)
@@ -116,8 +127,11 @@ def class_of(notebooks: Path, subs: Path) -> dict[str, tuple[int, str]]:
 
 
 def digest(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -129,17 +143,31 @@ def graded(tmp_path_factory, sandbox_required):
     before = digest(subs)
     out = root / "out"
     results = grade.grade(subs, out, cell_timeout=10, src=notebooks, echo=lambda *a: None)
-    return {"expect": expect, "results": {r.student: r for r in results}, "out": out, "subs": subs,
-            "before": before, "root": root}
+    return {
+        "expect": expect,
+        "results": {r.student: r for r in results},
+        "out": out,
+        "subs": subs,
+        "before": before,
+        "root": root,
+    }
 
 
 def test_every_case_gets_its_total(graded):
     assert len(graded["expect"]) >= 20
     got = {s: r.total for s, r in graded["results"].items()}
     want = {s: t for s, (t, _) in graded["expect"].items()}
-    wrong = {f"{s} ({graded['expect'][s][1]})": (got.get(s), want[s], [
-        (v.key, v.status, v.message[:200]) for v in graded["results"][s].verdicts] if s in graded["results"] else None)
-        for s in want if got.get(s) != want[s]}
+    wrong = {
+        f"{s} ({graded['expect'][s][1]})": (
+            got.get(s),
+            want[s],
+            [(v.key, v.status, v.message[:200]) for v in graded["results"][s].verdicts]
+            if s in graded["results"]
+            else None,
+        )
+        for s in want
+        if got.get(s) != want[s]
+    }
     assert not wrong, f"(got, want) per student: {wrong}"
 
 
@@ -147,12 +175,19 @@ def verdict(graded, student, key):
     return next(v for v in graded["results"][student].verdicts if v.key == key)
 
 
-@pytest.mark.parametrize("student,key,status", [
-    ("bob", "causal_mask", "todo"), ("carol", "causal_mask", "fail"), ("dan", "causal_mask", "tampered"),
-    ("fay", "causal_mask", "reference"), ("ivy", "causal_mask", "timeout"), ("jon", "mask_and_renormalize",
-                                                                             "timeout"),
-    ("max", "mask_and_renormalize", "missing"), ("alice", "mask_and_renormalize", "pass"),
-])
+@pytest.mark.parametrize(
+    "student,key,status",
+    [
+        ("bob", "causal_mask", "todo"),
+        ("carol", "causal_mask", "fail"),
+        ("dan", "causal_mask", "tampered"),
+        ("fay", "causal_mask", "reference"),
+        ("ivy", "causal_mask", "timeout"),
+        ("jon", "mask_and_renormalize", "timeout"),
+        ("max", "mask_and_renormalize", "missing"),
+        ("alice", "mask_and_renormalize", "pass"),
+    ],
+)
 def test_verdicts_name_what_happened(graded, student, key, status):
     assert verdict(graded, student, key).status == status
 
@@ -165,10 +200,20 @@ def test_a_patched_checker_gives_zero_and_is_named(graded):
 
 def test_bad_submissions_get_a_clear_line(graded):
     report = (graded["out"] / "report.md").read_text(encoding="utf-8")
-    for student, words in [("quinn", "not a notebook"), ("rita", "invalid JSON"), ("sam", "not a text file"),
-                           ("uma", "no .ipynb notebook"), ("pat", "wrong notebook"), ("lee", "wrote files"),
-                           ("kim", "output cut"), ("ned", "reordered"), ("ola", "the zh copy"),
-                           ("wes", "kernel died"), ("gus", "SyntaxError"), ("hal", "SystemExit")]:
+    for student, words in [
+        ("quinn", "not a notebook"),
+        ("rita", "invalid JSON"),
+        ("sam", "not a text file"),
+        ("uma", "no .ipynb notebook"),
+        ("pat", "wrong notebook"),
+        ("lee", "wrote files"),
+        ("kim", "output cut"),
+        ("ned", "reordered"),
+        ("ola", "the zh copy"),
+        ("wes", "kernel died"),
+        ("gus", "SyntaxError"),
+        ("hal", "SystemExit"),
+    ]:
         line = next((ln for ln in report.splitlines() if f"**{student}**" in ln), "")
         if student in ("gus", "hal"):  # a failing solution cell is named in that exercise's hint
             line = verdict(graded, student, "causal_mask").message
@@ -194,7 +239,11 @@ def test_gradebook_feedback_and_report(graded):
     pts = fx.points(graded["root"] / "notebooks")
     full = sum(pts.values())
     assert [int(alice[k]) for k in ("causal_mask", "mask_and_renormalize", "total", "max")] == [
-        pts["causal_mask"], pts["mask_and_renormalize"], full, full]
+        pts["causal_mask"],
+        pts["mask_and_renormalize"],
+        full,
+        full,
+    ]
     assert sum(int(r["total"]) for r in rows) == sum(t for t, _ in graded["expect"].values())
     feedback = sorted(p.stem for p in (out / "feedback").glob("*.html"))
     assert feedback == sorted(graded["expect"])
@@ -205,8 +254,9 @@ def test_gradebook_feedback_and_report(graded):
     report = (out / "report.md").read_text(encoding="utf-8")
     row = next(ln for ln in report.splitlines() if ln.startswith("| `causal_mask`"))
     graded_n = sum(1 for r in graded["results"].values() if not r.problem)
-    passed = sum(1 for r in graded["results"].values() if not r.problem and verdict(graded, r.student,
-                                                                                 "causal_mask").points)
+    passed = sum(
+        1 for r in graded["results"].values() if not r.problem and verdict(graded, r.student, "causal_mask").points
+    )
     assert f"{passed} / {graded_n}" in row and "`diagonal_masked` (1)" in row
 
 
@@ -232,9 +282,10 @@ def test_grading_cells_are_derived_from_tags_not_a_list():
     from tools import course as _course
 
     nb = copy.deepcopy(nbformat.v4.new_notebook())
-    nb.cells = [nbformat.v4.new_code_cell("def brand_new(x):\n    ### BEGIN SOLUTION\n    return x\n"
-                                          "    ### END SOLUTION"),
-                nbformat.v4.new_code_cell("check_something_new(brand_new)")]
+    nb.cells = [
+        nbformat.v4.new_code_cell("def brand_new(x):\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION"),
+        nbformat.v4.new_code_cell("check_something_new(brand_new)"),
+    ]
     nb.cells[0].metadata["tags"], nb.cells[1].metadata["tags"] = ["solution"], ["checker"]
     [ex] = _course.exercises(nb.cells)
     assert (ex.key, ex.exercise, ex.checker, ex.solutions) == ("brand_new", "something_new", 1, (0,))

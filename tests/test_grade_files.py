@@ -113,7 +113,12 @@ def test_nbgrader_collect_copies_only_regular_files(tmp_path):
     stamps, refused = in_time(grade_nbgrader.collect, course, "ps1", into)["value"]
     assert stamps["alice"] == "2026-12-01 09:00:00 UTC" and stamps["bob"] == ""
     assert sorted(p.relative_to(into).as_posix() for p in into.rglob("*")) == [
-        "alice", f"alice/{fx.NAME}", "bob", "deep", f"deep/{fx.NAME}"]
+        "alice",
+        f"alice/{fx.NAME}",
+        "bob",
+        "deep",
+        f"deep/{fx.NAME}",
+    ]
     assert {r.student for r in refused} == {"key_link", "key_folder", "key_assignment", "shadow", "zero", "pipe"}
     assert all(r.problem and "not read" in r.problem for r in refused), [r.problem for r in refused]
 
@@ -130,8 +135,10 @@ def test_a_class_with_hostile_files_is_graded_and_reported(tmp_path):
     for name in _hostile.NAMES:
         (subs / f"{name}.txt").write_text("my answers are in the email")
     out = tmp_path / "out"
-    results = in_time(lambda: grade.grade(subs, out, cell_timeout=10, src=notebooks, echo=lambda *a: None,
-                                          sandboxed=False), seconds=300)["value"]
+    results = in_time(
+        lambda: grade.grade(subs, out, cell_timeout=10, src=notebooks, echo=lambda *a: None, sandboxed=False),
+        seconds=300,
+    )["value"]
     by = {r.student: r for r in results}
     assert _hostile.host_files_unread(results) == {}
     full = sum(fx.points(notebooks).values())

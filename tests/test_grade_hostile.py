@@ -29,8 +29,13 @@ def hostile(tmp_path_factory):
     host.listen()
     os.environ["LLM_LAB_TEST_SECRET"] = host.secret  # the grader's environment: no kernel may see it
     nbformat.write(fx.filled(notebooks), str(subs / "alice.ipynb"))
-    nbformat.write(fx.filled(notebooks, causal_mask="def causal_mask(n):\n    import torch\n"
-                             "    return torch.ones(n, n, dtype=torch.bool).triu()\n"), str(subs / "carol.ipynb"))
+    nbformat.write(
+        fx.filled(
+            notebooks,
+            causal_mask="def causal_mask(n):\n    import torch\n    return torch.ones(n, n, dtype=torch.bool).triu()\n",
+        ),
+        str(subs / "carol.ipynb"),
+    )
     attacks = _hostile.tricks(host)
     for student, code in attacks.items():
         nbformat.write(_hostile.notebook(fx, notebooks, student, code), str(subs / f"{student}.ipynb"))
@@ -43,14 +48,21 @@ def hostile(tmp_path_factory):
     before = host.digest()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     try:
-        results = grade.grade(subs, root / "out", cell_timeout=10, src=notebooks, echo=lambda *a: None,
-                              max_seconds=120)
+        results = grade.grade(subs, root / "out", cell_timeout=10, src=notebooks, echo=lambda *a: None, max_seconds=120)
     finally:
         host.stop()
         os.environ.pop("LLM_LAB_TEST_SECRET", None)
     grew = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak) * 1024  # bytes (Linux: ru_maxrss in KiB)
-    return {"results": {r.student: r for r in results}, "rows": results, "attacks": attacks, "host": host,
-            "before": before, "points": fx.points(notebooks), "grew": grew, "out": root / "out"}
+    return {
+        "results": {r.student: r for r in results},
+        "rows": results,
+        "attacks": attacks,
+        "host": host,
+        "before": before,
+        "points": fx.points(notebooks),
+        "grew": grew,
+        "out": root / "out",
+    }
 
 
 def test_a_big_class_of_attacks(hostile):
@@ -58,8 +70,11 @@ def test_a_big_class_of_attacks(hostile):
 
 
 def test_every_hostile_submission_scores_zero(hostile):
-    scored = {s: (r.total, [(v.key, v.status, v.message[:120]) for v in r.verdicts])
-              for s, r in hostile["results"].items() if s in hostile["attacks"] and r.total}
+    scored = {
+        s: (r.total, [(v.key, v.status, v.message[:120]) for v in r.verdicts])
+        for s, r in hostile["results"].items()
+        if s in hostile["attacks"] and r.total
+    }
     assert not scored, scored
     problems = {s: r.problem for s, r in hostile["results"].items() if r.problem and s not in _hostile.SPECIAL}
     assert problems == {}  # each was graded (a verdict per exercise), not dropped

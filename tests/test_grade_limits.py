@@ -66,8 +66,11 @@ def _class(notebooks: Path, subs: Path, storm: str) -> dict[str, int]:
     pts = fx.points(notebooks)
     subs.mkdir(parents=True)
     expect = {}
-    for student, mask, total in (("alice", None, sum(pts.values())), ("carol", WRONG, pts["mask_and_renormalize"]),
-                                 (storm, WRONG, 0)):  # os.fork is tampering (the source check): 0 points, but the
+    for student, mask, total in (
+        ("alice", None, sum(pts.values())),
+        ("carol", WRONG, pts["mask_and_renormalize"]),
+        (storm, WRONG, 0),
+    ):  # os.fork is tampering (the source check): 0 points, but the
         # storm still runs in its kernel, and what this test proves is that it stops neither grader nor shares a uid
         nb = fx.filled(notebooks, **({"causal_mask": mask} if mask else {}))
         cell = fx.solution_cells(nb)[0]
@@ -84,9 +87,20 @@ def test_two_graders_at_once_each_with_a_fork_storm(tmp_path):
         runs[name] = {"expect": _class(notebooks, tmp_path / name / "subs", storm)}
     start = time.monotonic()
     for name, run in runs.items():
-        run["proc"] = subprocess.Popen([sys.executable, "-c", ONE_GRADER, str(tmp_path / name / "subs"),
-                                        str(tmp_path / name / "out"), str(notebooks)], cwd=ROOT,
-                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        run["proc"] = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                ONE_GRADER,
+                str(tmp_path / name / "subs"),
+                str(tmp_path / name / "out"),
+                str(notebooks),
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     uids = []
     for name, run in runs.items():
         out, err = run["proc"].communicate(timeout=900)
@@ -106,7 +120,8 @@ def test_two_graders_at_once_each_with_a_fork_storm(tmp_path):
 
 # Each trick below hands in the right causal_mask only if it got through (LEAK): a trick that is stopped scores 0.
 LEAKY = "\ndef causal_mask(num_tokens):\n    return torch.ones(num_tokens, num_tokens, dtype=torch.bool).triu(diagonal=1 if LEAK else 0)\n"
-MANY_FILES = """
+MANY_FILES = (
+    """
 n = 0
 try:
     while n < 200_000:
@@ -115,8 +130,11 @@ try:
 except OSError:
     pass
 LEAK = n == 200_000
-""" + LEAKY
-INTO_THE_CONNECTION_FOLDER = """
+"""
+    + LEAKY
+)
+INTO_THE_CONNECTION_FOLDER = (
+    """
 import os
 from ipykernel.kernelapp import IPKernelApp
 folder = os.path.dirname(IPKernelApp.instance().connection_file)
@@ -127,8 +145,11 @@ try:
     LEAK = True
 except OSError:
     LEAK = False
-""" + LEAKY
-ALLOCATE_TOGETHER = """
+"""
+    + LEAKY
+)
+ALLOCATE_TOGETHER = (
+    """
 import os, time
 kids = []
 for _ in range(4):
@@ -139,7 +160,9 @@ for _ in range(4):
         os._exit(0)
     kids.append(pid)
 LEAK = all(os.waitpid(pid, 0)[1] == 0 for pid in kids)
-""" + LEAKY
+"""
+    + LEAKY
+)
 
 
 def test_files_in_tmp_and_the_connection_folder_are_bounded_per_submission(tmp_path):
@@ -153,8 +176,12 @@ def test_files_in_tmp_and_the_connection_folder_are_bounded_per_submission(tmp_p
         nb = fx.filled(notebooks, causal_mask=code)
         fx.solution_cells(nb)[1].source = STUB
         nbformat.write(nb, str(subs / f"{student}.ipynb"))
-    results = {r.student: r for r in grade.grade(subs, tmp_path / "out", jobs=2, cell_timeout=60, src=notebooks,
-                                                   echo=lambda *a: None, max_seconds=300)}
+    results = {
+        r.student: r
+        for r in grade.grade(
+            subs, tmp_path / "out", jobs=2, cell_timeout=60, src=notebooks, echo=lambda *a: None, max_seconds=300
+        )
+    }
     assert results["alice"].total == sum(pts.values()) and results["carol"].total == pts["mask_and_renormalize"]
     assert results["many_files"].total == 0 and results["conn_writer"].total == 0
     writes = " ".join(results["conn_writer"].notes)
@@ -173,8 +200,12 @@ def test_memory_together_is_limited_per_submission(tmp_path):
         nb = fx.filled(notebooks, causal_mask=code)
         fx.solution_cells(nb)[1].source = STUB
         nbformat.write(nb, str(subs / f"{student}.ipynb"))
-    results = {r.student: r for r in grade.grade(subs, tmp_path / "out", jobs=2, cell_timeout=120, src=notebooks,
-                                                   echo=lambda *a: None, max_seconds=300)}
+    results = {
+        r.student: r
+        for r in grade.grade(
+            subs, tmp_path / "out", jobs=2, cell_timeout=120, src=notebooks, echo=lambda *a: None, max_seconds=300
+        )
+    }
     assert results["alice"].total == sum(pts.values()) and results["carol"].total == pts["mask_and_renormalize"]
     r = results["allocate_together"]
     assert r.total == 0 and any("GiB together" in n and "were stopped" in n for n in r.notes), r.notes

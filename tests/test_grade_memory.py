@@ -45,7 +45,7 @@ def test_a_meta_layer_handed_back_costs_the_grader_nothing(monkeypatch):
             raise MemoryError("the test refuses a 2 GiB layer in the grader")
         real_init(self, in_features, out_features, *args, device=device, **kwargs)
 
-    _remote.capture("causal_mask", lambda: (lambda n: Big()))  # built in "the kernel", on the meta device
+    _remote.capture("causal_mask", lambda: lambda n: Big())  # built in "the kernel", on the meta device
     monkeypatch.setattr(nn.Linear, "__init__", init)
     link = loopback()
     link.exercise = "causal_mask"
@@ -78,16 +78,23 @@ def test_all_tensors_of_one_reply_share_one_budget():
         _remote.decode(_remote.encode(many))
 
 
-@pytest.mark.parametrize("text", [b"[" + b"[]," * 300_000 + b"[]]", b"[" * 5000 + b"]" * 5000,
-                                  b"x" * (_remote.MAX_REPLY_BYTES + 1)])
+@pytest.mark.parametrize(
+    "text", [b"[" + b"[]," * 300_000 + b"[]]", b"[" * 5000 + b"]" * 5000, b"x" * (_remote.MAX_REPLY_BYTES + 1)]
+)
 def test_a_reply_is_counted_before_it_is_parsed(text):
     with pytest.raises(_remote.WireError):
         _remote.parse(text)
 
 
 def message(kind: str, content: dict) -> dict:
-    return {"msg_type": kind, "header": {"msg_type": kind}, "parent_header": {"msg_id": "m"}, "metadata": {},
-            "content": content, "buffers": []}
+    return {
+        "msg_type": kind,
+        "header": {"msg_type": kind},
+        "parent_header": {"msg_id": "m"},
+        "metadata": {},
+        "content": content,
+        "buffers": [],
+    }
 
 
 def client(cells: int = 1, max_output: int = 10_000) -> _grade_kernel.CappedClient:
@@ -102,8 +109,9 @@ def client(cells: int = 1, max_output: int = 10_000) -> _grade_kernel.CappedClie
 def test_widget_comm_messages_are_not_kept():
     c = client()
     for i in range(200):
-        c.process_message(message("comm_msg", {"comm_id": "w", "data": {"state": {f"k{i}": "y" * 10_000}}}),
-                          c.nb.cells[0], 0)
+        c.process_message(
+            message("comm_msg", {"comm_id": "w", "data": {"state": {f"k{i}": "y" * 10_000}}}), c.nb.cells[0], 0
+        )
     assert c.widget_state == {} and c.widget_buffers == {}  # was 2 MB of state, kept for the whole run
 
 
@@ -123,8 +131,11 @@ def test_output_is_capped_per_submission_and_a_cells_error_is_kept():
         c.process_message(message("stream", {"name": "stdout", "text": "x" * 9_000}), c.nb.cells[i], i)
     kept = sum(len(o.get("text", "")) for cell in c.nb.cells for o in cell.outputs)
     assert kept <= _grade_kernel.MAX_TOTAL_CELLS * 10_000
-    c.process_message(message("error", {"ename": "ValueError", "evalue": "v" * 5000, "traceback": ["t" * 10**6]}),
-                      c.nb.cells[-1], cells - 1)
+    c.process_message(
+        message("error", {"ename": "ValueError", "evalue": "v" * 5000, "traceback": ["t" * 10**6]}),
+        c.nb.cells[-1],
+        cells - 1,
+    )
     assert _grade_kernel.cell_error(c.nb.cells[-1]).startswith("ValueError: vvv")
 
 

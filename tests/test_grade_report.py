@@ -18,8 +18,18 @@ def result(student: str, file: str = "", problem: str = "", notes=()) -> grade.R
 
 
 def test_feedback_names_are_unique_per_student_even_on_a_case_insensitive_disk():
-    rs = [result("twin~a"), result("twin_a"), result("Twin_A"), result("a--b"), result("a", "a/b.ipynb"),
-          result("a", "a/c.ipynb"), result("x" * 300), result("x" * 300 + "y"), result(".."), result("é")]
+    rs = [
+        result("twin~a"),
+        result("twin_a"),
+        result("Twin_A"),
+        result("a--b"),
+        result("a", "a/b.ipynb"),
+        result("a", "a/c.ipynb"),
+        result("x" * 300),
+        result("x" * 300 + "y"),
+        result(".."),
+        result("é"),
+    ]
     names = report.feedback_names(rs)
     assert len({n.casefold() for n in names.values()}) == len(rs)
     assert names[id(rs[1])] == "twin_a.html" and names[id(rs[3])] == "a--b.html"  # honest ids as they are
@@ -34,7 +44,11 @@ def test_no_csv_cell_is_a_formula(cell):
 
 def test_honest_csv_cells_are_unchanged():
     assert [report.csv_cell(v) for v in ("alice", "王小明", "01_demo.ipynb", 3)] == [
-        "alice", "王小明", "01_demo.ipynb", 3]
+        "alice",
+        "王小明",
+        "01_demo.ipynb",
+        3,
+    ]
 
 
 def test_bidi_and_control_characters_are_shown():
@@ -49,8 +63,10 @@ def render(text: str) -> str:
 
 
 def test_markdown_from_the_class_stays_text():
-    hostile = ("<img src=x onerror=alert(1)> [pay](https://evil.example) ![t](http://t.example/p.png) "
-               "www.evil.example **A+** `x` | ~~y~~ \u202egnp.exe\n\n# heading")
+    hostile = (
+        "<img src=x onerror=alert(1)> [pay](https://evil.example) ![t](http://t.example/p.png) "
+        "www.evil.example **A+** `x` | ~~y~~ \u202egnp.exe\n\n# heading"
+    )
     for text in (report.md_text(hostile), report.md_code(hostile), report.md_code("``a` b")):
         html = render(f"- **x** ({text})")
         assert "<img" not in html and "<a " not in html and "<strong>A+" not in html and "<h1" not in html, html
@@ -60,8 +76,10 @@ def test_markdown_from_the_class_stays_text():
 
 def test_the_written_reports_escape_everything(tmp_path):
     forged = "<script>alert(1)</script> [x](javascript:alert(1)) \u202e"
-    rs = [result("=HYPERLINK(\"http://evil\")", problem="not a notebook: " + forged),
-          result("<b>bob</b>", notes=[forged])]
+    rs = [
+        result('=HYPERLINK("http://evil")', problem="not a notebook: " + forged),
+        result("<b>bob</b>", notes=[forged]),
+    ]
     report.write_all(rs, {}, (None, None), tmp_path)
     cells = [row[0] for row in csv.reader((tmp_path / "grades.csv").open(encoding="utf-8"))]
     assert cells[1].startswith("'=")

@@ -12,44 +12,83 @@ from tools import course
 from tools.teaching import _grade_names, _grade_source, grade
 
 # notebook 01's course cell binds both exercises' names before the exercises, as the fixture's does
-COURSE = ("import torch\nfrom llm_lab import causal_mask, mask_and_renormalize\n"
-          "from llm_lab.exercises import check_causal_mask, check_renormalize\n")
+COURSE = (
+    "import torch\nfrom llm_lab import causal_mask, mask_and_renormalize\n"
+    "from llm_lab.exercises import check_causal_mask, check_renormalize\n"
+)
 RIGHT = "def causal_mask(num_tokens):\n    return torch.ones(num_tokens, num_tokens, dtype=torch.bool).triu(1)\n"
-THREAD = ("def causal_mask(n):\n    out = []\n    t = __import__('threading').Thread(target=lambda: out.append("
-          "__import__('llm_lab').causal_mask(n)))\n    t.start()\n    t.join()\n    return out[0]\n")
+THREAD = (
+    "def causal_mask(n):\n    out = []\n    t = __import__('threading').Thread(target=lambda: out.append("
+    "__import__('llm_lab').causal_mask(n)))\n    t.start()\n    t.join()\n    return out[0]\n"
+)
 
 # (name, the learner's cells before the checker, the status the source decides; None: the checkers decide)
 CASES = [
     ("honest", [RIGHT], None),
     ("honest with magics and shell lines", ["%who\n!ls\nx = !pwd\n%matplotlib inline\n" + RIGHT], None),
-    ("honest, a helper in an added cell", ["def helper(n):\n    return torch.ones(n, n).bool().triu(1)\n",
-                                            "def causal_mask(n):\n    return helper(n)\n"], None),
+    (
+        "honest, a helper in an added cell",
+        ["def helper(n):\n    return torch.ones(n, n).bool().triu(1)\n", "def causal_mask(n):\n    return helper(n)\n"],
+        None,
+    ),
     ("honest, %timeit after the definition", [RIGHT + "%timeit -n 1 causal_mask(3)\n"], None),
-    ("honest, an alias of llm_lab's compared in an added cell", [RIGHT, "from llm_lab import causal_mask as ref\n"
-                                                                 "assert (causal_mask(4) == ref(4)).all()\n"], None),
-    ("only sys.setprofile, relying on the course's import", ["import sys\nsys.setprofile = lambda *a, **k: None\n"],
-     "tampered"),
+    (
+        "honest, an alias of llm_lab's compared in an added cell",
+        [RIGHT, "from llm_lab import causal_mask as ref\nassert (causal_mask(4) == ref(4)).all()\n"],
+        None,
+    ),
+    (
+        "only sys.setprofile, relying on the course's import",
+        ["import sys\nsys.setprofile = lambda *a, **k: None\n"],
+        "tampered",
+    ),
     ("nothing, relying on the course's import", ["x = 1\n"], "missing"),
-    ("the definition inside `if False:`", ["if False:\n" + "".join("    " + ln + "\n" for ln in RIGHT.splitlines())],
-     "missing"),
+    (
+        "the definition inside `if False:`",
+        ["if False:\n" + "".join("    " + ln + "\n" for ln in RIGHT.splitlines())],
+        "missing",
+    ),
     ("the import in an added cell after the definition", [RIGHT, "from llm_lab import causal_mask\n"], "reference"),
     ("a %who line in the cell of the import", ["%who\nfrom llm_lab import causal_mask\n"], "reference"),
     ("__import__('llm_lab') in a worker thread", [THREAD], "tampered"),
-    ("__import__('llm_lab').causal_mask", ["def causal_mask(n):\n    return __import__('llm_lab').causal_mask(n)\n"],
-     "reference"),
-    ("importlib.import_module base", ["import importlib\nm = importlib.import_module('llm_lab.masks')\n\n"
-                                      "def causal_mask(n):\n    return m.causal_mask(n)\n"], "reference"),
-    ("getattr with a written name", ["def causal_mask(n):\n    return getattr(__import__('llm_lab'), "
-                                     "'causal_mask')(n)\n"], "reference"),
-    ("the course's binding kept under another name", ["_ref = causal_mask\n\n\ndef causal_mask(n):\n"
-                                                      "    return _ref(n)\n"], "reference"),
-    ("through a helper in an added cell", ["import llm_lab as L\n\n\ndef helper(n):\n"
-                                           "    return L.masks.causal_mask(n)\n", "def causal_mask(n):\n"
-                                           "    return helper(n)\n"], "reference"),
+    (
+        "__import__('llm_lab').causal_mask",
+        ["def causal_mask(n):\n    return __import__('llm_lab').causal_mask(n)\n"],
+        "reference",
+    ),
+    (
+        "importlib.import_module base",
+        [
+            "import importlib\nm = importlib.import_module('llm_lab.masks')\n\n"
+            "def causal_mask(n):\n    return m.causal_mask(n)\n"
+        ],
+        "reference",
+    ),
+    (
+        "getattr with a written name",
+        ["def causal_mask(n):\n    return getattr(__import__('llm_lab'), 'causal_mask')(n)\n"],
+        "reference",
+    ),
+    (
+        "the course's binding kept under another name",
+        ["_ref = causal_mask\n\n\ndef causal_mask(n):\n    return _ref(n)\n"],
+        "reference",
+    ),
+    (
+        "through a helper in an added cell",
+        [
+            "import llm_lab as L\n\n\ndef helper(n):\n    return L.masks.causal_mask(n)\n",
+            "def causal_mask(n):\n    return helper(n)\n",
+        ],
+        "reference",
+    ),
     ("%%capture around the import", ["%%capture\nfrom llm_lab import causal_mask\n"], "reference"),
     ("a star import after the definition", [RIGHT + "from llm_lab import *\n"], "reference"),
-    ("rebound inside a function", [RIGHT + "def f():\n    global causal_mask\n    causal_mask = 2\n\n\nf()\n"],
-     "missing"),
+    (
+        "rebound inside a function",
+        [RIGHT + "def f():\n    global causal_mask\n    causal_mask = 2\n\n\nf()\n"],
+        "missing",
+    ),
     ("deleted after the definition", [RIGHT, "del causal_mask\n"], "missing"),
     ("invalid syntax", ["def causal_mask(n:\n    pass\n"], "error"),
     ("exec of a string", [RIGHT + "exec('from llm_lab import causal_mask')\n"], "error"),
@@ -64,8 +103,11 @@ CASES = [
 
 
 def verdict(learner: list[str], key: str = "causal_mask", exercise: str = "causal_mask", lang: str = "en"):
-    cells = [_grade_source.Cell(COURSE, False), *(_grade_source.Cell(c, True) for c in learner),
-             _grade_source.Cell(f"_llm_lab_remote.capture({key!r}, lambda: {key})", False)]
+    cells = [
+        _grade_source.Cell(COURSE, False),
+        *(_grade_source.Cell(c, True) for c in learner),
+        _grade_source.Cell(f"_llm_lab_remote.capture({key!r}, lambda: {key})", False),
+    ]
     return _grade_source.Reading(cells).verdict(key, exercise, len(cells) - 1, lang)
 
 
@@ -82,9 +124,16 @@ def test_an_unreadable_cell_is_named_with_its_reason_in_the_submissions_language
     assert "0 分" in found["zh"].message and "scores 0" not in found["zh"].message
 
 
-@pytest.mark.parametrize("learner", [["def causal_mask(n:\n    pass\n"], ["from llm_lab import causal_mask\n"],
-                                     ["import llm_lab.exercises as ex\nex.grade = print\n" + RIGHT], ["x = 1\n"]],
-                         ids=["unreadable", "reference", "tampered", "not-defined"])
+@pytest.mark.parametrize(
+    "learner",
+    [
+        ["def causal_mask(n:\n    pass\n"],
+        ["from llm_lab import causal_mask\n"],
+        ["import llm_lab.exercises as ex\nex.grade = print\n" + RIGHT],
+        ["x = 1\n"],
+    ],
+    ids=["unreadable", "reference", "tampered", "not-defined"],
+)
 def test_every_message_of_the_source_is_in_one_language(learner):
     """Each language gets its own sentence, not both joined by a slash."""
     found = {lang: verdict(learner, lang=lang).message for lang in course.LANGS}
@@ -94,10 +143,13 @@ def test_every_message_of_the_source_is_in_one_language(learner):
 
 def test_a_later_exercise_is_judged_by_the_cells_before_its_own_checker():
     """An unreadable cell after the first checker costs only the exercises after it."""
-    cells = [_grade_source.Cell(COURSE, False), _grade_source.Cell(RIGHT, True),
-             _grade_source.Cell("_llm_lab_remote.capture('causal_mask', lambda: causal_mask)", False),
-             _grade_source.Cell("def mask_and_renormalize(w:\n", True),
-             _grade_source.Cell("_llm_lab_remote.capture('mask_and_renormalize', lambda: x)", False)]
+    cells = [
+        _grade_source.Cell(COURSE, False),
+        _grade_source.Cell(RIGHT, True),
+        _grade_source.Cell("_llm_lab_remote.capture('causal_mask', lambda: causal_mask)", False),
+        _grade_source.Cell("def mask_and_renormalize(w:\n", True),
+        _grade_source.Cell("_llm_lab_remote.capture('mask_and_renormalize', lambda: x)", False),
+    ]
     reading = _grade_source.Reading(cells)
     assert reading.verdict("causal_mask", "causal_mask", 2) is None
     assert reading.verdict("mask_and_renormalize", "renormalize", 4).status == "error"

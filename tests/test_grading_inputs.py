@@ -51,8 +51,13 @@ def _key(args, kwargs, module=None) -> str:
 
 
 def _copy(v):
-    return v.clone() if isinstance(v, torch.Tensor) else type(v)(_copy(x) for x in v) if isinstance(
-        v, (tuple, list)) else v
+    return (
+        v.clone()
+        if isinstance(v, torch.Tensor)
+        else type(v)(_copy(x) for x in v)
+        if isinstance(v, (tuple, list))
+        else v
+    )
 
 
 def replay(solution):
@@ -64,6 +69,7 @@ def replay(solution):
         return _copy(table.get(key, next(iter(table.values()))))
 
     if isinstance(solution, type):
+
         class Recorder(solution):
             def forward(self, *a, **k):
                 key, out = _key(a, k, self), super().forward(*a, **k)
@@ -104,8 +110,9 @@ def test_correct_solutions_pass_on_secret_inputs(name):
 
 def test_the_public_checkers_keep_their_fixed_inputs():
     assert _shared.sizes((5, 1, 9, 2), high=16, seed=100) == (5, 1, 9, 2)
-    assert torch.equal(torch.randn(3, generator=_shared.gen(101)), torch.randn(3, generator=torch.Generator()
-                                                                                .manual_seed(101)))
+    assert torch.equal(
+        torch.randn(3, generator=_shared.gen(101)), torch.randn(3, generator=torch.Generator().manual_seed(101))
+    )
     with _shared.secret_inputs(SECRETS[0]):
         drawn = _shared.sizes((5, 1, 9, 2), high=16, seed=100)
         secret_values = torch.randn(3, generator=_shared.gen(101))
@@ -148,8 +155,9 @@ def test_a_replay_table_scores_zero_through_the_protocol():
 
 def sdpa_in_a_thread(queries, keys, values, block_size):
     out = []
-    worker = threading.Thread(target=lambda: out.append(F.scaled_dot_product_attention(queries, keys, values,
-                                                                                       is_causal=True)))
+    worker = threading.Thread(
+        target=lambda: out.append(F.scaled_dot_product_attention(queries, keys, values, is_causal=True))
+    )
     worker.start()
     worker.join()
     return out[0]
@@ -163,8 +171,9 @@ def reference_in_a_thread(num_tokens):
     return out[0]
 
 
-@pytest.mark.parametrize(("exercise", "fn"), [("tiled_attention", sdpa_in_a_thread),
-                                              ("causal_mask", reference_in_a_thread)])
+@pytest.mark.parametrize(
+    ("exercise", "fn"), [("tiled_attention", sdpa_in_a_thread), ("causal_mask", reference_in_a_thread)]
+)
 def test_a_thread_started_during_a_check_fails_it(exercise, fn):
     local = ex.grade(exercise, fn)
     assert (local.status, local.hint) == ("fail", "thread_started"), local.message

@@ -15,11 +15,14 @@ SMALL = induction.InductionConfig(vocab_size=16, context_length=12, d_model=16, 
 # ---- configuration and data ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"d_model": 30}, "d_model=30 must be divisible by num_heads=4"),
-    ({"context_length": 63}, "context_length=63 must be even"),
-    ({"num_layers": 0}, "num_layers"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"d_model": 30}, "d_model=30 must be divisible by num_heads=4"),
+        ({"context_length": 63}, "context_length=63 must be even"),
+        ({"num_layers": 0}, "num_layers"),
+    ],
+)
 def test_config_names_the_bad_value(kwargs, message):
     with pytest.raises(ValueError, match=message):
         induction.InductionConfig(**kwargs)
@@ -69,11 +72,14 @@ def test_told_twice_finds_a_segment_repeated_at_once_only():
     assert not induction.told_twice(row, 3).any()
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"copy_rate": 1.5}, r"copy_rate=1.5 must be a float in \(0, 1\)"),
-    ({"min_run": 9, "max_run": 8}, "min_run=9 must not exceed max_run=8"),
-    ({"max_gap": 0}, "max_gap must be a positive int"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"copy_rate": 1.5}, r"copy_rate=1.5 must be a float in \(0, 1\)"),
+        ({"min_run": 9, "max_run": 8}, "min_run=9 must not exceed max_run=8"),
+        ({"max_gap": 0}, "max_gap must be a positive int"),
+    ],
+)
 def test_copy_task_names_bad_settings(kwargs, message):
     with pytest.raises(ValueError, match=message):
         induction.CopyTask(**kwargs)
@@ -112,11 +118,14 @@ def test_forward_shapes_and_weights():
         assert torch.allclose(model(ids[:, :5]), logits[:, :5], atol=1e-6)
 
 
-@pytest.mark.parametrize(("ids", "message"), [
-    (torch.zeros(2, 13, dtype=torch.long), "num_tokens=13 must be between 1 and context_length=12"),
-    (torch.full((1, 4), 16), r"ids must lie in \[0, 16\), got 16..16"),
-    (torch.zeros(4), "ids must be an integer tensor"),
-])
+@pytest.mark.parametrize(
+    ("ids", "message"),
+    [
+        (torch.zeros(2, 13, dtype=torch.long), "num_tokens=13 must be between 1 and context_length=12"),
+        (torch.full((1, 4), 16), r"ids must lie in \[0, 16\), got 16..16"),
+        (torch.zeros(4), "ids must be an integer tensor"),
+    ],
+)
 def test_forward_names_bad_ids(ids, message):
     with pytest.raises(ValueError, match=message):
         small_model()(ids)
@@ -145,11 +154,14 @@ def test_ablation_zeroes_exactly_one_heads_slice_before_out_proj():
         assert torch.equal(model(ids, ablate=[(1, 0), (1, 1)]), model(ids, ablate=[(1, 1), (1, 0)]))
 
 
-@pytest.mark.parametrize(("ablate", "message"), [
-    ([(2, 0)], r"layer=2 in ablate must be an int in \[0, 2\)"),
-    ([(0, 5)], r"head=5 in ablate must be an int in \[0, 2\)"),
-    ([3], "ablate takes \\(layer, head\\) pairs, got 3"),
-])
+@pytest.mark.parametrize(
+    ("ablate", "message"),
+    [
+        ([(2, 0)], r"layer=2 in ablate must be an int in \[0, 2\)"),
+        ([(0, 5)], r"head=5 in ablate must be an int in \[0, 2\)"),
+        ([3], "ablate takes \\(layer, head\\) pairs, got 3"),
+    ],
+)
 def test_ablation_names_bad_pairs(ablate, message):
     with pytest.raises(ValueError, match=message):
         small_model()(torch.zeros(1, 4, dtype=torch.long), ablate=ablate)

@@ -52,8 +52,14 @@ def running(target: str, tmp_path: Path):
     env = dict(os.environ, JUPYTER_TOKEN=token, JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"))
     env.pop("JUPYTER_CONFIG_PATH", None)
     with log.open("w") as out:
-        proc = subprocess.Popen(["make", target, f"PORT={port}"], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                                env=env, start_new_session=True)
+        proc = subprocess.Popen(
+            ["make", target, f"PORT={port}"],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120

@@ -56,17 +56,26 @@ def test_the_tables_are_found():
 
 # Where the languages may be spelt out: the two lists themselves (module-level assignments).
 LISTS = {"tools/course.py": "LANGS", "llm_lab/exercises/_messages.py": "LANGUAGES"}
-SCANNED = sorted(p for top in ("llm_lab", "tools", "benchmarks", "site", ".github/scripts")
-                 for p in (ROOT / top).rglob("*.py") if "node_modules" not in p.parts)
+SCANNED = sorted(
+    p
+    for top in ("llm_lab", "tools", "benchmarks", "site", ".github/scripts")
+    for p in (ROOT / top).rglob("*.py")
+    if "node_modules" not in p.parts
+)
 _CODE = "|".join(sorted(KNOWN_CODES))
 # en|zh (a regex or shell alternation), {en,zh} (a brace list), notebooks/en (one language's folder by name)
 ALTERNATION = re.compile(rf"(?<![\w-])(?:{_CODE})(?:\s*\|\s*(?:{_CODE}))+(?![\w-])")
 BRACES = re.compile(rf"\{{\s*(?:{_CODE})(?:\s*,\s*(?:{_CODE}))+\s*\}}")
 FOLDER = re.compile(rf"\bnotebooks/(?:instructor/)?(?:{_CODE})\b")
 # Text the tools run that is not Python: the Makefile, CI, the hooks, the hub's image.
-TEXT = [ROOT / "Makefile", ROOT / ".ci" / "run", ROOT / ".pre-commit-config.yaml",
-        *sorted((ROOT / ".github" / "workflows").glob("*.yml")), *sorted((ROOT / "tools").rglob("*.sh")),
-        *sorted((ROOT / "tools").rglob("Dockerfile"))]
+TEXT = [
+    ROOT / "Makefile",
+    ROOT / ".ci" / "run",
+    ROOT / ".pre-commit-config.yaml",
+    *sorted((ROOT / ".github" / "workflows").glob("*.yml")),
+    *sorted((ROOT / "tools").rglob("*.sh")),
+    *sorted((ROOT / "tools").rglob("Dockerfile")),
+]
 # A string that joins two languages with a slash ("0 points / 0 分") says it twice instead of once per reader:
 # English, " / ", then the other language's script (maybe after a number or a `code` span). A division in a code
 # hint (`x / n`) is not.
@@ -81,8 +90,11 @@ BILINGUAL_ALLOWED = {
 def language_lists(path: Path):
     """(line, codes) of every tuple, list or set literal of two or more language codes, but the allowed list."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    allowed = {id(node.value) for node in tree.body if isinstance(node, ast.Assign)
-               and [getattr(t, "id", None) for t in node.targets] == [LISTS.get(rel(path))]}
+    allowed = {
+        id(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [LISTS.get(rel(path))]
+    }
     for node in ast.walk(tree):
         if isinstance(node, ast.Tuple | ast.List | ast.Set) and len(node.elts) >= 2 and id(node) not in allowed:
             values = [e.value if isinstance(e, ast.Constant) else None for e in node.elts]
@@ -110,8 +122,12 @@ def test_no_language_list_in_the_code(path):
     """``("en", "zh")``, ``{"en", "zh"}``, ``["en", "zh"]`` or ``en|zh`` outside the two lists: a place that a new
     language would have to be added to by hand. Iterate ``tools.course.LANGS`` (or ``LANGUAGES``) instead."""
     found = [f"line {line}: {codes}" for line, codes in language_lists(path)]
-    found += [f"line {line}: {m[0]!r}" for line, text in strings(path)
-              for pattern in (ALTERNATION, BRACES) for m in pattern.finditer(text)]
+    found += [
+        f"line {line}: {m[0]!r}"
+        for line, text in strings(path)
+        for pattern in (ALTERNATION, BRACES)
+        for m in pattern.finditer(text)
+    ]
     assert not found, "languages spelt out instead of read from tools.course.LANGS: " + "; ".join(found)
 
 
@@ -143,15 +159,24 @@ def test_the_scan_catches_each_kind():
     finally:
         path.unlink()
     assert FOLDER.findall("x: notebooks/en notebooks/instructor/zh notebooks/src") == [
-        "notebooks/en", "notebooks/instructor/zh"]
+        "notebooks/en",
+        "notebooks/instructor/zh",
+    ]
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_the_makefiles_notebook_folders_come_from_langs():
     """make's ALL_NOTEBOOKS is read from tools/course.py: both versions in every language, and nothing else."""
+
     def folders(*args):
-        out = subprocess.run(["make", "--no-print-directory", "-n", "-s", "test-gpu", *args], cwd=ROOT,
-                             capture_output=True, text=True, timeout=60, check=True).stdout
+        out = subprocess.run(
+            ["make", "--no-print-directory", "-n", "-s", "test-gpu", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
         line = next(ln for ln in out.splitlines() if "gpu_check" in ln)
         return line.split("gpu_check", 1)[1].split()
 
@@ -167,8 +192,11 @@ def test_the_issue_forms_offer_every_language():
 
     for path in sorted((ROOT / ".github" / "ISSUE_TEMPLATE").glob("*.yml")):
         form = yaml.safe_load(path.read_text(encoding="utf-8"))
-        dropdowns = [item for item in form.get("body", []) if item.get("type") == "dropdown"
-                     and "language" in item["attributes"]["label"].lower()]
+        dropdowns = [
+            item
+            for item in form.get("body", [])
+            if item.get("type") == "dropdown" and "language" in item["attributes"]["label"].lower()
+        ]
         for dropdown in dropdowns:
             options = " ".join(dropdown["attributes"]["options"])
             assert all(f"(notebooks/{lang})" in options for lang in course.LANGS), (path.name, options)

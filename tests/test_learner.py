@@ -38,18 +38,28 @@ def instructor_cell(source: str, tags: list[str]) -> nbformat.NotebookNode:
 
 
 def test_a_solution_becomes_the_stub_at_the_markers_indentation():
-    src = ("import torch\n\n\ndef f(x):\n    \"\"\"Doc.\"\"\"\n    ### BEGIN SOLUTION\n    return x + 1\n"
-           "    ### END SOLUTION\n\n\nprint('kept')")
+    src = (
+        'import torch\n\n\ndef f(x):\n    """Doc."""\n    ### BEGIN SOLUTION\n    return x + 1\n'
+        "    ### END SOLUTION\n\n\nprint('kept')"
+    )
     out = learner.stub_solution(src, "en")
-    assert out == ("import torch\n\n\ndef f(x):\n    \"\"\"Doc.\"\"\"\n    # YOUR CODE HERE\n"
-                   "    raise NotImplementedError()\n\n\nprint('kept')")
+    assert out == (
+        'import torch\n\n\ndef f(x):\n    """Doc."""\n    # YOUR CODE HERE\n'
+        "    raise NotImplementedError()\n\n\nprint('kept')"
+    )
     assert "在这里写你的代码" in learner.stub_solution(src, "zh")
     shown = learner.shown_solution(src)
-    assert shown == "import torch\n\n\ndef f(x):\n    \"\"\"Doc.\"\"\"\n    return x + 1\n\n\nprint('kept')"
+    assert shown == 'import torch\n\n\ndef f(x):\n    """Doc."""\n    return x + 1\n\n\nprint(\'kept\')'
 
 
-@pytest.mark.parametrize("bad", ["    ### BEGIN SOLUTION\n    x = 1", "x = 1\n    ### END SOLUTION",
-                                 "### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "    ### BEGIN SOLUTION\n    x = 1",
+        "x = 1\n    ### END SOLUTION",
+        "### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION",
+    ],
+)
 def test_unbalanced_markers_are_an_error_naming_them(bad):
     with pytest.raises(ValueError, match="SOLUTION"):
         learner.stub_solution(bad, "en")
@@ -69,17 +79,30 @@ def test_the_transform_folds_solutions_and_answers_and_drops_grading_code():
     out = learner.learner_version(nb, "en")
     assert [c.source for c in nb.cells][0].count("return x") == 1, "the input is not modified"
     kinds = [(c.cell_type, c.metadata.get("tags")) for c in out.cells]
-    assert kinds == [("code", ["solution"]), ("code", ["checker"]), ("markdown", [learner.FOLDED_TAG]),
-                     ("markdown", ["answer"]), ("markdown", [learner.FOLDED_TAG]), ("markdown", None)]
+    assert kinds == [
+        ("code", ["solution"]),
+        ("code", ["checker"]),
+        ("markdown", [learner.FOLDED_TAG]),
+        ("markdown", ["answer"]),
+        ("markdown", [learner.FOLDED_TAG]),
+        ("markdown", None),
+    ]
     assert "raise NotImplementedError()" in out.cells[0].source and "return x" not in out.cells[0].source
     assert out.cells[1].source == "check_f(f)"
-    assert out.cells[2].source == ("<details><summary>Solution (try first)</summary>\n\n```python\ndef f(x):\n"
-                                   "    return x\n```\n\n</details>")
+    assert out.cells[2].source == (
+        "<details><summary>Solution (try first)</summary>\n\n```python\ndef f(x):\n    return x\n```\n\n</details>"
+    )
     assert out.cells[3].source == "YOUR ANSWER HERE"
     assert out.cells[4].source == "<details><summary>Why</summary>\n\nBecause.\n\n</details>"
     assert not any("nbgrader" in c.metadata for c in out.cells)
-    assert [c["id"] for c in out.cells] == ["en-01-000", "en-01-001", "en-01-001-solution", "en-01-002",
-                                            "en-01-002-model", "en-01-003"]
+    assert [c["id"] for c in out.cells] == [
+        "en-01-000",
+        "en-01-001",
+        "en-01-001-solution",
+        "en-01-002",
+        "en-01-002-model",
+        "en-01-003",
+    ]
 
 
 def test_a_solution_without_a_checker_is_refused():
@@ -92,12 +115,16 @@ def test_a_solution_without_a_checker_is_refused():
 
 def test_a_source_builds_both_versions(tmp_path):
     src = tmp_path / "01_demo.nbsrc"
-    src.write_text("%% title\n01 · Demo\n%% title zh\n01 · 演示\n%% md\nLesson.\n%% md zh\n正文。\n"
-                   "%% code\nx = 1\n", encoding="utf-8")
+    src.write_text(
+        "%% title\n01 · Demo\n%% title zh\n01 · 演示\n%% md\nLesson.\n%% md zh\n正文。\n%% code\nx = 1\n",
+        encoding="utf-8",
+    )
     (tmp_path / "01_demo.exercises.nbsrc").write_text(
         "%% md\n## Exercises\n\n{{HOWTO}}\n%% md zh\n## 练习\n\n{{HOWTO}}\n"
         "%% code tags=solution\ndef f(x):\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION\n"
-        "%% code tags=checker\ncheck_causal_mask(f)\n", encoding="utf-8")
+        "%% code tags=checker\ncheck_causal_mask(f)\n",
+        encoding="utf-8",
+    )
     for lang in _course.LANGS:
         inst = nbtool.build_one(src, lang, "o/r", "v1")
         learn = nbtool.build_one(src, lang, "o/r", "v1", "learner")
@@ -138,8 +165,9 @@ def test_stored_learner_version_gives_nothing_away(lang, name):
 def test_each_solution_is_folded_under_its_checker_and_is_the_instructors(lang, name):
     learn, inst = read("learner", lang, name), read("instructor", lang, name)
     exercises = _course.exercises(inst.cells)
-    checkers = [i for i, c in enumerate(learn.cells) if _course.CHECKER in _course.tags(c)
-                and _course.checker_call(c.source)]
+    checkers = [
+        i for i, c in enumerate(learn.cells) if _course.CHECKER in _course.tags(c) and _course.checker_call(c.source)
+    ]
     assert len(checkers) == len(exercises)
     for ex, at in zip(exercises, checkers, strict=True):
         folded = learn.cells[at + 1]
@@ -168,5 +196,9 @@ def test_the_lessons_are_the_same_in_both_versions(lang, name):
 
 def texts(cell) -> list[str]:
     """What nbval compares: streams and text/plain (figures and widget views differ from run to run)."""
-    return [o.get("text", "") + o.get("data", {}).get("text/plain", "") if "application/vnd.jupyter.widget-view+json"
-            not in o.get("data", {}) else "widget" for o in cell.outputs]
+    return [
+        o.get("text", "") + o.get("data", {}).get("text/plain", "")
+        if "application/vnd.jupyter.widget-view+json" not in o.get("data", {})
+        else "widget"
+        for o in cell.outputs
+    ]

@@ -51,15 +51,21 @@ def test_every_target_has_a_description():
 
 def test_the_only_other_rules_are_the_known_file_rules():
     """A rule whose target is not a plain name (a variable, a path) is a file; the only one is the hub's proxy."""
-    other = {line.split(":", 1)[0].strip() for line in logical_lines(makefile())
-             if line and not line.startswith(("\t", "#", " ")) and re.match(r"^[^=]*[^:=]:(?![:=])", line)
-             and not RULE.match(line)}
+    other = {
+        line.split(":", 1)[0].strip()
+        for line in logical_lines(makefile())
+        if line
+        and not line.startswith(("\t", "#", " "))
+        and re.match(r"^[^=]*[^:=]:(?![:=])", line)
+        and not RULE.match(line)
+    }
     assert other == FILE_RULES
 
 
 def test_make_help_lists_every_target():
-    out = subprocess.run(["make", "--no-print-directory", "-s", "help"], cwd=ROOT, capture_output=True, text=True,
-                         timeout=60, check=True).stdout
+    out = subprocess.run(
+        ["make", "--no-print-directory", "-s", "help"], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+    ).stdout
     listed = re.findall(r"^  (\S+) +(.+)$", out, re.M)
     assert sorted(name for name, _ in listed) == sorted(rules()), out
     assert dict(listed) == {name: text.strip() for name, text in rules().items()}  # the description as written
@@ -68,8 +74,9 @@ def test_make_help_lists_every_target():
 
 def test_make_without_a_target_prints_help():
     """A bare `make` installs or builds nothing: help is the first rule."""
-    dry = subprocess.run(["make", "--no-print-directory", "-n"], cwd=ROOT, capture_output=True, text=True,
-                         timeout=60, check=True).stdout
+    dry = subprocess.run(
+        ["make", "--no-print-directory", "-n"], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+    ).stdout
     assert "awk" in dry and "pip" not in dry and "tools.envs" not in dry
 
 
@@ -79,5 +86,7 @@ def test_one_phony_line_naming_every_target():
     assert makefile().count(".PHONY") == 1
     names = lines[0].split(":", 1)[1].split()
     assert len(names) == len(set(names)), sorted({n for n in names if names.count(n) > 1})
-    assert set(names) == set(rules()), {"not phony": sorted(set(rules()) - set(names)),
-                                        "phony but no rule": sorted(set(names) - set(rules()))}
+    assert set(names) == set(rules()), {
+        "not phony": sorted(set(rules()) - set(names)),
+        "phony but no rule": sorted(set(names) - set(rules())),
+    }

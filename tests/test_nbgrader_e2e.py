@@ -25,14 +25,29 @@ pytestmark = pytest.mark.usefixtures("sandbox_required")  # it grades in the san
 
 ASSIGNMENT = "ps1"
 WRONG_MASK = "def causal_mask(n):\n    return torch.ones(n, n, dtype=torch.bool).triu()\n"
-CHEAT = ("def mask_and_renormalize(attn_weights):\n    raise NotImplementedError()\n\n\n"
-         "def check_renormalize(fn):\n    print('✅ mask_and_renormalize: correct')\n")
-PATCH = ("import llm_lab.exercises as ex\n\n"
-         "ex.grade = ex.evaluate = lambda name, obj, **kw: ex.CheckResult(name, 'pass', 'passed', 'ok')\n\n\n"
-         "def mask_and_renormalize(attn_weights):\n    return attn_weights\n")
+CHEAT = (
+    "def mask_and_renormalize(attn_weights):\n    raise NotImplementedError()\n\n\n"
+    "def check_renormalize(fn):\n    print('✅ mask_and_renormalize: correct')\n"
+)
+PATCH = (
+    "import llm_lab.exercises as ex\n\n"
+    "ex.grade = ex.evaluate = lambda name, obj, **kw: ex.CheckResult(name, 'pass', 'passed', 'ok')\n\n\n"
+    "def mask_and_renormalize(attn_weights):\n    return attn_weights\n"
+)
 BOTH = ("causal_mask", "mask_and_renormalize")
-HOSTILE = ("input_transformer", "json_patch", "package_write", "answer_key", "kill_parent", "settrace",
-           "course_import_setprofile", "added_cell_import", "thread_reference", "who_hides_import", "replay_table")
+HOSTILE = (
+    "input_transformer",
+    "json_patch",
+    "package_write",
+    "answer_key",
+    "kill_parent",
+    "settrace",
+    "course_import_setprofile",
+    "added_cell_import",
+    "thread_reference",
+    "who_hides_import",
+    "replay_table",
+)
 SUBMISSIONS = {  # student -> (solution overrides, the exercises that score)
     "alice": ({}, BOTH),
     "bob": ({"causal_mask": WRONG_MASK}, ("mask_and_renormalize",)),
@@ -40,9 +55,13 @@ SUBMISSIONS = {  # student -> (solution overrides, the exercises that score)
     "fay": ({"causal_mask": "from llm_lab import causal_mask\n"}, ("mask_and_renormalize",)),
     "erin": ({"mask_and_renormalize": PATCH}, ("causal_mask",)),
     _hostile.TWINS[0]: ({}, BOTH),  # one feedback file for both, before
-    _hostile.TWINS[1]: ({"causal_mask": "def causal_mask(num_tokens):\n    raise NotImplementedError()\n",
-                         "mask_and_renormalize": "def mask_and_renormalize(w):\n    raise NotImplementedError()\n"},
-                        ()),
+    _hostile.TWINS[1]: (
+        {
+            "causal_mask": "def causal_mask(num_tokens):\n    raise NotImplementedError()\n",
+            "mask_and_renormalize": "def mask_and_renormalize(w):\n    raise NotImplementedError()\n",
+        },
+        (),
+    ),
 }
 FILES = ("key_link", "key_folder", "key_assignment", "shadow", "zero", "pipe", "deep")  # each a 0 or no row
 
@@ -53,8 +72,9 @@ VENV_BIN = os.path.dirname(sys.executable)
 
 def nbgrader(course, *args):
     env = {**os.environ, "MPLBACKEND": "Agg", "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", "")}
-    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, capture_output=True, text=True,
-                          env=env, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args], cwd=course, capture_output=True, text=True, env=env, timeout=600
+    )
     assert proc.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc
 
@@ -72,20 +92,30 @@ def course(tmp_path_factory):
     (course / "nbgrader_config.py").write_text(
         "c = get_config()  # noqa: F821\n"
         'c.CourseDirectory.course_id = "llm-lab-test"\n'
-        "c.Execute.timeout = 120\n" + fx.student.config_file_text("en").split("\n", 2)[2], encoding="utf-8")
+        "c.Execute.timeout = 120\n" + fx.student.config_file_text("en").split("\n", 2)[2],
+        encoding="utf-8",
+    )
     fx.student.write_sources(notebooks, root / "sources", only="01")
     (course / "source" / ASSIGNMENT / fx.NAME).write_bytes((root / "sources" / "en" / fx.NAME).read_bytes())
     nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
     host = _hostile.host_for(root, notebooks, course / "submitted")
     attacks = _hostile.tricks(host)
     for student in HOSTILE:  # a wrong mask, the renormalize stub, one trick
-        SUBMISSIONS[student] = ({"causal_mask": attacks[student], "mask_and_renormalize":
-                                 "def mask_and_renormalize(attn_weights):\n    raise NotImplementedError()\n"}, ())
+        SUBMISSIONS[student] = (
+            {
+                "causal_mask": attacks[student],
+                "mask_and_renormalize": "def mask_and_renormalize(attn_weights):\n    raise NotImplementedError()\n",
+            },
+            (),
+        )
     for student, (overrides, _) in SUBMISSIONS.items():
         target = course / "submitted" / student / ASSIGNMENT / fx.NAME
         target.parent.mkdir(parents=True)
-        nb = _hostile.notebook(fx, notebooks, student, attacks[student]) if student in HOSTILE else fx.filled(
-            notebooks, **overrides)
+        nb = (
+            _hostile.notebook(fx, notebooks, student, attacks[student])
+            if student in HOSTILE
+            else fx.filled(notebooks, **overrides)
+        )
         nbformat.write(nb, str(target))
         (target.parent / "timestamp.txt").write_text("2026-12-01 09:00:00.000000 UTC")
     (course / "submitted" / _hostile.TWINS[1] / ASSIGNMENT / "timestamp.txt").write_text("not a date \u202e")
@@ -99,9 +129,14 @@ def course(tmp_path_factory):
         _hostile.plant(host, course / "submitted" / name / ASSIGNMENT, name)
     before = host.digest()
     env = {**os.environ, "MPLBACKEND": "Agg", "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", "")}
-    proc = subprocess.run([sys.executable, "-m", "tools.teaching.grade_nbgrader", str(course), ASSIGNMENT,
-                           "--src", str(notebooks)],
-                          capture_output=True, text=True, env=env, timeout=900, cwd=fx.ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.teaching.grade_nbgrader", str(course), ASSIGNMENT, "--src", str(notebooks)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        cwd=fx.ROOT,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     after = host.digest()
     assert [f for f, sha in before.items() if after.get(f) != sha] == []
@@ -143,14 +178,18 @@ def test_links_pipes_and_devices_score_nothing_and_reveal_nothing(course, studen
     copy = root / "autograded" / student / ASSIGNMENT / fx.NAME
     assert not copy.exists() or "BEGIN SOLUTION" not in copy.read_text(encoding="utf-8")
     assert "triu(diagonal=1)" not in (copy.read_text(encoding="utf-8") if copy.exists() else "")
-    rows = {r["student"]: r for r in csv.DictReader(
-        (root / "llm-lab-grades" / ASSIGNMENT / "grades.csv").open(encoding="utf-8"))}
+    rows = {
+        r["student"]: r
+        for r in csv.DictReader((root / "llm-lab-grades" / ASSIGNMENT / "grades.csv").open(encoding="utf-8"))
+    }
     assert rows[student]["total"] == "0"
 
 
 def test_twins_get_a_feedback_file_each(course):
-    pages = [p.read_text(encoding="utf-8") for p in (course["course"] / "llm-lab-grades" / ASSIGNMENT / "feedback")
-             .glob("twin*.html")]
+    pages = [
+        p.read_text(encoding="utf-8")
+        for p in (course["course"] / "llm-lab-grades" / ASSIGNMENT / "feedback").glob("twin*.html")
+    ]
     assert len(pages) == 2
     full = sum(fx.points(course["notebooks"]).values())
     assert sorted(f"{full} / {full}" in p for p in pages) == [False, True]

@@ -144,17 +144,21 @@ def assert_same_code_apart_from_words(en_code: str, zh_code: str, where: str) ->
     for en, zh in zip(en_strings, zh_strings, strict=True):
         if en != zh:
             assert (en, zh) == ('"en"', '"zh"') or nbtool.CJK.search(zh), (
-                f"{where}: the string {en!r} became {zh!r} in zh: only the language switch or Chinese words may differ")
+                f"{where}: the string {en!r} became {zh!r} in zh: only the language switch or Chinese words may differ"
+            )
             assert not nbtool.CJK.search(en), f"{where}: Chinese in the English notebook's string {en!r}"
 
 
-@pytest.mark.parametrize("en,zh,ok", [
-    ('set_language("en")\nax.set_title("key")', 'set_language("zh")\nax.set_title("键")', True),
-    ('ax.set_title(f"head {i}")', 'ax.set_title(f"{i} 号头")', True),
-    ('ax.set_title("key")', 'ax.set_title("query")', False),  # a changed value, not a translation
-    ('x = "a"', 'x = "中" + "b"', False),  # changed code
-    ('x = 1', 'x = 2', False),
-])
+@pytest.mark.parametrize(
+    "en,zh,ok",
+    [
+        ('set_language("en")\nax.set_title("key")', 'set_language("zh")\nax.set_title("键")', True),
+        ('ax.set_title(f"head {i}")', 'ax.set_title(f"{i} 号头")', True),
+        ('ax.set_title("key")', 'ax.set_title("query")', False),  # a changed value, not a translation
+        ('x = "a"', 'x = "中" + "b"', False),  # changed code
+        ("x = 1", "x = 2", False),
+    ],
+)
 def test_the_parity_rule_allows_translated_strings_only(en, zh, ok):
     if ok:
         assert_same_code_apart_from_words(en, zh, "cell")
@@ -211,8 +215,10 @@ def test_chinese_prose_keeps_every_heading(src):
         assert en == zh, f"markdown cell {i} ({cell['en'][:40]!r}): headings (level, number) en {en} != zh {zh}"
 
 
-FIGURE_TEXT = re.compile(r"\.(set_title|set_xlabel|set_ylabel|suptitle|text|annotate|legend|set_xticks|set_yticks|"
-                         r"set_xticklabels|set_yticklabels)\(|\blabel=|\btitle=")
+FIGURE_TEXT = re.compile(
+    r"\.(set_title|set_xlabel|set_ylabel|suptitle|text|annotate|legend|set_xticks|set_yticks|"
+    r"set_xticklabels|set_yticklabels)\(|\blabel=|\btitle="
+)
 
 
 @pytest.mark.parametrize("src", SOURCES, ids=lambda p: p.name)
@@ -254,10 +260,16 @@ def test_learners_are_not_told_about_the_test_machinery(src):
     """Markers such as '# NBVAL_IGNORE_OUTPUT' stay unexplained in the notebooks: docs/authoring.md explains them."""
     cells = nbtool.parse(src, need_title=not src.name.endswith(".exercises.nbsrc"))["cells"]
     for cell in cells:
-        texts = [cell["en"], cell["zh"]] if cell["type"] == "md" else [
-            text for _, en, twins in nbtool.comment_twins(cell["source"], cell["at"])[1].values()
-            for text in (en, *twins.values())
-            if text and text.strip() != "# NBVAL_IGNORE_OUTPUT"]
+        texts = (
+            [cell["en"], cell["zh"]]
+            if cell["type"] == "md"
+            else [
+                text
+                for _, en, twins in nbtool.comment_twins(cell["source"], cell["at"])[1].values()
+                for text in (en, *twins.values())
+                if text and text.strip() != "# NBVAL_IGNORE_OUTPUT"
+            ]
+        )
         for text in texts:
             where = cell.get("at", src.name)
             assert not MAINTAINER_ONLY.search(text), f"{where}: {text[:80]!r} (move it to docs/authoring.md)"

@@ -26,7 +26,11 @@ OLD_NAME = re.compile(rf"\bllm_lab[./](?:{SHORT})\b(?!\.py\b)|\bfrom llm_lab imp
 # Where an old path may be named: the shims themselves, the history, the package README's paragraph on them, the
 # tests of the aliases; elsewhere a line may name one only if it says so ("old name" / "old path") in the line.
 ALLOWED = {f"llm_lab/{old.split('.')[1]}.py" for old in MOVED} | {
-    "CHANGELOG.md", "llm_lab/README.md", "tests/test_old_paths.py", "tests/test_wheel.py"}
+    "CHANGELOG.md",
+    "llm_lab/README.md",
+    "tests/test_old_paths.py",
+    "tests/test_wheel.py",
+}
 MARKED = re.compile(r"old (?:name|path)", re.I)
 
 
@@ -56,9 +60,19 @@ def test_the_projects_own_files_name_no_old_path():
 
 
 def test_the_pattern_catches_every_spelling():
-    for line in ("import llm_lab.heads", "from llm_lab.induction import train", "python -m llm_lab.env",
-                 "from llm_lab import gpt2_tokenizer, heads", '"-m", "llm_lab.gpu_check"'):
+    for line in (
+        "import llm_lab.heads",
+        "from llm_lab.induction import train",
+        "python -m llm_lab.env",
+        "from llm_lab import gpt2_tokenizer, heads",
+        '"-m", "llm_lab.gpu_check"',
+    ):
         assert OLD_NAME.search(line), line
-    for line in ("from llm_lab.explore import heads", "python -m llm_lab.dev.env", "llm_lab.explore.induction",
-                 "from llm_lab import MultiHeadAttention", "llm_lab/explore/heads.py"):
+    for line in (
+        "from llm_lab.explore import heads",
+        "python -m llm_lab.dev.env",
+        "llm_lab.explore.induction",
+        "from llm_lab import MultiHeadAttention",
+        "llm_lab/explore/heads.py",
+    ):
         assert not OLD_NAME.search(line), line

@@ -21,8 +21,14 @@ CONFIG = ROOT / ".pre-commit-config.yaml"
 
 def dry_run(target: str) -> list[str]:
     """The commands ``make TARGET`` would run, as printed by ``make -n`` (main venv: .venv, as the hooks call)."""
-    out = subprocess.run(["make", "--no-print-directory", "-n", "-s", target, "VENV=.venv"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=60, check=True).stdout
+    out = subprocess.run(
+        ["make", "--no-print-directory", "-n", "-s", target, "VENV=.venv"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
     return [line.strip() for line in out.splitlines() if line.strip()]
 
 
@@ -43,7 +49,8 @@ def hook_command(hook: dict) -> list[str]:
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_the_hooks_run_make_lints_commands_in_its_order():
     lint = lint_commands()
-    assert len(lint) >= 2 and lint[0][0].endswith("/ruff") and lint[1][0].endswith("/actionlint"), lint
+    assert [Path(c[0]).name for c in lint] == ["ruff", "ruff", "actionlint"], lint
+    assert lint[0][1] == "check" and lint[1][:3] == [lint[1][0], "format", "--check"], lint
     assert [hook_command(h) for h in hooks()] == lint
 
 
@@ -52,8 +59,11 @@ def test_the_hooks_are_local_and_use_the_venvs_pinned_tools():
     at other versions; each runs its whole command once (make lint's paths), not on the staged files alone."""
     config = yaml.safe_load(CONFIG.read_text(encoding="utf-8"))
     assert [repo["repo"] for repo in config["repos"]] == ["local"]
-    pins = {line.split("==")[0] for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
-            if "==" in line and not line.startswith("#")}
+    pins = {
+        line.split("==")[0]
+        for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
+        if "==" in line and not line.startswith("#")
+    }
     for hook in hooks():
         assert hook["language"] == "system" and hook["pass_filenames"] is False, hook["id"]
         tool = hook_command(hook)[0]

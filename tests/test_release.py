@@ -13,9 +13,11 @@ from tools.release import release
 
 ROOT = Path(__file__).resolve().parent.parent
 
-NOTEBOOKS = (sorted((ROOT / "notebooks").glob("[a-z][a-z]/[0-9][0-9]_*.ipynb"))  # learner versions
-             + sorted((ROOT / "notebooks" / "instructor").glob("[a-z][a-z]/[0-9][0-9]_*.ipynb"))
-             + [ROOT / nbtool.GPU_NOTEBOOK])
+NOTEBOOKS = (
+    sorted((ROOT / "notebooks").glob("[a-z][a-z]/[0-9][0-9]_*.ipynb"))  # learner versions
+    + sorted((ROOT / "notebooks" / "instructor").glob("[a-z][a-z]/[0-9][0-9]_*.ipynb"))
+    + [ROOT / nbtool.GPU_NOTEBOOK]
+)
 COLAB_REF = re.compile(r"colab\.research\.google\.com/github/([\w.-]+/[\w.-]+)/blob/([^/\s)]+)/")
 GIT_REF = re.compile(r"git\+https://github\.com/([\w.-]+/[\w.-]+)@([^\s\"')]+)")
 
@@ -69,8 +71,10 @@ def test_release_sets_version_and_repoints_everything(tmp_path, monkeypatch, cap
     for lang in nbtool.LANGS:
         for version in ("learner", "instructor"):
             nbtool.write(nbtool.build_one(src, lang, repo, ref, version), nbtool.out_path(src, lang, version))
-    (tmp_path / "README.md").write_text(f"pip install 'x @ git+https://github.com/{repo}@{ref}'\n"
-                                        f"[gpu](https://colab.research.google.com/github/{repo}/blob/{ref}/tools/x.ipynb)\n")
+    (tmp_path / "README.md").write_text(
+        f"pip install 'x @ git+https://github.com/{repo}@{ref}'\n"
+        f"[gpu](https://colab.research.google.com/github/{repo}/blob/{ref}/tools/x.ipynb)\n"
+    )
     monkeypatch.setattr(nbtool, "SRC", tmp_path)
 
     assert release.main(["0.2.0"]) == 0

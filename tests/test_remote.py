@@ -30,7 +30,7 @@ def loopback() -> _remote.Link:
         with contextlib.redirect_stdout(out):
             _remote.serve(payload)
         [line] = [ln for ln in out.getvalue().splitlines() if ln.startswith(nonce)]
-        return json.loads(base64.b64decode(line[len(nonce):]))
+        return json.loads(base64.b64decode(line[len(nonce) :]))
 
     return _remote.Link(send)
 
@@ -48,8 +48,9 @@ def test_correct_solutions_pass_through_the_protocol(name):
     assert result.status == "pass", result.message
 
 
-@pytest.mark.parametrize(("exercise", "fn", "hint"), PLANTED[::2], ids=[f"{e}-{h}-{i}" for i, (e, _, h) in
-                                                                         enumerate(PLANTED[::2])])
+@pytest.mark.parametrize(
+    ("exercise", "fn", "hint"), PLANTED[::2], ids=[f"{e}-{h}-{i}" for i, (e, _, h) in enumerate(PLANTED[::2])]
+)
 def test_planted_mistakes_get_the_same_verdict(exercise, fn, hint):
     local, remote = ex.grade(exercise, fn), remote_grade(exercise, fn)
     assert (remote.status, remote.hint) == (local.status, local.hint) == ("fail", hint), remote.message
@@ -78,10 +79,12 @@ def test_a_missing_name_is_a_name_error():
 
 
 def test_tensors_and_values_round_trip():
-    value = {"a": torch.arange(6).reshape(2, 3), "b": (1.5, float("inf"), None, True, "x"),
-             "c": [torch.tensor([True, False]), torch.randn(2, dtype=torch.float64),
-                   torch.ones(2, dtype=torch.bfloat16)],
-             "e": nn.Embedding(4, 2)}
+    value = {
+        "a": torch.arange(6).reshape(2, 3),
+        "b": (1.5, float("inf"), None, True, "x"),
+        "c": [torch.tensor([True, False]), torch.randn(2, dtype=torch.float64), torch.ones(2, dtype=torch.bfloat16)],
+        "e": nn.Embedding(4, 2),
+    }
     back = _remote.decode(json.loads(json.dumps(_remote.encode(value))))
     assert torch.equal(back["a"], value["a"]) and back["b"] == value["b"]
     assert all(torch.equal(x, y) for x, y in zip(back["c"], value["c"], strict=True))
@@ -98,14 +101,17 @@ def test_anything_else_comes_back_as_a_name_only():
     assert _remote.decode(_remote.encode(object())).__class__.__name__ == "object"
 
 
-@pytest.mark.parametrize("bad", [
-    {"__tensor__": "float32", "shape": [2], "data": base64.b64encode(b"x").decode()},  # wrong byte count
-    {"__tensor__": "object", "shape": [1], "data": ""},
-    {"__tensor__": "float32", "shape": [-1], "data": ""},
-    {"__tensor__": "float32", "shape": [2**40], "data": ""},  # more than MAX_BYTES
-    {"__pickle__": "gASV"},
-    {"a": 1, "b": 2, "c": 3, "d": 4, "e": 5},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"__tensor__": "float32", "shape": [2], "data": base64.b64encode(b"x").decode()},  # wrong byte count
+        {"__tensor__": "object", "shape": [1], "data": ""},
+        {"__tensor__": "float32", "shape": [-1], "data": ""},
+        {"__tensor__": "float32", "shape": [2**40], "data": ""},  # more than MAX_BYTES
+        {"__pickle__": "gASV"},
+        {"a": 1, "b": 2, "c": 3, "d": 4, "e": 5},
+    ],
+)
 def test_a_malformed_reply_is_refused(bad):
     with pytest.raises(_remote.WireError):
         _remote.decode(bad)
@@ -114,6 +120,7 @@ def test_a_malformed_reply_is_refused(bad):
 def test_a_forged_status_is_not_a_verdict():
     """A kernel that answers a call with {"status": "pass"} has returned no tensor: the checker says so; one that
     sends JSON outside the protocol is refused."""
+
     def forged(request, timeout):
         if request["op"] == "describe":
             return _remote.encode({"object": {"handle": 1, "kind": "function", "callable": True, "name": "x"}})

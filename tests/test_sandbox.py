@@ -51,17 +51,19 @@ def test_python_and_the_course_are_seen_at_neutral_paths():
 
 def test_inside_the_sandbox(sandbox_required):
     notebooks, package = str(fx.ROOT / "notebooks"), "/course/llm_lab/__init__.py"
-    probe = "\n".join([
-        "import os, socket, sys, llm_lab",
-        f"print(os.path.exists({notebooks!r}), len([p for p in os.listdir('/proc') if p.isdigit()]) <= 3,"
-        " os.environ.get('HOME'))",
-        "try:\n    socket.create_connection(('127.0.0.1', 22), timeout=1)\nexcept OSError:\n    print('no-net')",
-        "open('/tmp/x', 'w').write('x')",
-        f"try:\n    open({package!r}, 'a')\nexcept OSError:\n    print('read-only')",
-        "print(llm_lab.__file__, sys.executable.startswith(('/usr/', '/opt/python')))",
-        "print('MOUNTS', open('/proc/self/mountinfo').read().replace(chr(10), ' '))",
-        "print('SEEN', sys.path, sorted(os.environ.items()))",
-    ])
+    probe = "\n".join(
+        [
+            "import os, socket, sys, llm_lab",
+            f"print(os.path.exists({notebooks!r}), len([p for p in os.listdir('/proc') if p.isdigit()]) <= 3,"
+            " os.environ.get('HOME'))",
+            "try:\n    socket.create_connection(('127.0.0.1', 22), timeout=1)\nexcept OSError:\n    print('no-net')",
+            "open('/tmp/x', 'w').write('x')",
+            f"try:\n    open({package!r}, 'a')\nexcept OSError:\n    print('read-only')",
+            "print(llm_lab.__file__, sys.executable.startswith(('/usr/', '/opt/python')))",
+            "print('MOUNTS', open('/proc/self/mountinfo').read().replace(chr(10), ' '))",
+            "print('SEEN', sys.path, sorted(os.environ.items()))",
+        ]
+    )
     with sandbox.Box() as box:
         out = subprocess.run(box.wrap(sandbox.python_argv(probe), []), capture_output=True, text=True, timeout=120)
     lines = out.stdout.splitlines()
@@ -75,8 +77,11 @@ def test_inside_the_sandbox(sandbox_required):
 
 def _lease_in_a_new_process() -> int:
     code = "from tools.teaching import sandbox\nprint(sandbox.Box().uid)"
-    return int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                              cwd=fx.ROOT, timeout=60).stdout)
+    return int(
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=fx.ROOT, timeout=60
+        ).stdout
+    )
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="sandbox uids are leased as root only (without root: your own uid)")
@@ -137,8 +142,13 @@ def test_without_cgroup_v2_the_limits_are_per_process_and_say_so(tmp_path, monke
         (tmp_path / "mounts").write_text(f"cgroup {fs}/memory cgroup rw,memory 0 0\n")
     try:
         problem = _sandbox_limits.cgroup_problem()
-        assert problem == {"v1": f"no cgroup v2 at {fs} (cgroup v1 or hybrid): no cgroup per submission",
-                           "no pids": f"cgroup v2 at {fs} offers no pids controller: no cgroup per submission"}[case]
+        assert (
+            problem
+            == {
+                "v1": f"no cgroup v2 at {fs} (cgroup v1 or hybrid): no cgroup per submission",
+                "no pids": f"cgroup v2 at {fs} offers no pids controller: no cgroup per submission",
+            }[case]
+        )
         assert sandbox.limits().startswith(problem + ": limits per process only (6 GiB address space each")
         with sandbox.Box() as box:
             assert box.cgroup is None and box.wrap(["true"], [])[0] == "bwrap"
@@ -150,14 +160,16 @@ def test_without_cgroup_v2_the_limits_are_per_process_and_say_so(tmp_path, monke
 def test_once_sealed_the_connection_folder_is_read_only_and_tmp_holds_few_files(sandbox_required, tmp_path):
     conn = tmp_path / "conn"
     conn.mkdir()
-    probe = "\n".join([
-        "import os, time",
-        "time.sleep(6)",
-        f"try:\n    open({str(conn / 'after')!r}, 'w')\nexcept OSError as e:\n    print('conn', e.errno)",
-        "n = 0",
-        "try:\n    while n < 50_000:\n        open(f'/tmp/f{n}', 'w').close()\n        n += 1\nexcept OSError as e:\n"
-        "    print('files', n, e.errno)",
-    ])
+    probe = "\n".join(
+        [
+            "import os, time",
+            "time.sleep(6)",
+            f"try:\n    open({str(conn / 'after')!r}, 'w')\nexcept OSError as e:\n    print('conn', e.errno)",
+            "n = 0",
+            "try:\n    while n < 50_000:\n        open(f'/tmp/f{n}', 'w').close()\n        n += 1\n"
+            "except OSError as e:\n    print('files', n, e.errno)",
+        ]
+    )
     with sandbox.Box() as box:
         sandbox.prepare(conn, box.uid)
         proc = subprocess.Popen(box.wrap(sandbox.python_argv(probe), [str(conn)]), stdout=subprocess.PIPE, text=True)

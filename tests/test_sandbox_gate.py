@@ -12,16 +12,35 @@ import _sandbox_gate
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-NO_BWRAP = ("import shutil, sys\nimport pytest\nfound = shutil.which\n"
-            "shutil.which = lambda name, *a, **k: None if name == 'bwrap' else found(name, *a, **k)\n"
-            "sys.exit(pytest.main(sys.argv[1:]))\n")
+NO_BWRAP = (
+    "import shutil, sys\nimport pytest\nfound = shutil.which\n"
+    "shutil.which = lambda name, *a, **k: None if name == 'bwrap' else found(name, *a, **k)\n"
+    "sys.exit(pytest.main(sys.argv[1:]))\n"
+)
 
 
 def test_without_bubblewrap_the_grading_tests_skip_with_one_line_saying_how_to_run_them():
     env = {k: v for k, v in os.environ.items() if k != "CI"}
-    proc = subprocess.run([sys.executable, "-c", NO_BWRAP, "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-                           "tests/test_grade.py", "-k", "every_case or verdicts_name"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            NO_BWRAP,
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            "tests/test_grade.py",
+            "-k",
+            "every_case or verdicts_name",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     lines = [line for line in proc.stdout.splitlines() if _sandbox_gate.PREFIX + " test(s) skipped" in line]
     assert len(lines) == 1 and "apt-get install bubblewrap" in lines[0] and "make test" in lines[0], proc.stdout

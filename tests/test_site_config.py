@@ -67,23 +67,48 @@ def test_index_lists_every_notebook_in_order():
 
 
 def test_adapt_replaces_widget_output_and_badge_image_and_folds_solutions():
-    badge = ("# 02 · x\n\n[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
-             "(https://colab.research.google.com/github/o/r/blob/v1/notebooks/zh/02_x.ipynb)")
-    widget = {"output_type": "display_data", "metadata": {},
-              "data": {cs.WIDGET_MIME: {"model_id": "abc"}, "text/plain": ["VBox(children=(IntSlider(…"]}}
+    badge = (
+        "# 02 · x\n\n[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
+        "(https://colab.research.google.com/github/o/r/blob/v1/notebooks/zh/02_x.ipynb)"
+    )
+    widget = {
+        "output_type": "display_data",
+        "metadata": {},
+        "data": {cs.WIDGET_MIME: {"model_id": "abc"}, "text/plain": ["VBox(children=(IntSlider(…"]},
+    }
     stream = {"output_type": "stream", "name": "stdout", "text": ["tensor([1.])\n"]}
-    nb = {"metadata": {"widgets": {"state": {}}}, "cells": [
-        {"cell_type": "markdown", "metadata": {}, "source": [badge]},
-        {"cell_type": "code", "metadata": {}, "source": ["# Colab setup: ...\n", "import sys"], "outputs": [],
-         "execution_count": 0},
-        {"cell_type": "code", "metadata": {}, "source": "x", "outputs": [stream, widget], "execution_count": 1},
-        {"cell_type": "code", "metadata": {"tags": ["solution"]}, "source": "y", "outputs": [], "execution_count": 2},
-        {"cell_type": "code", "metadata": {"tags": ["checker"]}, "outputs": [], "execution_count": 3,
-         "source": ["check_y(y)\n", "### BEGIN HIDDEN TESTS\n", "_fresh = 1\n", "### END HIDDEN TESTS"]},
-    ]}
+    nb = {
+        "metadata": {"widgets": {"state": {}}},
+        "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": [badge]},
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "source": ["# Colab setup: ...\n", "import sys"],
+                "outputs": [],
+                "execution_count": 0,
+            },
+            {"cell_type": "code", "metadata": {}, "source": "x", "outputs": [stream, widget], "execution_count": 1},
+            {
+                "cell_type": "code",
+                "metadata": {"tags": ["solution"]},
+                "source": "y",
+                "outputs": [],
+                "execution_count": 2,
+            },
+            {
+                "cell_type": "code",
+                "metadata": {"tags": ["checker"]},
+                "outputs": [],
+                "execution_count": 3,
+                "source": ["check_y(y)\n", "### BEGIN HIDDEN TESTS\n", "_fresh = 1\n", "### END HIDDEN TESTS"],
+            },
+        ],
+    }
     out = build_site.adapt_notebook(copy.deepcopy(nb), cs.lang("zh"))
     assert out["cells"][0]["source"] == badge.replace(
-        "https://colab.research.google.com/assets/colab-badge.svg", cs.BADGE_LOCAL)
+        "https://colab.research.google.com/assets/colab-badge.svg", cs.BADGE_LOCAL
+    )
     assert "(https://colab.research.google.com/github/o/r/blob/v1/notebooks/zh/02_x.ipynb)" in out["cells"][0]["source"]
     setup, shown, solution, checker = out["cells"][1:]
     first, note = shown["outputs"]

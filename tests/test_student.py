@@ -23,17 +23,25 @@ def synthetic_notebook() -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
     nb.metadata = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}}
     intro = nbformat.v4.new_markdown_cell("# Exercises\nWrite `add_one`. Why does it add one?")
-    normal = nbformat.v4.new_code_cell("plot_something()", execution_count=3, outputs=[
-        nbformat.v4.new_output("display_data", data={"image/png": PNG, "text/plain": "<Figure>"}),
-        nbformat.v4.new_output("stream", name="stdout", text="the predicted answer is 2\n"),
-    ])
+    normal = nbformat.v4.new_code_cell(
+        "plot_something()",
+        execution_count=3,
+        outputs=[
+            nbformat.v4.new_output("display_data", data={"image/png": PNG, "text/plain": "<Figure>"}),
+            nbformat.v4.new_output("stream", name="stdout", text="the predicted answer is 2\n"),
+        ],
+    )
     answer = nbformat.v4.new_markdown_cell("<details><summary>Why</summary>Because one is one.</details>")
     answer.metadata["tags"] = ["answer"]
-    solution = nbformat.v4.new_code_cell(SOLUTION, execution_count=4, outputs=[
-        nbformat.v4.new_output("stream", name="stdout", text="the answer is 2\n")])
+    solution = nbformat.v4.new_code_cell(
+        SOLUTION, execution_count=4, outputs=[nbformat.v4.new_output("stream", name="stdout", text="the answer is 2\n")]
+    )
     solution.metadata["tags"] = ["solution"]
-    checker = nbformat.v4.new_code_cell("check_add_one(add_one)", execution_count=5, outputs=[
-        nbformat.v4.new_output("stream", name="stdout", text="✅ add_one: passed\n")])
+    checker = nbformat.v4.new_code_cell(
+        "check_add_one(add_one)",
+        execution_count=5,
+        outputs=[nbformat.v4.new_output("stream", name="stdout", text="✅ add_one: passed\n")],
+    )
     checker.metadata["tags"] = ["checker"]
     nb.cells = [intro, normal, answer, solution, checker]
     for i, cell in enumerate(nb.cells):
@@ -93,8 +101,9 @@ def test_badge_to_the_instructor_notebook_is_replaced_by_a_note():
         assert header.endswith(student.STUDENT_NOTE[lang])
 
 
-@pytest.mark.parametrize("breakage", ["no_end_marker", "markers_without_metadata", "tag_without_metadata",
-                                      "markers_in_prose"])
+@pytest.mark.parametrize(
+    "breakage", ["no_end_marker", "markers_without_metadata", "tag_without_metadata", "markers_in_prose"]
+)
 def test_broken_solution_cells_are_errors(breakage):
     nb = synthetic_notebook()
     cell = nb.cells[3]
@@ -126,8 +135,10 @@ def test_no_overwrite_without_force(tmp_path, capsys):
     copy = out / "en" / "01_demo.ipynb"
 
     assert student.main(["--src", str(src), "--out", str(out)]) == 0
-    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.ipynb")) == ["en/01_demo.ipynb",
-                                                                                  "zh/01_demo.ipynb"]
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.ipynb")) == [
+        "en/01_demo.ipynb",
+        "zh/01_demo.ipynb",
+    ]
     fresh = copy.read_text(encoding="utf-8")
 
     report = student.generate(src, out, echo=lambda *a: None)
@@ -201,8 +212,13 @@ def test_every_exercise_has_points_and_the_copy_gives_nothing_away(path):
     assert all(c.metadata["nbgrader"]["points"] > 0 for c in answers)
     # each solution and answer cell of the copy holds none of the instructor's lines of that cell
     released = {c.id: c.source for c in copy.cells}
-    leaked = [line for c in nb.cells if _course.SOLUTION in _course.tags(c) for line in solution_lines(c.source)
-              if line in released[c.id]]
+    leaked = [
+        line
+        for c in nb.cells
+        if _course.SOLUTION in _course.tags(c)
+        for line in solution_lines(c.source)
+        if line in released[c.id]
+    ]
     leaked += [c.source[:60] for c in answers if released[c.id] != _course.TEXT_STUB[path.parent.name]]
     text = "\n".join(c.source for c in copy.cells)
     assert not leaked, f"the student copy gives these away: {leaked}"
@@ -229,8 +245,9 @@ def test_student_copy_runs_the_learner_versions_code(path, tmp_path):
     """A student copy's code cells are exactly the stored learner version's (stubs and checkers alike), whose run
     nbval checks (make test-wheel) and whose checkers' stored verdicts are 🚧 (tests/test_learner.py): so each
     student copy runs top to bottom with every checker saying "not implemented yet", without running it again."""
-    copy = nbformat.reads(student.make_student_copy(nbformat.read(str(path), as_version=4), path.parent.name,
-                                                    path.name), as_version=4)
+    copy = nbformat.reads(
+        student.make_student_copy(nbformat.read(str(path), as_version=4), path.parent.name, path.name), as_version=4
+    )
     learner_version = nbformat.read(str(path.parent.parent.parent / path.parent.name / path.name), as_version=4)
     code = [c.source for c in copy.cells if c.cell_type == "code"]
     assert code == [c.source for c in learner_version.cells if c.cell_type == "code"]
@@ -242,11 +259,13 @@ def test_a_student_copy_really_runs_and_checkers_say_not_yet(lang, tmp_path):
     from nbclient import NotebookClient
 
     path = next(p for p in REAL if p.parent.name == lang and p.name.startswith("01_"))
-    nb = nbformat.reads(student.make_student_copy(nbformat.read(str(path), as_version=4), lang, path.name),
-                        as_version=4)
+    nb = nbformat.reads(
+        student.make_student_copy(nbformat.read(str(path), as_version=4), lang, path.name), as_version=4
+    )
     os.environ.setdefault("MPLBACKEND", "Agg")
-    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    NotebookClient(
+        nb, timeout=600, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
     problems, checkers = [], 0
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code":

@@ -23,8 +23,10 @@ from tools import course
 from tools.teaching import _grade_report, grade
 
 FAKE = "ja"
-WRONG_RENORMALIZE = ("def mask_and_renormalize(attn_weights):\n    n = attn_weights.shape[-1]\n"
-                     "    return attn_weights.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(diagonal=1), 0.0)\n")
+WRONG_RENORMALIZE = (
+    "def mask_and_renormalize(attn_weights):\n    n = attn_weights.shape[-1]\n"
+    "    return attn_weights.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(diagonal=1), 0.0)\n"
+)
 
 
 def ours():
@@ -97,8 +99,10 @@ def class_in_ja(tmp_path_factory):
         subs = root / "submissions"
         subs.mkdir()
         nbformat.write(hand_in(ja), str(subs / "aki.ipynb"))
-        nbformat.write(hand_in(ja, causal_mask="from llm_lab import causal_mask\n",
-                               mask_and_renormalize=WRONG_RENORMALIZE), str(subs / "ren.ipynb"))
+        nbformat.write(
+            hand_in(ja, causal_mask="from llm_lab import causal_mask\n", mask_and_renormalize=WRONG_RENORMALIZE),
+            str(subs / "ren.ipynb"),
+        )
         no_ids = hand_in(ja)
         for cell in no_ids.cells:
             cell.id = f"x{len(cell.source)}-{id(cell)}"  # an editor that renumbered the cells: known by the title
@@ -106,10 +110,14 @@ def class_in_ja(tmp_path_factory):
         course_map = grade.load_course(notebooks)
         untitled = hand_in(ja)
         untitled.cells[0].source = "# my homework"  # known by its cell ids alone
-        results = grade.grade(subs, root / "out", src=notebooks, sandboxed=False, cell_timeout=20,
-                              echo=lambda *a: None)
-        yield {"course": course_map, "untitled": grade.identify(untitled, course_map), "out": root / "out",
-               "results": {r.student: r for r in results}, "full": sum(fx.points(notebooks).values())}
+        results = grade.grade(subs, root / "out", src=notebooks, sandboxed=False, cell_timeout=20, echo=lambda *a: None)
+        yield {
+            "course": course_map,
+            "untitled": grade.identify(untitled, course_map),
+            "out": root / "out",
+            "results": {r.student: r for r in results},
+            "full": sum(fx.points(notebooks).values()),
+        }
     finally:
         mp.undo()
 
@@ -123,7 +131,8 @@ def test_the_grader_finds_the_new_languages_notebooks(class_in_ja):
 def test_copies_are_recognised_and_graded_in_the_new_language(class_in_ja):
     results = class_in_ja["results"]
     assert {s: (r.lang, r.notebook, r.problem) for s, r in results.items()} == {
-        s: (FAKE, fx.NAME, "") for s in ("aki", "ren", "sho")}
+        s: (FAKE, fx.NAME, "") for s in ("aki", "ren", "sho")
+    }
     assert results["aki"].total == results["sho"].total == class_in_ja["full"]
     verdicts = {v.key: v for v in results["ren"].verdicts}
     assert results["ren"].total == 0

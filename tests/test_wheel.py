@@ -44,12 +44,30 @@ def wheel(tmp_path_factory):
     for name in ("llm_lab", "data"):
         shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                    "--disable-pip-version-check", "-w", str(out), str(src)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "-w",
+            str(out),
+            str(src),
+        ],
+        check=True,
+        capture_output=True,
+    )
     (path,) = out.glob("llm_lab_course-*.whl")
     with zipfile.ZipFile(path) as zf:
-        yield {"names": set(zf.namelist()), "path": path,
-               "metadata": zf.read(next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))).decode()}
+        yield {
+            "names": set(zf.namelist()),
+            "path": path,
+            "metadata": zf.read(next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))).decode(),
+        }
 
 
 @pytest.fixture(scope="module")
@@ -61,16 +79,41 @@ def installed(wheel, tmp_path_factory):
     folder is empty, so nothing of this repository is on ``sys.path``.
     """
     target = tmp_path_factory.mktemp("site")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-                    "--disable-pip-version-check", "--target", str(target), str(wheel["path"])],
-                   check=True, capture_output=True)
-    env = {"PYTHONPATH": f"{target}:{sysconfig.get_paths()['purelib']}", "PATH": "/usr/bin:/bin", "MPLBACKEND": "Agg",
-           "HOME": str(tmp_path_factory.mktemp("home"))}
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            "--disable-pip-version-check",
+            "--target",
+            str(target),
+            str(wheel["path"]),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    env = {
+        "PYTHONPATH": f"{target}:{sysconfig.get_paths()['purelib']}",
+        "PATH": "/usr/bin:/bin",
+        "MPLBACKEND": "Agg",
+        "HOME": str(tmp_path_factory.mktemp("home")),
+    }
     cwd = tmp_path_factory.mktemp("cwd")
 
     def run(args, timeout=120):
-        return subprocess.run([sys.executable, "-S", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                              timeout=timeout, check=False)
+        return subprocess.run(
+            [sys.executable, "-S", *args],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
 
     run.package = target / "llm_lab"
     return run
@@ -134,7 +177,13 @@ def test_the_package_readme_names_every_module_and_subpackage():
     # the reading order: the book's modules are listed in the order the notebooks build them
     book_rows = [line for line in text.splitlines() if line.startswith("| [`")][: len(BOOK) - 1]
     assert [re.search(r"\[`(\w+)\.py`\]", row).group(1) for row in book_rows] == [
-        "example", "attention", "masks", "multihead", "tokenizer", "kv_cache"]
+        "example",
+        "attention",
+        "masks",
+        "multihead",
+        "tokenizer",
+        "kv_cache",
+    ]
 
 
 def test_every_old_path_imports_from_the_installed_wheel(installed):
@@ -211,8 +260,11 @@ def test_every_python_dash_m_name_runs_from_the_installed_wheel(installed, name)
         proc = installed(args)
         assert proc.returncode == 0 and proc.stderr == "", (module, proc.stderr)  # no runpy double-import warning
         if name == "env":
-            assert re.search(rf"^llm_lab +{re.escape(llm_lab.__version__)} \({re.escape(str(installed.package))}\)$",
-                             proc.stdout, re.M), proc.stdout
+            assert re.search(
+                rf"^llm_lab +{re.escape(llm_lab.__version__)} \({re.escape(str(installed.package))}\)$",
+                proc.stdout,
+                re.M,
+            ), proc.stdout
             assert f"ok ({installed.package / '_data' / 'the-verdict.txt'})" in proc.stdout
         else:
             assert proc.stdout.startswith(f"usage: python -m llm_lab.{sub}.{name}"), (module, proc.stdout[:200])
@@ -237,8 +289,11 @@ def test_shipped_files_lists_every_registered_file():
 
 
 def test_dependencies_fit_colab(wheel):
-    requires = [Requirement(line.split(":", 1)[1].strip()) for line in wheel["metadata"].splitlines()
-                if line.startswith("Requires-Dist:")]
+    requires = [
+        Requirement(line.split(":", 1)[1].strip())
+        for line in wheel["metadata"].splitlines()
+        if line.startswith("Requires-Dist:")
+    ]
     core = {r.name: r for r in requires if not r.marker}
     assert {"torch", "numpy", "tiktoken", "matplotlib", "ipywidgets"} <= set(core)
     # Colab today: torch 2.11, ipywidgets 7.7.1; the wheel must not pin torch or demand ipywidgets 8

@@ -45,8 +45,10 @@ def test_ipywidgets_major(version):
 
 def test_importing_llm_lab_does_not_import_widgets():
     # nor any subpackage, nor the old path: `import llm_lab` loads the book's modules only
-    code = ("import sys, llm_lab; bad = {'ipywidgets', 'llm_lab.explore', 'llm_lab.bench', 'llm_lab.dev', "
-            "'llm_lab.widgets'} & set(sys.modules); assert not bad, bad")  # llm_lab.widgets: the old path
+    code = (
+        "import sys, llm_lab; bad = {'ipywidgets', 'llm_lab.explore', 'llm_lab.bench', 'llm_lab.dev', "
+        "'llm_lab.widgets'} & set(sys.modules); assert not bad, bad"
+    )  # llm_lab.widgets: the old path
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -371,8 +373,7 @@ def _css_px(value):
 def heads12():
     torch.manual_seed(0)
     weights = causal_softmax(torch.randn(4, 4, 12, 12))  # notebook 06: 4 windows, 4 heads, 12 tokens
-    tokens = [" I", " had", " always", " thought", " Jack", " Gis", "burn", " rather", " a", " cheap", " genius",
-              "--"]
+    tokens = [" I", " had", " always", " thought", " Jack", " Gis", "burn", " rather", " a", " cheap", " genius", "--"]
     return weights, tokens
 
 
@@ -381,7 +382,9 @@ def test_heatmap_shown_at_natural_size_never_stretched(heads12):
     for explorer in (mask_explorer(), dropout_explorer(), heads_explorer(weights, tokens)):
         png_w, png_h = explorer.png_size
         assert (png_w, png_h) == (
-            int.from_bytes(explorer.png[16:20], "big"), int.from_bytes(explorer.png[20:24], "big"))
+            int.from_bytes(explorer.png[16:20], "big"),
+            int.from_bytes(explorer.png[20:24], "big"),
+        )
         width, height = explorer.display_size
         # rendered at twice the CSS size: crisp on HiDPI screens, never upscaled on ordinary ones
         assert explorer.PIXEL_RATIO == 2 and png_w <= 2 * width <= png_w + 1 and png_h <= 2 * height <= png_h + 1
@@ -420,8 +423,12 @@ def test_12x12_heads_map_values_and_labels_do_not_touch(heads12):
     values = [t for t in ax.texts if t.get_text()]
     assert len(values) == 144
     boxes = [t.get_window_extent(renderer) for t in values]
-    touching = [(values[i].get_text(), values[j].get_text())
-                for i in range(len(boxes)) for j in range(i + 1, len(boxes)) if _overlaps(boxes[i], boxes[j])]
+    touching = [
+        (values[i].get_text(), values[j].get_text())
+        for i in range(len(boxes))
+        for j in range(i + 1, len(boxes))
+        if _overlaps(boxes[i], boxes[j])
+    ]
     assert touching == []
     # every value also stays inside its own cell
     cell = ax.transData.transform((1, 0))[0] - ax.transData.transform((0, 0))[0]

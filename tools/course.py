@@ -48,43 +48,43 @@ def version_dir(version: str, root: Path | None = None) -> Path:
 HOWTO = {
     INSTRUCTOR_VERSION: {
         "en": "*Instructor version:* each cell marked *your turn* holds the reference solution and each checker cell "
-              "its hidden tests. The learner version (`notebooks/en/`, what the Colab badge opens) has the cells to "
-              "write instead and each solution folded under its checker; `make student` writes the class's copies, "
-              "with no solutions at all. The checker prints ✅ correct, 🚧 not written yet, or ❌ with a hint naming "
-              "the likely mistake. A Predict/Explain model answer sits in the cell under its question.",
+        "its hidden tests. The learner version (`notebooks/en/`, what the Colab badge opens) has the cells to "
+        "write instead and each solution folded under its checker; `make student` writes the class's copies, "
+        "with no solutions at all. The checker prints ✅ correct, 🚧 not written yet, or ❌ with a hint naming "
+        "the likely mistake. A Predict/Explain model answer sits in the cell under its question.",
         "zh": "*教师版：* 每个标着“轮到你了”的单元格里是参考答案，每个检查单元格里带着隐藏测试。"
-              "学习版（`notebooks/zh/`，"
-              "Colab 徽章打开的就是它）里这些单元格留给学习者来写，参考答案折叠在检查单元格下面；`make student` "
-              "生成的学生版则完全不含答案。检查器输出 ✅ 表示正确，🚧 表示还没写，❌ 会附上一条指出可能错误的提示。"
-              "预测题和解释题的参考答案在题目下方的单元格里。",
+        "学习版（`notebooks/zh/`，"
+        "Colab 徽章打开的就是它）里这些单元格留给学习者来写，参考答案折叠在检查单元格下面；`make student` "
+        "生成的学生版则完全不含答案。检查器输出 ✅ 表示正确，🚧 表示还没写，❌ 会附上一条指出可能错误的提示。"
+        "预测题和解释题的参考答案在题目下方的单元格里。",
     },
     LEARNER: {
         "en": "Write your code in each cell marked *your turn* (it says YOUR CODE HERE), then run the checker cell "
-              "below it: ✅ correct, 🚧 not written yet, ❌ with a hint naming the likely mistake. A solution is "
-              "folded under each checker, one click away: try first. Predict and Explain: write your answer in the "
-              "cell under the question, then open the model answer folded below it.",
+        "below it: ✅ correct, 🚧 not written yet, ❌ with a hint naming the likely mistake. A solution is "
+        "folded under each checker, one click away: try first. Predict and Explain: write your answer in the "
+        "cell under the question, then open the model answer folded below it.",
         "zh": "把你的代码写在每个标着“轮到你了”的单元格里（那里写着 YOUR CODE HERE），然后运行它下面的检查单元格："
-              "✅ 表示正确，🚧 表示还没写，❌ 会附上一条指出可能错误的提示。每个检查单元格下面都折叠着一份参考答案，"
-              "点一下就能展开：先自己试。预测题和解释题：把答案写在题目下方的单元格里，再展开它下面折叠的参考答案。",
+        "✅ 表示正确，🚧 表示还没写，❌ 会附上一条指出可能错误的提示。每个检查单元格下面都折叠着一份参考答案，"
+        "点一下就能展开：先自己试。预测题和解释题：把答案写在题目下方的单元格里，再展开它下面折叠的参考答案。",
     },
     "student": {
         "en": "Write your code in each cell marked *your turn*, where it raises `NotImplementedError`, then run the "
-              "checker cell below it: ✅ correct, 🚧 not written yet, ❌ with a hint naming the likely mistake. "
-              "Predict and Explain answers go in the cell right under the question (YOUR ANSWER HERE); they are "
-              "graded by hand.",
+        "checker cell below it: ✅ correct, 🚧 not written yet, ❌ with a hint naming the likely mistake. "
+        "Predict and Explain answers go in the cell right under the question (YOUR ANSWER HERE); they are "
+        "graded by hand.",
         "zh": "把你的代码写在每个标着“轮到你了”的单元格里（它会抛出 `NotImplementedError`），"
-              "然后运行它下面的检查单元格："
-              "✅ 表示正确，🚧 表示还没写，❌ 会附上一条指出可能错误的提示。"
-              "预测题和解释题的答案写在题目正下方的单元格里"
-              "（在这里写下你的答案），由老师批改。",
+        "然后运行它下面的检查单元格："
+        "✅ 表示正确，🚧 表示还没写，❌ 会附上一条指出可能错误的提示。"
+        "预测题和解释题的答案写在题目正下方的单元格里"
+        "（在这里写下你的答案），由老师批改。",
     },
 }
 # The instructor version's header says what it is, instead of a Colab badge (the badge opens the learner version).
 INSTRUCTOR_NOTE = {
     "en": "*Instructor version, with the solutions, model answers and hidden tests. Learners open "
-          "[the learner version](../../en/{name}) (its Colab badge); `make student` writes a class's copies.*",
+    "[the learner version](../../en/{name}) (its Colab badge); `make student` writes a class's copies.*",
     "zh": "*教师版，含参考答案、参考解答和隐藏测试。学习者请打开[学习版](../../zh/{name})（或点它的 Colab 徽章）；"
-          "`make student` 生成班级用的学生版。*",
+    "`make student` 生成班级用的学生版。*",
 }
 EXERCISES_TAG = "exercises"  # the exercises section's heading cell (the first cell of NN_*.exercises.nbsrc)
 
@@ -135,8 +135,9 @@ def find_notebooks(src: Path = INSTRUCTOR, only: str | None = None, langs=None) 
     return [p for p in found if prefixes is None or p.name[:2] in prefixes]
 
 
-def select(only: str | None = None, *, versions=(INSTRUCTOR_VERSION,), langs=None, root: Path | None = None
-           ) -> list[Path]:
+def select(
+    only: str | None = None, *, versions=(INSTRUCTOR_VERSION,), langs=None, root: Path | None = None
+) -> list[Path]:
     """The stored notebooks of ``versions`` in ``langs``, only the numbers ``only`` names: what every tool's
     ``NB=`` / ``--only`` means (``"3,06"``: notebooks 03 and 06; ``"0"``: notebook 00, not every number starting 0)."""
     return [p for v in versions for p in find_notebooks(version_dir(v, root), only, langs)]
@@ -201,19 +202,21 @@ def verdict_code(exercise: str, obj: str, lang: str | None = None) -> str:
     or ``tampered`` when ``llm_lab.exercises.audit`` finds redefined ``check_*`` or patched checkers.
     ``lang``: the messages' language (default: the notebook's ``set_language``)."""
     language = f'"{lang}"' if lang else "_live.get_language()"
-    return "\n".join([
-        "import llm_lab.exercises as _live",
-        "",
-        "_fresh = _live.fresh()",
-        "_patched = _fresh.audit(globals())",
-        f"_obj = {obj}",
-        "if _patched:",
-        '    _status, _mistake = "tampered", "tampered"',
-        '    _note = "0 points: checkers redefined or patched / 0 分：检查器被改动: " + ", ".join(_patched)',
-        "else:",
-        f'    _r = _fresh.grade("{exercise}", _obj, lang={language})',
-        "    _status, _mistake, _note = _r.status, _r.hint, _r.message",
-    ])
+    return "\n".join(
+        [
+            "import llm_lab.exercises as _live",
+            "",
+            "_fresh = _live.fresh()",
+            "_patched = _fresh.audit(globals())",
+            f"_obj = {obj}",
+            "if _patched:",
+            '    _status, _mistake = "tampered", "tampered"',
+            '    _note = "0 points: checkers redefined or patched / 0 分：检查器被改动: " + ", ".join(_patched)',
+            "else:",
+            f'    _r = _fresh.grade("{exercise}", _obj, lang={language})',
+            "    _status, _mistake, _note = _r.status, _r.hint, _r.message",
+        ]
+    )
 
 
 def hidden_tests(exercise: str, obj: str) -> str:

@@ -25,6 +25,7 @@ finds them satisfied), then stamped; an overlay is rebuilt.
 
 Only the standard library: ``make setup`` runs it with the system Python before any venv exists.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -71,31 +72,72 @@ class Env:
 
 _MAIN = ("requirements.txt",)
 _INSTRUCTOR = (*_MAIN, "requirements-instructor.txt")
-ENVS: dict[str, Env] = {env.name: env for env in (
-    Env("main", ".venv", _MAIN, purpose="the lab, the unit tests, nbval (make setup)"),
-    Env("instructor", ".venv", _INSTRUCTOR, purpose="main + nbgrader: student copies, grading (make instructor-setup)"),
-    Env("browser", ".venv", (*_INSTRUCTOR, "requirements-browser.txt"),
-        purpose="instructor + Playwright's Python package (make test-browser)"),
-    Env("hub", ".venv", (*_INSTRUCTOR, "requirements-hub.txt"), purpose="instructor + JupyterHub (make hub, test-hub)"),
-    Env("widgets7", ".venv-ipyw7", ("tests/requirements-ipywidgets7.txt",), overlay="main",
-        purpose="the explorers' tests under ipywidgets 7.7.1, Colab's version (make widgets7)"),
-    Env("wheel", ".venv-wheel", overlay="main", editable=False,
-        purpose="the built wheel, installed, for nbval on what learners get (make test-wheel, test-perturbed)"),
-    Env("site", ".venv-site", ("requirements-site.txt",), editable=False,
-        purpose="Sphinx + MyST-NB for the static site (make site, test-site)"),
-    Env("torch", ".venv-torch<TORCH>", ("build/envs/torch-<TORCH>.txt",),
-        purpose="requirements.txt, nbgrader and jsonschema with another torch (make test-torch TORCH=2.11.0)"),
-)}
+ENVS: dict[str, Env] = {
+    env.name: env
+    for env in (
+        Env("main", ".venv", _MAIN, purpose="the lab, the unit tests, nbval (make setup)"),
+        Env(
+            "instructor",
+            ".venv",
+            _INSTRUCTOR,
+            purpose="main + nbgrader: student copies, grading (make instructor-setup)",
+        ),
+        Env(
+            "browser",
+            ".venv",
+            (*_INSTRUCTOR, "requirements-browser.txt"),
+            purpose="instructor + Playwright's Python package (make test-browser)",
+        ),
+        Env(
+            "hub",
+            ".venv",
+            (*_INSTRUCTOR, "requirements-hub.txt"),
+            purpose="instructor + JupyterHub (make hub, test-hub)",
+        ),
+        Env(
+            "widgets7",
+            ".venv-ipyw7",
+            ("tests/requirements-ipywidgets7.txt",),
+            overlay="main",
+            purpose="the explorers' tests under ipywidgets 7.7.1, Colab's version (make widgets7)",
+        ),
+        Env(
+            "wheel",
+            ".venv-wheel",
+            overlay="main",
+            editable=False,
+            purpose="the built wheel, installed, for nbval on what learners get (make test-wheel, test-perturbed)",
+        ),
+        Env(
+            "site",
+            ".venv-site",
+            ("requirements-site.txt",),
+            editable=False,
+            purpose="Sphinx + MyST-NB for the static site (make site, test-site)",
+        ),
+        Env(
+            "torch",
+            ".venv-torch<TORCH>",
+            ("build/envs/torch-<TORCH>.txt",),
+            purpose="requirements.txt, nbgrader and jsonschema with another torch (make test-torch TORCH=2.11.0)",
+        ),
+    )
+}
 
 
 def torch_env(version: str) -> Env:
     """The ``torch`` row for one torch version; writes its requirements (requirements.txt with that torch)."""
     if not version or any(c not in "0123456789.+abcdefghijklmnopqrstuvwxyz" for c in version):
         raise SystemExit(f"--torch: expected a torch version such as 2.11.0, got {version!r}")
-    lines = [f"torch=={version}" if line.startswith("torch==") else line
-             for line in (ROOT / "requirements.txt").read_text().splitlines()]
-    lines += [line for line in (ROOT / "requirements-instructor.txt").read_text().splitlines()
-              if line.startswith(("nbgrader==", "jsonschema=="))]
+    lines = [
+        f"torch=={version}" if line.startswith("torch==") else line
+        for line in (ROOT / "requirements.txt").read_text().splitlines()
+    ]
+    lines += [
+        line
+        for line in (ROOT / "requirements-instructor.txt").read_text().splitlines()
+        if line.startswith(("nbgrader==", "jsonschema=="))
+    ]
     reqs = ROOT / "build" / "envs" / f"torch-{version}.txt"
     reqs.parent.mkdir(parents=True, exist_ok=True)
     text = "\n".join(lines) + "\n"
@@ -108,8 +150,15 @@ def reqs_env(reqs: str, python: str | None) -> Env:
     """The ``wheel`` row as a full venv of its own, from one requirements file (e.g. Colab's versions)."""
     if not (ROOT / reqs).is_file():
         raise SystemExit(f"--reqs: {reqs} is not a file")
-    return Env("wheel", f".venv-wheel-{Path(reqs).stem}", (reqs,), editable=False, python=python, wheel_deps=True,
-               purpose=f"the built wheel on the versions in {reqs}")
+    return Env(
+        "wheel",
+        f".venv-wheel-{Path(reqs).stem}",
+        (reqs,),
+        editable=False,
+        python=python,
+        wheel_deps=True,
+        purpose=f"the built wheel on the versions in {reqs}",
+    )
 
 
 def with_main(env: Env, main_venv: str | None) -> Env:
@@ -119,8 +168,14 @@ def with_main(env: Env, main_venv: str | None) -> Env:
     return replace(env, path=main_venv)
 
 
-def resolve(name: str, *, torch: str | None = None, reqs: str | None = None, python: str | None = None,
-            main_venv: str | None = None) -> Env:
+def resolve(
+    name: str,
+    *,
+    torch: str | None = None,
+    reqs: str | None = None,
+    python: str | None = None,
+    main_venv: str | None = None,
+) -> Env:
     if name not in ENVS:
         raise SystemExit(f"unknown environment {name!r}: the environments are {', '.join(ENVS)}")
     if name == "torch":
@@ -174,16 +229,21 @@ def venv_version(venv: Path) -> str | None:
 def interpreter_version(python: str) -> str:
     if python == sys.executable:
         return platform.python_version()
-    out = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [python, "-c", "import platform; print(platform.python_version())"], capture_output=True, text=True
+    )
     if out.returncode != 0:
         raise SystemExit(f"--python {python}: cannot run it ({out.stderr.strip() or 'not found'})")
     return out.stdout.strip()
 
 
 def site_packages(python: Path) -> Path:
-    out = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                         check=True, capture_output=True, text=True).stdout.strip()
+    out = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     return Path(out)
 
 
@@ -207,9 +267,12 @@ def want(env: Env, main_venv: str | None) -> dict:
     else:
         python = env.python or sys.executable
         version = interpreter_version(python)
-    return {"python": version, "make_with": python,
-            "overlay": str(overlay.dir) if overlay else None,
-            "overlay_layers": read_stamp(overlay).get("layers") if overlay else None}
+    return {
+        "python": version,
+        "make_with": python,
+        "overlay": str(overlay.dir) if overlay else None,
+        "overlay_layers": read_stamp(overlay).get("layers") if overlay else None,
+    }
 
 
 def rebuild(env: Env, target: dict) -> None:
@@ -298,8 +361,11 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("list", help="every environment, where it lives and whether it is current")
     for cmd in ("ensure", "run"):
-        p = sub.add_parser(cmd, help="build or update an environment" + ("; then run a command in it" if cmd == "run"
-                                                                          else "; print its python"))
+        p = sub.add_parser(
+            cmd,
+            help="build or update an environment"
+            + ("; then run a command in it" if cmd == "run" else "; print its python"),
+        )
         p.add_argument("name", help=", ".join(ENVS))
         p.add_argument("--torch", help="torch: the torch version")
         p.add_argument("--reqs", help="wheel: a full venv from this requirements file instead of the overlay")

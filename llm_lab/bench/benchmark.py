@@ -240,8 +240,14 @@ def plot_sweep(sweep_results: dict[int, dict[str, Result]], title: str = "", lan
         ax.grid(alpha=0.3)
     ax_time.set_ylabel(figure_word("time", lang))
     ax_mem.set_ylabel(figure_word("saved", lang))
-    fig.legend(*ax_time.get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8,
-               title=figure_word("dashed", lang), title_fontsize=8)
+    fig.legend(
+        *ax_time.get_legend_handles_labels(),
+        loc="center left",
+        bbox_to_anchor=(1.0, 0.5),
+        fontsize=8,
+        title=figure_word("dashed", lang),
+        title_fontsize=8,
+    )
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
@@ -288,14 +294,17 @@ def check_device(name: str) -> torch.device:
     except (RuntimeError, TypeError) as err:
         raise ValueError(f"--device {name!r} is not a device name; use cpu or cuda") from err
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("--device cuda: no CUDA device is visible to torch (on Colab: Runtime > Change runtime "
-                         "type > GPU)")
+        raise ValueError(
+            "--device cuda: no CUDA device is visible to torch (on Colab: Runtime > Change runtime type > GPU)"
+        )
     return device
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m llm_lab.bench.benchmark",
-                                 description="Time forward + backward of nine causal multi-head attention layers.")
+    ap = argparse.ArgumentParser(
+        prog="python -m llm_lab.bench.benchmark",
+        description="Time forward + backward of nine causal multi-head attention layers.",
+    )
     ap.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     ap.add_argument("--preset", default="full", choices=list(PRESETS), help="sizes to measure (default: full)")
     ap.add_argument("--repeats", type=int, default=None, help="timed rounds per length (default: the preset's)")
@@ -307,8 +316,9 @@ def main(argv=None) -> int:
     s = settings_for(args.preset, device, args.repeats)
     print("\n".join(machine_lines(device)))
     for t in s.lengths:
-        print(f"\nB={s.batch}, T={t}, d={s.d}, {s.num_heads} heads, float32, {device}, median of {s.repeats}",
-              flush=True)
+        print(
+            f"\nB={s.batch}, T={t}, d={s.d}, {s.num_heads} heads, float32, {device}, median of {s.repeats}", flush=True
+        )
         print("\n".join(table(measure(s, t, device))))
     return 0
 

@@ -215,15 +215,24 @@ CONTESTANTS: dict[str, Contestant] = {
     "manual": Contestant("llm_lab.MultiHeadAttention (explicit softmax)", _own(MultiHeadAttention), True),
     "combined_qkv": Contestant("one Linear(d_in, 3*d_out), explicit softmax", CombinedQKVAttention, True),
     "einsum": Contestant("einsum projections and products", EinsumAttention, True),
-    "fused": Contestant("llm_lab.FusedMultiHeadAttention (SDPA)", _own(FusedMultiHeadAttention), False,
-                        same_as=BASELINE),
+    "fused": Contestant(
+        "llm_lab.FusedMultiHeadAttention (SDPA)", _own(FusedMultiHeadAttention), False, same_as=BASELINE
+    ),
     "sdpa": Contestant("3 Linear + F.scaled_dot_product_attention + Linear", SDPAAttention, False),
-    "sdpa_math": Contestant("same, sdpa_kernel(SDPBackend.MATH)",
-                            lambda d_in, d_out, t, nh: SDPAAttention(d_in, d_out, t, nh, SDPBackend.MATH), True),
-    "torch_mha": Contestant("nn.MultiheadAttention, need_weights=False",
-                            lambda d_in, d_out, t, nh: TorchMHA(d_in, d_out, t, nh, False), False, same_as=BASELINE),
-    "torch_mha_weights": Contestant("nn.MultiheadAttention, need_weights=True",
-                                    lambda d_in, d_out, t, nh: TorchMHA(d_in, d_out, t, nh, True), True),
+    "sdpa_math": Contestant(
+        "same, sdpa_kernel(SDPBackend.MATH)",
+        lambda d_in, d_out, t, nh: SDPAAttention(d_in, d_out, t, nh, SDPBackend.MATH),
+        True,
+    ),
+    "torch_mha": Contestant(
+        "nn.MultiheadAttention, need_weights=False",
+        lambda d_in, d_out, t, nh: TorchMHA(d_in, d_out, t, nh, False),
+        False,
+        same_as=BASELINE,
+    ),
+    "torch_mha_weights": Contestant(
+        "nn.MultiheadAttention, need_weights=True", lambda d_in, d_out, t, nh: TorchMHA(d_in, d_out, t, nh, True), True
+    ),
 }
 
 

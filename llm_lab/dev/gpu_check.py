@@ -24,15 +24,18 @@ import torch
 
 from llm_lab.exercises._messages import LANGUAGES  # the package's copy of tools.course.LANGS
 
-NO_GPU = ("gpu_check: no CUDA GPU visible to torch (torch.cuda.is_available() is False), nothing was run; "
-          "on Colab choose Runtime > Change runtime type > GPU and run again.")
+NO_GPU = (
+    "gpu_check: no CUDA GPU visible to torch (torch.cuda.is_available() is False), nothing was run; "
+    "on Colab choose Runtime > Change runtime type > GPU and run again."
+)
 
 
 def fetch(repo: str, ref: str, where: Path) -> Path:
     """Shallow-clone ``repo`` at ``ref`` (a tag or branch) into ``where``; return the clone."""
     clone = where / "llm-lab"
-    subprocess.run(["git", "clone", "-q", "--depth", "1", "--branch", ref, f"https://github.com/{repo}", str(clone)],
-                   check=True)
+    subprocess.run(
+        ["git", "clone", "-q", "--depth", "1", "--branch", ref, f"https://github.com/{repo}", str(clone)], check=True
+    )
     return clone
 
 
@@ -50,8 +53,19 @@ def count(junit: Path) -> tuple[int, list[str]]:
 def run_nbval(paths: list[Path], sanitize: Path | None, workdir: Path) -> tuple[int, int, list[str]]:
     """nbval over ``paths`` with this interpreter's kernel; (exit status, cells passed, failed cell ids)."""
     junit = workdir / "nbval.xml"
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval", "--nbval-current-env",
-           "--nbval-kernel-startup-timeout", "300", f"--junitxml={junit}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--nbval",
+        "--nbval-current-env",
+        "--nbval-kernel-startup-timeout",
+        "300",
+        f"--junitxml={junit}",
+    ]
     if sanitize is not None and sanitize.is_file():
         cmd += ["--nbval-sanitize-with", str(sanitize)]
     rc = subprocess.run(cmd + [str(p) for p in paths]).returncode

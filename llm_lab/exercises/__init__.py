@@ -82,8 +82,9 @@ def exercises_of(notebook: str) -> tuple[str, ...]:
     return tuple(name for name, ex in REGISTRY.items() if ex.notebook == notebook)
 
 
-def grade(exercise: str, obj, *, lang: str = "en", timeout: float | None = TIMEOUT,
-          secret: int | None = None) -> CheckResult:
+def grade(
+    exercise: str, obj, *, lang: str = "en", timeout: float | None = TIMEOUT, secret: int | None = None
+) -> CheckResult:
     """Check ``obj`` for ``exercise`` for grading: deterministic, prints nothing, no hint state, time-limited.
     ``secret`` (an int the grader keeps to itself): the checkers' inputs are drawn from it, not from the public
     fixed seeds, so answers recorded from the public checks do not fit them."""

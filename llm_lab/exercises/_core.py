@@ -172,8 +172,9 @@ def same(a, b, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
         return False  # never cast: a complex tensor loses its imaginary part (and warns) when made real
     if a.dtype == torch.bool or b.dtype == torch.bool or not (a.is_floating_point() or b.is_floating_point()):
         return bool(torch.equal(a.cpu().long(), b.cpu().long()))
-    return bool(torch.allclose(a.detach().cpu().double(), b.detach().cpu().double(), atol=atol, rtol=rtol,
-                               equal_nan=True))
+    return bool(
+        torch.allclose(a.detach().cpu().double(), b.detach().cpu().double(), atol=atol, rtol=rtol, equal_nan=True)
+    )
 
 
 def as_tensor(out, case: str) -> torch.Tensor:
@@ -189,8 +190,9 @@ def as_tensor(out, case: str) -> torch.Tensor:
     return out.detach().cpu()
 
 
-def diagnose(out: torch.Tensor, variants: Iterable[tuple[str, Callable[[], torch.Tensor]]], want: torch.Tensor,
-             **params) -> None:
+def diagnose(
+    out: torch.Tensor, variants: Iterable[tuple[str, Callable[[], torch.Tensor]]], want: torch.Tensor, **params
+) -> None:
     """Raise Fail(hint) for the first wrong variant that ``out`` matches (skipping variants equal to ``want``)."""
     for hint, make in variants:
         try:
@@ -219,8 +221,15 @@ def compare(out, want: torch.Tensor, case: str, variants=(), atol: float = 1e-5,
         raise Fail("nan_output", n_nan=int(nan.sum()), n_all=a.numel(), case=case)
     bad = ~torch.isclose(a, b, atol=atol, rtol=1e-4, equal_nan=True)
     index = tuple(int(i) for i in bad.nonzero()[0]) if bad.any() else ()
-    raise Fail("wrong_values", index=index if len(index) != 1 else index[0], want=_num(b[index]),
-               got=_num(a[index]), n_bad=int(bad.sum()), n_all=bad.numel(), case=case)
+    raise Fail(
+        "wrong_values",
+        index=index if len(index) != 1 else index[0],
+        want=_num(b[index]),
+        got=_num(a[index]),
+        n_bad=int(bad.sum()),
+        n_all=bad.numel(),
+        case=case,
+    )
 
 
 def _num(t: torch.Tensor) -> str:

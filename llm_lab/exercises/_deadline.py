@@ -77,6 +77,7 @@ def protected(frame, stop) -> bool:
 
 def tracer(exc_type, due, stop):
     """A trace function raising ``exc_type`` at the first line, once ``due()`` is true, where it escapes."""
+
     def trace(frame, event, arg):
         if event == "line" and due() and not protected(frame, stop):
             raise exc_type()

@@ -94,23 +94,35 @@ _MESSAGES = {
     },
     "window_not_renormalized": {
         "en": "{title}: the rows do not sum to 1: the softmax ran over the whole past, then the keys outside the "
-              "window were zeroed (input: {case}).",
+        "window were zeroed (input: {case}).",
         "zh": "{title}：各行之和不是 1：softmax 作用在整个过去上，之后才把窗口外的键置零（输入：{case}）。",
     },
 }
 _FIXES = {
-    "window_ignored": {"en": "Row i uses only keys `max(0, i - window + 1)` to `i`.",
-                       "zh": "第 i 行只用从 `max(0, i - window + 1)` 到 `i` 的键。"},
-    "window_too_wide": {"en": "Start row i at `max(0, i - window + 1)`, not `i - window`.",
-                        "zh": "第 i 行从 `max(0, i - window + 1)` 开始，而不是 `i - window`。"},
-    "window_too_narrow": {"en": "Row i ends at key `i` itself: `scores[i, start : i + 1]`.",
-                          "zh": "第 i 行以键 `i` 自己结尾：`scores[i, start : i + 1]`。"},
-    "window_sees_future": {"en": "Keep the window on one side: keys j with `i - window < j <= i`.",
-                           "zh": "窗口只在一侧：只保留满足 `i - window < j <= i` 的键 j。"},
-    "window_inverted": {"en": "Hide what is outside the window: `scores.masked_fill(~visible, float('-inf'))` with `visible` True for keys `i - window < j <= i`.",
-                        "zh": "遮住窗口之外的位置：`scores.masked_fill(~visible, float('-inf'))`，其中 `visible` 在 `i - window < j <= i` 的键上为 True。"},
-    "window_excludes_self": {"en": "Slice up to and including i: `scores[i, start : i + 1]`.",
-                             "zh": "切片要包含 i 本身：`scores[i, start : i + 1]`。"},
+    "window_ignored": {
+        "en": "Row i uses only keys `max(0, i - window + 1)` to `i`.",
+        "zh": "第 i 行只用从 `max(0, i - window + 1)` 到 `i` 的键。",
+    },
+    "window_too_wide": {
+        "en": "Start row i at `max(0, i - window + 1)`, not `i - window`.",
+        "zh": "第 i 行从 `max(0, i - window + 1)` 开始，而不是 `i - window`。",
+    },
+    "window_too_narrow": {
+        "en": "Row i ends at key `i` itself: `scores[i, start : i + 1]`.",
+        "zh": "第 i 行以键 `i` 自己结尾：`scores[i, start : i + 1]`。",
+    },
+    "window_sees_future": {
+        "en": "Keep the window on one side: keys j with `i - window < j <= i`.",
+        "zh": "窗口只在一侧：只保留满足 `i - window < j <= i` 的键 j。",
+    },
+    "window_inverted": {
+        "en": "Hide what is outside the window: `scores.masked_fill(~visible, float('-inf'))` with `visible` True for keys `i - window < j <= i`.",
+        "zh": "遮住窗口之外的位置：`scores.masked_fill(~visible, float('-inf'))`，其中 `visible` 在 `i - window < j <= i` 的键上为 True。",
+    },
+    "window_excludes_self": {
+        "en": "Slice up to and including i: `scores[i, start : i + 1]`.",
+        "zh": "切片要包含 i 本身：`scores[i, start : i + 1]`。",
+    },
     "window_not_renormalized": {
         "en": "Take the softmax of the window's scores only: `torch.softmax(scores[i, start : i + 1], dim=0)`.",
         "zh": "只对窗口内的分数做 softmax：`torch.softmax(scores[i, start : i + 1], dim=0)`。",
@@ -119,13 +131,18 @@ _FIXES = {
 
 RECORDS = [
     Exercise(
-        name="window_weights", notebook="00", body=body_window_weights, points=2, takes="function",
+        name="window_weights",
+        notebook="00",
+        body=body_window_weights,
+        points=2,
+        takes="function",
         signature="``fn(attn_scores (T, T), window) -> (T, T)``: row i a softmax over keys i - window + 1 .. i, "
-                  "0 elsewhere.",
+        "0 elsewhere.",
         hints=(*_MESSAGES, "future_open", "input_modified"),
         # the checker's own helpers compute the answer: handing one in (or calling it) is the reference
         references=("exercises._ex00_window.window_weights_reference", "exercises._ex00_window.softmax_where")
         + HELPERS,
-        messages=_MESSAGES, fixes=_FIXES,
+        messages=_MESSAGES,
+        fixes=_FIXES,
     ),
 ]

@@ -68,8 +68,9 @@ def body_renormalize(fn) -> list[str]:
         variants = _renorm_variants(w)
         if batched:
             keep = ~causal_mask(shape[-1])
-            variants = [("batch_dims", lambda d=d, w=w, keep=keep: _renormalized(w, keep, dim=d))
-                        for d in range(len(shape) - 1)]
+            variants = [
+                ("batch_dims", lambda d=d, w=w, keep=keep: _renormalized(w, keep, dim=d)) for d in range(len(shape) - 1)
+            ]
             variants += _renorm_variants(w)
         compare(out, want, case, variants)
         cases.append(shape_str(shape))
@@ -92,24 +93,50 @@ MODULE_MESSAGES = {
     },
 }
 MODULE_FIXES = {
-    "mask_not_bool": {"en": "Build it with `torch.ones(..., dtype=torch.bool)` (or add `.bool()`).", "zh": "用 `torch.ones(..., dtype=torch.bool)` 构造（或者加上 `.bool()`）。"},
-    "column_sums": {"en": "Divide by `masked.sum(dim=-1, keepdim=True)`.", "zh": "请除以 `masked.sum(dim=-1, keepdim=True)`。"},
-    "sum_over_all": {"en": "Use `masked.sum(dim=-1, keepdim=True)`.", "zh": "请用 `masked.sum(dim=-1, keepdim=True)`。"},
+    "mask_not_bool": {
+        "en": "Build it with `torch.ones(..., dtype=torch.bool)` (or add `.bool()`).",
+        "zh": "用 `torch.ones(..., dtype=torch.bool)` 构造（或者加上 `.bool()`）。",
+    },
+    "column_sums": {
+        "en": "Divide by `masked.sum(dim=-1, keepdim=True)`.",
+        "zh": "请除以 `masked.sum(dim=-1, keepdim=True)`。",
+    },
+    "sum_over_all": {
+        "en": "Use `masked.sum(dim=-1, keepdim=True)`.",
+        "zh": "请用 `masked.sum(dim=-1, keepdim=True)`。",
+    },
 }
 
 
 RECORDS = [
     Exercise(
-        name="causal_mask", notebook="01", body=body_causal_mask, points=1, takes="function",
+        name="causal_mask",
+        notebook="01",
+        body=body_causal_mask,
+        points=1,
+        takes="function",
         signature="``fn(num_tokens) -> bool (T, T)``, True strictly above the diagonal (the hidden future).",
         hints=("diagonal_masked", "mask_inverted", "mask_transposed", "future_open", "mask_not_bool"),
         references=("masks.causal_mask", "exercises._shared.triu", "exercises._shared.tril"),
     ),
     Exercise(
-        name="renormalize", notebook="01", body=body_renormalize, points=2, takes="function",
+        name="renormalize",
+        notebook="01",
+        body=body_renormalize,
+        points=2,
+        takes="function",
         signature="``fn(attn_weights (..., T, T)) -> (..., T, T)``: zero the future, divide each row by its sum.",
-        hints=("column_sums", "not_renormalized", "sum_over_all", "future_open", "diagonal_masked", "mask_inverted",
-               "mask_transposed", "batch_dims", "input_modified"),
+        hints=(
+            "column_sums",
+            "not_renormalized",
+            "sum_over_all",
+            "future_open",
+            "diagonal_masked",
+            "mask_inverted",
+            "mask_transposed",
+            "batch_dims",
+            "input_modified",
+        ),
         references=("masks.mask_and_renormalize", "exercises._ex01_masks._renormalized"),
     ),
 ]

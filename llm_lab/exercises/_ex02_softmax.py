@@ -72,7 +72,10 @@ def body_packed_weights(fn) -> list[str]:
             hide, first = packed_hidden(doc_ids), packed_hidden(doc_ids.reshape(-1, shape[-2])[0])
             variants[:0] = [
                 ("batch_dims", lambda q=q, k=k, h=hide: softmax_masked(q @ k.transpose(0, 1) / k.shape[-1] ** 0.5, h)),
-                ("batch_dims", lambda q=q, k=k, h=first: softmax_masked(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5, h)),
+                (
+                    "batch_dims",
+                    lambda q=q, k=k, h=first: softmax_masked(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5, h),
+                ),
             ]
         compare(out, want, case, variants)
         cases.append(shape_str(shape))
@@ -107,8 +110,10 @@ def _softmax_variants(scores: torch.Tensor, kpm: torch.Tensor) -> list:
         ("nan_rows", lambda: softmax_masked(scores, hidden)),
         ("padding_ignored", lambda: causal_softmax(scores)),
         ("padded_queries_zeroed", lambda: ref.masked_fill(kpm.unsqueeze(-1), 0.0)),
-        ("padded_queries_zeroed", lambda: _zero_rows(softmax_masked(scores, hidden), hidden)
-         .masked_fill(kpm.unsqueeze(-1), 0.0)),
+        (
+            "padded_queries_zeroed",
+            lambda: _zero_rows(softmax_masked(scores, hidden), hidden).masked_fill(kpm.unsqueeze(-1), 0.0),
+        ),
         ("padding_wrong_axis", lambda: _zero_rows(softmax_masked(scores, wrong_axis), wrong_axis)),
         ("padding_wrong_axis", lambda: softmax_masked(scores, wrong_axis)),
         ("future_open", lambda: _zero_rows(softmax_masked(scores, pad_only), pad_only)),
@@ -144,27 +149,63 @@ _PACKED_MESSAGES = {
     },
 }
 _PACKED_FIXES = {
-    "documents_ignored": {"en": f"Hide the other documents' keys as well: `{_PACKED_HIDDEN}`, then `masked_fill(hidden, float('-inf'))`.", "zh": f"把其他文档的键也隐藏：`{_PACKED_HIDDEN}`，再 `masked_fill(hidden, float('-inf'))`。"},
-    "batch_dims": {"en": "Count dimensions from the end: `transpose(-2, -1)`, `doc_ids.unsqueeze(-1)` and `doc_ids.unsqueeze(-2)`, so each sequence uses its own doc_ids.", "zh": "从末尾数维度：`transpose(-2, -1)`、`doc_ids.unsqueeze(-1)` 和 `doc_ids.unsqueeze(-2)`，这样每个序列用的是它自己的 doc_ids。"},
+    "documents_ignored": {
+        "en": f"Hide the other documents' keys as well: `{_PACKED_HIDDEN}`, then `masked_fill(hidden, float('-inf'))`.",
+        "zh": f"把其他文档的键也隐藏：`{_PACKED_HIDDEN}`，再 `masked_fill(hidden, float('-inf'))`。",
+    },
+    "batch_dims": {
+        "en": "Count dimensions from the end: `transpose(-2, -1)`, `doc_ids.unsqueeze(-1)` and `doc_ids.unsqueeze(-2)`, so each sequence uses its own doc_ids.",
+        "zh": "从末尾数维度：`transpose(-2, -1)`、`doc_ids.unsqueeze(-1)` 和 `doc_ids.unsqueeze(-2)`，这样每个序列用的是它自己的 doc_ids。",
+    },
 }
 
 RECORDS = [
     Exercise(
-        name="packed_weights", notebook="02", body=body_packed_weights, points=2, takes="function",
+        name="packed_weights",
+        notebook="02",
+        body=body_packed_weights,
+        points=2,
+        takes="function",
         signature="``fn(queries (..., T, d_k), keys (..., T, d_k), doc_ids int (..., T)) -> (..., T, T)``: scaled, "
         "the future and the other documents' keys -inf, softmaxed.",
-        hints=("documents_ignored", "softmax_dim", "scale_missing", "scale_twice", "scale_inverted", "scale_uses_T",
-               "diagonal_masked", "future_open", "mask_inverted", "mask_transposed", "masked_with_zero",
-               "not_renormalized", "batch_dims", "input_modified"),
+        hints=(
+            "documents_ignored",
+            "softmax_dim",
+            "scale_missing",
+            "scale_twice",
+            "scale_inverted",
+            "scale_uses_T",
+            "diagonal_masked",
+            "future_open",
+            "mask_inverted",
+            "mask_transposed",
+            "masked_with_zero",
+            "not_renormalized",
+            "batch_dims",
+            "input_modified",
+        ),
         references=("masks.causal_softmax",) + HELPERS,
-        messages=_PACKED_MESSAGES, fixes=_PACKED_FIXES,
+        messages=_PACKED_MESSAGES,
+        fixes=_PACKED_FIXES,
     ),
     Exercise(
-        name="causal_softmax", notebook="02", body=body_causal_softmax, points=3, takes="function",
+        name="causal_softmax",
+        notebook="02",
+        body=body_causal_softmax,
+        points=3,
+        takes="function",
         signature="``fn(attn_scores (B, T, T), key_padding_mask bool (B, T)) -> (B, T, T)``; fully masked rows "
         "are zeros.",
-        hints=("nan_rows", "padding_ignored", "padded_queries_zeroed", "padding_wrong_axis", "future_open",
-               "diagonal_masked", "fully_masked_not_zero", "input_modified"),
+        hints=(
+            "nan_rows",
+            "padding_ignored",
+            "padded_queries_zeroed",
+            "padding_wrong_axis",
+            "future_open",
+            "diagonal_masked",
+            "fully_masked_not_zero",
+            "input_modified",
+        ),
         references=("masks.causal_softmax",) + HELPERS,
     ),
 ]

@@ -13,8 +13,9 @@ from ._shared import call_unchanged, gen, kept_scale_hint, rate_hint, shared_dim
 
 def _call(fn, x, p, training, case, seed, observed: list | None = None):
     """The learner's call on a copy of ``x``; ``observed``: record its torch calls there (the "by hand" check)."""
-    out = call_unchanged(fn, x, p, names=("x", "p"), training=training, case=case, seed=seed,
-                         observe=observed is not None)
+    out = call_unchanged(
+        fn, x, p, names=("x", "p"), training=training, case=case, seed=seed, observe=observed is not None
+    )
     if observed is not None:
         observed.append(last_observed())
     return as_tensor(out, case)
@@ -59,11 +60,17 @@ def body_dropout(fn) -> list[str]:
     g = gen(404)
     # training: every value is 0 or x/(1-p), the dropped fraction is p (n = 20000, 8192, 10000 draws: the
     # Hoeffding tolerance at a 1e-6 false alarm is 0.019, 0.029, 0.027), each entry drawn on its own
-    cases = [_training_case(fn, shape, p, seed, g)
-             for shape, p, seed in (((200, 100), 0.2, 1), ((16, 8, 8, 8), 0.5, 2), ((100, 100), 0.7, 3))]
+    cases = [
+        _training_case(fn, shape, p, seed, g)
+        for shape, p, seed in (((200, 100), 0.2, 1), ((16, 8, 8, 8), 0.5, 2), ((100, 100), 0.7, 3))
+    ]
     # p = 0 keeps everything; evaluation mode is the identity
-    for shape, p, training in (((6, 6), 0.0, True), ((6, 6), 0.5, False), ((1, 1), 0.3, False),
-                               ((2, 4, 4), 0.2, False)):
+    for shape, p, training in (
+        ((6, 6), 0.0, True),
+        ((6, 6), 0.5, False),
+        ((1, 1), 0.3, False),
+        ((2, 4, 4), 0.2, False),
+    ):
         x = torch.rand(*shape, generator=g) + 0.5
         case = f"x.shape={shape_str(shape)}, p={p}, training={training}"
         out = _call(fn, x, p, training, case, 5)
@@ -94,16 +101,33 @@ MODULE_MESSAGES = {
     },
 }
 MODULE_FIXES = {
-    "dropout_builtin": {"en": "`keep = torch.rand_like(x) >= p`, then `return x * keep / (1 - p)`.", "zh": "`keep = torch.rand_like(x) >= p`，然后 `return x * keep / (1 - p)`。"},
+    "dropout_builtin": {
+        "en": "`keep = torch.rand_like(x) >= p`, then `return x * keep / (1 - p)`.",
+        "zh": "`keep = torch.rand_like(x) >= p`，然后 `return x * keep / (1 - p)`。",
+    },
 }
 
 
 RECORDS = [
     Exercise(
-        name="dropout", notebook="03", body=body_dropout, points=2, takes="function",
+        name="dropout",
+        notebook="03",
+        body=body_dropout,
+        points=2,
+        takes="function",
         signature="``fn(x, p, training=True) -> tensor``: inverted dropout by hand; identity when not training.",
-        hints=("dropout_scaled_by_p", "dropout_not_scaled", "dropout_wrong_scale", "dropout_in_eval",
-               "dropout_rate_inverted", "dropout_rate_wrong", "dropout_not_applied", "dropout_mask_shared",
-               "nan_output", "dropout_builtin", "input_modified"),
+        hints=(
+            "dropout_scaled_by_p",
+            "dropout_not_scaled",
+            "dropout_wrong_scale",
+            "dropout_in_eval",
+            "dropout_rate_inverted",
+            "dropout_rate_wrong",
+            "dropout_not_applied",
+            "dropout_mask_shared",
+            "nan_output",
+            "dropout_builtin",
+            "input_modified",
+        ),
     ),
 ]

@@ -28,14 +28,21 @@ def _context_variants(x: torch.Tensor, layers: dict) -> list:
     q, k, v = qkv(x, layers)
     variants = [(hint, lambda make=make: make() @ v) for hint, make in weights_variants(q, k)]
     # the scale taken from the input's width d_in (x.shape[-1]) instead of the keys' d_k = d_out
-    variants.insert(0, ("scale_uses_d_in", lambda: softmax_masked(q @ k.transpose(-2, -1) / x.shape[-1] ** 0.5,
-                                                                   causal_mask(k.shape[-2])) @ v))
+    variants.insert(
+        0,
+        (
+            "scale_uses_d_in",
+            lambda: softmax_masked(q @ k.transpose(-2, -1) / x.shape[-1] ** 0.5, causal_mask(k.shape[-2])) @ v,
+        ),
+    )
     # an additive mask of 0/1 (the pattern right, -inf forgotten), added before or after the scaling
     d, t = k.shape[-1], k.shape[-2]
     s = q @ k.transpose(-2, -1)
     for ones in (triu(t, 1).float(), tril(t, 0).float()):
-        variants += [("additive_mask_01", lambda ones=ones: torch.softmax((s + ones) / d**0.5, dim=-1) @ v),
-                     ("additive_mask_01", lambda ones=ones: torch.softmax(s / d**0.5 + ones, dim=-1) @ v)]
+        variants += [
+            ("additive_mask_01", lambda ones=ones: torch.softmax((s + ones) / d**0.5, dim=-1) @ v),
+            ("additive_mask_01", lambda ones=ones: torch.softmax(s / d**0.5 + ones, dim=-1) @ v),
+        ]
     return variants
 
 
@@ -51,6 +58,8 @@ def _hides_by_writing(record) -> str | None:
         return op
     write = marked(record, "constant:")
     return write.split(":", 1)[1] if write else None
+
+
 LINEARS = ("W_query", "W_key", "W_value")
 
 
@@ -98,8 +107,16 @@ def body_causal_attention(cls, additive: bool = False) -> list[str]:
             case = f"{build_case}, x.shape={shape_str(shape)}"
             if dropout > 0:
                 check_eval_dropout(module, x, case)
-            forward_case(module, x, case, reference_context(x, layers), _context_variants(x, layers),
-                         passed_full=passed_full, context_length=context_length, observe=additive)
+            forward_case(
+                module,
+                x,
+                case,
+                reference_context(x, layers),
+                _context_variants(x, layers),
+                passed_full=passed_full,
+                context_length=context_length,
+                observe=additive,
+            )
             if additive:
                 op = _hides_by_writing(last_observed())
                 if op:
@@ -141,40 +158,99 @@ _ADDITIVE_MESSAGES = {
     },
 }
 _ADDITIVE_FIXES = {
-    "additive_uses_masked_fill": {"en": f"In `forward`: `{_ADD}`, no `masked_fill`.", "zh": f"在 `forward` 里写 `{_ADD}`，不用 `masked_fill`。"},
+    "additive_uses_masked_fill": {
+        "en": f"In `forward`: `{_ADD}`, no `masked_fill`.",
+        "zh": f"在 `forward` 里写 `{_ADD}`，不用 `masked_fill`。",
+    },
     "mask_not_buffer": {"en": f"In `__init__`: `{_REGISTER}`.", "zh": f"在 `__init__` 里写 `{_REGISTER}`。"},
     "mask_is_parameter": {"en": f"In `__init__`: `{_REGISTER}`.", "zh": f"在 `__init__` 里写 `{_REGISTER}`。"},
-    "mask_not_additive": {"en": f"In `__init__`: `{_REGISTER}`; in `forward`: `{_ADD}`.", "zh": f"在 `__init__` 里写 `{_REGISTER}`；在 `forward` 里写 `{_ADD}`。"},
-    "additive_mask_01": {"en": f"-inf, not 1, above the diagonal: `{_REGISTER}`.", "zh": f"对角线以上用 -inf 而不是 1：`{_REGISTER}`。"},
+    "mask_not_additive": {
+        "en": f"In `__init__`: `{_REGISTER}`; in `forward`: `{_ADD}`.",
+        "zh": f"在 `__init__` 里写 `{_REGISTER}`；在 `forward` 里写 `{_ADD}`。",
+    },
+    "additive_mask_01": {
+        "en": f"-inf, not 1, above the diagonal: `{_REGISTER}`.",
+        "zh": f"对角线以上用 -inf 而不是 1：`{_REGISTER}`。",
+    },
     # the global fixes speak of masked_fill and bool masks; here the mask is added
-    "future_open": {"en": f"Add the mask to the scores before the softmax: `{_ADD}`.", "zh": f"在 softmax 之前把遮蔽加到分数上：`{_ADD}`。"},
-    "not_renormalized": {"en": f"Add the mask before the softmax instead of zeroing weights after it: `{_ADD}`.", "zh": f"在 softmax 之前加上遮蔽，而不是在它之后把权重置零：`{_ADD}`。"},
-    "masked_with_zero": {"en": f"Add -inf instead of setting the future to 0: `{_ADD}` with `{_REGISTER}`.", "zh": f"加上 -inf，而不是把未来置为 0：`{_ADD}`，其中 `{_REGISTER}`。"},
-    "mask_inverted": {"en": f"-inf strictly above the diagonal, 0 elsewhere: `{_REGISTER}`.", "zh": f"只在对角线以上为 -inf，其余为 0：`{_REGISTER}`。"},
-    "mask_transposed": {"en": f"-inf strictly above the diagonal (j > i), not below: `{_REGISTER}`.", "zh": f"只在对角线以上（j > i）为 -inf，而不是以下：`{_REGISTER}`。"},
-    "diagonal_masked": {"en": f"`diagonal=1`, so that the diagonal stays 0: `{_REGISTER}`.", "zh": f"用 `diagonal=1`，让对角线保持为 0：`{_REGISTER}`。"},
+    "future_open": {
+        "en": f"Add the mask to the scores before the softmax: `{_ADD}`.",
+        "zh": f"在 softmax 之前把遮蔽加到分数上：`{_ADD}`。",
+    },
+    "not_renormalized": {
+        "en": f"Add the mask before the softmax instead of zeroing weights after it: `{_ADD}`.",
+        "zh": f"在 softmax 之前加上遮蔽，而不是在它之后把权重置零：`{_ADD}`。",
+    },
+    "masked_with_zero": {
+        "en": f"Add -inf instead of setting the future to 0: `{_ADD}` with `{_REGISTER}`.",
+        "zh": f"加上 -inf，而不是把未来置为 0：`{_ADD}`，其中 `{_REGISTER}`。",
+    },
+    "mask_inverted": {
+        "en": f"-inf strictly above the diagonal, 0 elsewhere: `{_REGISTER}`.",
+        "zh": f"只在对角线以上为 -inf，其余为 0：`{_REGISTER}`。",
+    },
+    "mask_transposed": {
+        "en": f"-inf strictly above the diagonal (j > i), not below: `{_REGISTER}`.",
+        "zh": f"只在对角线以上（j > i）为 -inf，而不是以下：`{_REGISTER}`。",
+    },
+    "diagonal_masked": {
+        "en": f"`diagonal=1`, so that the diagonal stays 0: `{_REGISTER}`.",
+        "zh": f"用 `diagonal=1`，让对角线保持为 0：`{_REGISTER}`。",
+    },
 }
 
-_HINTS = ("diagonal_masked", "future_open", "softmax_dim", "scale_missing", "scale_twice", "scale_inverted",
-          "scale_uses_T", "mask_inverted", "mask_transposed", "masked_with_zero", "not_renormalized",
-          "mask_wrong_size", "missing_attribute", "not_module", "instance_not_class", "additive_mask_01",
-          "scale_uses_d_in") + DROPOUT_HINTS
-_REFERENCES = ("attention.CausalAttention", "attention.SelfAttention", "multihead.MultiHeadAttention",
-               "multihead.FusedMultiHeadAttention", "multihead.MultiHeadAttentionWrapper") + HELPERS
+_HINTS = (
+    "diagonal_masked",
+    "future_open",
+    "softmax_dim",
+    "scale_missing",
+    "scale_twice",
+    "scale_inverted",
+    "scale_uses_T",
+    "mask_inverted",
+    "mask_transposed",
+    "masked_with_zero",
+    "not_renormalized",
+    "mask_wrong_size",
+    "missing_attribute",
+    "not_module",
+    "instance_not_class",
+    "additive_mask_01",
+    "scale_uses_d_in",
+) + DROPOUT_HINTS
+_REFERENCES = (
+    "attention.CausalAttention",
+    "attention.SelfAttention",
+    "multihead.MultiHeadAttention",
+    "multihead.FusedMultiHeadAttention",
+    "multihead.MultiHeadAttentionWrapper",
+) + HELPERS
 
 RECORDS = [
     Exercise(
-        name="additive_attention", notebook="04", body=body_additive_attention, points=2, takes="class",
+        name="additive_attention",
+        notebook="04",
+        body=body_additive_attention,
+        points=2,
+        takes="class",
         signature="``cls(d_in, d_out, context_length, dropout)`` with ``W_query/W_key/W_value`` and an additive "
         "causal mask (0 / -inf) registered as a buffer and added to the scores; ``forward(x (B, T, d_in)) -> "
         "(B, T, d_out)``, dropout on the attention weights.",
         hints=_HINTS + ("additive_uses_masked_fill", "mask_not_buffer", "mask_is_parameter", "mask_not_additive"),
-        references=_REFERENCES, messages=_ADDITIVE_MESSAGES, fixes=_ADDITIVE_FIXES,
+        references=_REFERENCES,
+        messages=_ADDITIVE_MESSAGES,
+        fixes=_ADDITIVE_FIXES,
     ),
     Exercise(
-        name="causal_attention", notebook="04", body=body_causal_attention, points=2, takes="class",
+        name="causal_attention",
+        notebook="04",
+        body=body_causal_attention,
+        points=2,
+        takes="class",
         signature="``cls(d_in, d_out, context_length, dropout)`` with ``W_query/W_key/W_value``; "
         "``forward(x (B, T, d_in)) -> (B, T, d_out)``, dropout on the attention weights.",
-        hints=_HINTS, references=_REFERENCES, messages={"additive_mask_01": _ADDITIVE_MESSAGES["additive_mask_01"]},
+        hints=_HINTS,
+        references=_REFERENCES,
+        messages={"additive_mask_01": _ADDITIVE_MESSAGES["additive_mask_01"]},
     ),
 ]

@@ -71,8 +71,11 @@ def split_qkv_ref(qkv, nh, n_kv, how="ok"):
     if how == "per_group":  # each kv head's group stored together: [its query heads, its key, its value]
         g = nh // n_kv
         x = qkv.reshape(b, n, n_kv, g + 2, hs)
-        return (x[:, :, :, :g].reshape(b, n, nh, hs).transpose(1, 2), x[:, :, :, g].transpose(1, 2),
-                x[:, :, :, g + 1].transpose(1, 2))
+        return (
+            x[:, :, :, :g].reshape(b, n, nh, hs).transpose(1, 2),
+            x[:, :, :, g].transpose(1, 2),
+            x[:, :, :, g + 1].transpose(1, 2),
+        )
     if how == "thirds":  # three equal blocks, as for a layer with as many key/value heads as query heads
         return tuple(split(t, h) for t, h in zip(qkv.chunk(3, dim=-1), (nh, n_kv, n_kv), strict=True))
     if how == "kv_num_heads":  # the key and value blocks cut into num_heads heads
@@ -85,17 +88,24 @@ def split_qkv_ref(qkv, nh, n_kv, how="ok"):
 # (B, T, num_heads, num_kv_heads, head_dim): as many kv heads as query heads first (GPT-2's fused layer, three equal
 # blocks), then groups of 2, one kv head for all (multi-query) on one token, groups of 3, one head
 QKV_CASES = ((2, 5, 3, 3, 2), (3, 4, 4, 2, 2), (1, 1, 2, 1, 2), (2, 4, 6, 2, 3), (2, 3, 1, 1, 4))
-QKV_VARIANTS = (("qkv_equal_thirds", "thirds"), ("kv_split_into_num_heads", "kv_num_heads"),
-                ("qkv_per_group", "per_group"), ("view_without_transpose", "no_transpose"),
-                ("heads_interleaved", "interleaved"))
+QKV_VARIANTS = (
+    ("qkv_equal_thirds", "thirds"),
+    ("kv_split_into_num_heads", "kv_num_heads"),
+    ("qkv_per_group", "per_group"),
+    ("view_without_transpose", "no_transpose"),
+    ("heads_interleaved", "interleaved"),
+)
 
 
 def _triple(out, case) -> tuple:
     if out is None:
         raise Fail("returned_none", case=case)
     if not isinstance(out, (tuple, list)) or len(out) != 3:
-        raise Fail("not_triple", got=type(out).__name__ if not isinstance(out, (tuple, list)) else f"{len(out)} values",
-                   case=case)
+        raise Fail(
+            "not_triple",
+            got=type(out).__name__ if not isinstance(out, (tuple, list)) else f"{len(out)} values",
+            case=case,
+        )
     return tuple(as_tensor(t, case) for t in out)
 
 
@@ -146,11 +156,13 @@ def _mha(x, layers, out_proj, nh, split_how="ok", merge_how="ok", weights=None):
 def _mha_variants(x, layers, out_proj, nh) -> list:
     d_out = layers["W_query"].out_features
     variants = [("out_proj_missing", lambda: _mha(x, layers, None, nh))]
-    layouts = (("view_without_transpose", "no_transpose", "no_transpose"),
-               ("view_without_transpose", "no_transpose", "ok"),
-               ("merge_without_transpose", "ok", "no_transpose"),
-               ("merge_features_first", "ok", "features_first"),
-               ("heads_interleaved", "interleaved", "interleaved"))
+    layouts = (
+        ("view_without_transpose", "no_transpose", "no_transpose"),
+        ("view_without_transpose", "no_transpose", "ok"),
+        ("merge_without_transpose", "ok", "no_transpose"),
+        ("merge_features_first", "ok", "features_first"),
+        ("heads_interleaved", "interleaved", "interleaved"),
+    )
     # the head-layout mistakes, then the same with the projection forgotten as well (named by the layout)
     for proj in (out_proj, None):
         variants += [(hint, lambda s=s, m=m, proj=proj: _mha(x, layers, proj, nh, s, m)) for hint, s, m in layouts]
@@ -161,10 +173,15 @@ def _mha_variants(x, layers, out_proj, nh) -> list:
         return lambda q, k: dict(weights_variants(q, k, head_scale=d_out))[hint]()
 
     # exercise 4's class as given, both bugs left in: named by its merge
-    variants.append(("merge_features_first", lambda: _mha(x, layers, out_proj, nh, merge_how="features_first",
-                                                          weights=weights_of("scale_uses_d_out"))))
-    variants += [(hint, lambda hint=hint: _mha(x, layers, out_proj, nh, weights=weights_of(hint)))
-                 for hint in WEIGHT_HINTS]
+    variants.append(
+        (
+            "merge_features_first",
+            lambda: _mha(x, layers, out_proj, nh, merge_how="features_first", weights=weights_of("scale_uses_d_out")),
+        )
+    )
+    variants += [
+        (hint, lambda hint=hint: _mha(x, layers, out_proj, nh, weights=weights_of(hint))) for hint in WEIGHT_HINTS
+    ]
     return variants
 
 
@@ -196,8 +213,15 @@ def body_multihead(cls) -> list[str]:
                 raise Fail("missing_attribute", name="`out_proj`", expected=f"nn.Linear({d_out}, {d_out})")
             if dropout > 0:
                 check_eval_dropout(module, x, case)
-            forward_case(module, x, case, _mha(x, layers, out_proj, nh), variants, passed_full=passed_full,
-                         context_length=context_length)
+            forward_case(
+                module,
+                x,
+                case,
+                _mha(x, layers, out_proj, nh),
+                variants,
+                passed_full=passed_full,
+                context_length=context_length,
+            )
             passed_full = passed_full or shape[1] == context_length
             cases.append(shape_str(shape))
     cases.append(probe_train_dropout(cls, heads=2, with_out_proj=True, extra_args=(2,)))
@@ -390,48 +414,122 @@ MODULE_MESSAGES = {
     },
 }
 MODULE_FIXES = {
-    "not_contiguous": {"en": "Call `.contiguous()` before `.view(...)` (or use `.reshape`).", "zh": "先调用 `.contiguous()` 再 `.view(...)`（或者改用 `.reshape`）。"},
-    "view_without_transpose": {"en": "View as (b, num_tokens, num_heads, head_dim), then `.transpose(1, 2)`.", "zh": "先 view 成 (b, num_tokens, num_heads, head_dim)，再 `.transpose(1, 2)`。"},
-    "merge_without_transpose": {"en": "`.transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)`.", "zh": "`.transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)`。"},
-    "transpose_not_merged": {"en": "`context_vec.transpose(1, 2).contiguous().view(b, num_tokens, num_heads * head_dim)`.", "zh": "`context_vec.transpose(1, 2).contiguous().view(b, num_tokens, num_heads * head_dim)`。"},
-    "heads_interleaved": {"en": "The view must be (..., num_heads, head_dim), in that order.", "zh": "view 的最后两维必须按 (..., num_heads, head_dim) 的顺序。"},
-    "merge_features_first": {"en": "`context_vec.transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)`: tokens first, then each token's features.", "zh": "`context_vec.transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)`：先按词元，再排每个词元的特征。"},
-    "out_proj_missing": {"en": "`return self.out_proj(context_vec)` after merging the heads.", "zh": "合并各头之后写 `return self.out_proj(context_vec)`。"},
+    "not_contiguous": {
+        "en": "Call `.contiguous()` before `.view(...)` (or use `.reshape`).",
+        "zh": "先调用 `.contiguous()` 再 `.view(...)`（或者改用 `.reshape`）。",
+    },
+    "view_without_transpose": {
+        "en": "View as (b, num_tokens, num_heads, head_dim), then `.transpose(1, 2)`.",
+        "zh": "先 view 成 (b, num_tokens, num_heads, head_dim)，再 `.transpose(1, 2)`。",
+    },
+    "merge_without_transpose": {
+        "en": "`.transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)`.",
+        "zh": "`.transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)`。",
+    },
+    "transpose_not_merged": {
+        "en": "`context_vec.transpose(1, 2).contiguous().view(b, num_tokens, num_heads * head_dim)`.",
+        "zh": "`context_vec.transpose(1, 2).contiguous().view(b, num_tokens, num_heads * head_dim)`。",
+    },
+    "heads_interleaved": {
+        "en": "The view must be (..., num_heads, head_dim), in that order.",
+        "zh": "view 的最后两维必须按 (..., num_heads, head_dim) 的顺序。",
+    },
+    "merge_features_first": {
+        "en": "`context_vec.transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)`: tokens first, then each token's features.",
+        "zh": "`context_vec.transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)`：先按词元，再排每个词元的特征。",
+    },
+    "out_proj_missing": {
+        "en": "`return self.out_proj(context_vec)` after merging the heads.",
+        "zh": "合并各头之后写 `return self.out_proj(context_vec)`。",
+    },
 }
 
 
 RECORDS = [
     Exercise(
-        name="split_qkv", notebook="05", body=body_split_qkv, points=2, takes="function",
+        name="split_qkv",
+        notebook="05",
+        body=body_split_qkv,
+        points=2,
+        takes="function",
         signature="``fn(qkv (B, T, (num_heads + 2 * num_kv_heads) * head_dim), num_heads, num_kv_heads) -> (queries, "
         "keys, values)``: one fused projection's columns [queries | keys | values] split into heads, queries "
         "``(B, num_heads, T, head_dim)``, keys and values ``(B, num_kv_heads, T, head_dim)``.",
-        hints=("qkv_equal_thirds", "kv_split_into_num_heads", "qkv_per_group", "view_without_transpose",
-               "heads_interleaved", "not_triple", "input_modified"),
+        hints=(
+            "qkv_equal_thirds",
+            "kv_split_into_num_heads",
+            "qkv_per_group",
+            "view_without_transpose",
+            "heads_interleaved",
+            "not_triple",
+            "input_modified",
+        ),
         references=_HEAD_REFERENCES + ("exercises._ex05_multihead.split", "exercises._ex05_multihead.split_qkv_ref"),
-        messages=_QKV_MESSAGES, fixes=_QKV_FIXES,
+        messages=_QKV_MESSAGES,
+        fixes=_QKV_FIXES,
     ),
     Exercise(
-        name="multihead", notebook="05", body=body_multihead, points=3, takes="class",
+        name="multihead",
+        notebook="05",
+        body=body_multihead,
+        points=3,
+        takes="class",
         signature="``cls(d_in, d_out, context_length, dropout, num_heads)`` with ``W_query/W_key/W_value/out_proj``; "
         "``forward(x (B, T, d_in)) -> (B, T, d_out)``.",
-        hints=("out_proj_missing", "view_without_transpose", "merge_without_transpose", "merge_features_first",
-               "heads_interleaved",
-               "mask_wrong_size", "missing_attribute", "not_module", "instance_not_class", "dropout_after_out_proj")
-        + WEIGHT_HINTS + DROPOUT_HINTS,
-        references=("multihead.MultiHeadAttention", "multihead.FusedMultiHeadAttention",
-                    "multihead.MultiHeadAttentionWrapper", "attention.CausalAttention",
-                    "exercises._ex05_multihead._mha") + HELPERS,
+        hints=(
+            "out_proj_missing",
+            "view_without_transpose",
+            "merge_without_transpose",
+            "merge_features_first",
+            "heads_interleaved",
+            "mask_wrong_size",
+            "missing_attribute",
+            "not_module",
+            "instance_not_class",
+            "dropout_after_out_proj",
+        )
+        + WEIGHT_HINTS
+        + DROPOUT_HINTS,
+        references=(
+            "multihead.MultiHeadAttention",
+            "multihead.FusedMultiHeadAttention",
+            "multihead.MultiHeadAttentionWrapper",
+            "attention.CausalAttention",
+            "exercises._ex05_multihead._mha",
+        )
+        + HELPERS,
     ),
     Exercise(
-        name="padded_attention", notebook="05", body=body_padded_attention, points=3, takes="function",
+        name="padded_attention",
+        notebook="05",
+        body=body_padded_attention,
+        points=3,
+        takes="function",
         signature="``fn(queries, keys, values (B, nh, T, hs), key_padding_mask bool (B, T)) -> (B, nh, T, hs)``: "
         "causal attention per head that also hides padded keys; a query with no visible key gets zeros.",
-        hints=("nan_rows", "padding_ignored", "padding_heads_axis", "padding_wrong_axis", "padded_queries_zeroed",
-               "future_open", "diagonal_masked", "scale_missing", "scale_twice", "scale_uses_d_out", "scale_uses_T",
-               "fully_masked_not_zero", "input_modified"),
-        references=("masks.causal_softmax", "multihead.MultiHeadAttention", "multihead.FusedMultiHeadAttention",
-                    "exercises._ex05_multihead._padded_ref") + HELPERS,
-        messages=_PADDED_MESSAGES, fixes=_PADDED_FIXES,
+        hints=(
+            "nan_rows",
+            "padding_ignored",
+            "padding_heads_axis",
+            "padding_wrong_axis",
+            "padded_queries_zeroed",
+            "future_open",
+            "diagonal_masked",
+            "scale_missing",
+            "scale_twice",
+            "scale_uses_d_out",
+            "scale_uses_T",
+            "fully_masked_not_zero",
+            "input_modified",
+        ),
+        references=(
+            "masks.causal_softmax",
+            "multihead.MultiHeadAttention",
+            "multihead.FusedMultiHeadAttention",
+            "exercises._ex05_multihead._padded_ref",
+        )
+        + HELPERS,
+        messages=_PADDED_MESSAGES,
+        fixes=_PADDED_FIXES,
     ),
 ]

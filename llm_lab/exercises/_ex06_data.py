@@ -74,8 +74,14 @@ DOC_CASES = (
     ((1, 2), True, 4, 2),
     ((20,), False, 4, 5),
 )
-DOC_VARIANTS = ("window_crosses_document", "target_crosses_document", "separator_dropped",
-                "separator_starts_document", "stride_across_documents", "missing_last_window")
+DOC_VARIANTS = (
+    "window_crosses_document",
+    "target_crosses_document",
+    "separator_dropped",
+    "separator_starts_document",
+    "stride_across_documents",
+    "missing_last_window",
+)
 
 
 def _stream(g, lengths, closed) -> list[int]:
@@ -103,10 +109,14 @@ def body_document_windows(fn) -> list[str]:
             raise Fail("not_pair", got=type(out).__name__, case=case)
         inputs, targets = (as_tensor(t, case) for t in out)
         want = w = document_windows_ref(ids, max_length, stride)
-        variants = [(hint, lambda hint=hint, ids=ids, m=max_length, s=stride: document_windows_ref(ids, m, s, hint))
-                    for hint in DOC_VARIANTS]
-        variants += [("targets_not_shifted", lambda w=w: torch.stack([w[0], w[0]])),
-                     ("targets_swapped", lambda w=w: torch.stack([w[1], w[0]]))]
+        variants = [
+            (hint, lambda hint=hint, ids=ids, m=max_length, s=stride: document_windows_ref(ids, m, s, hint))
+            for hint in DOC_VARIANTS
+        ]
+        variants += [
+            ("targets_not_shifted", lambda w=w: torch.stack([w[0], w[0]])),
+            ("targets_swapped", lambda w=w: torch.stack([w[1], w[0]])),
+        ]
         if inputs.shape == targets.shape:
             diagnose(torch.stack([inputs, targets]), variants, want, case=case)
         for t, wt in ((inputs, want[0]), (targets, want[1])):
@@ -126,8 +136,10 @@ def _positions_probe(fn, tok_emb, pos_emb) -> str | None:
     except Fail:
         return None
     n = ids.shape[1]
-    for hint, want in (("positions_one_based", tok_emb(ids) + pos_emb(torch.arange(1, n + 1))),
-                       ("positions_from_ids", tok_emb(ids) + pos_emb(ids))):
+    for hint, want in (
+        ("positions_one_based", tok_emb(ids) + pos_emb(torch.arange(1, n + 1))),
+        ("positions_from_ids", tok_emb(ids) + pos_emb(ids)),
+    ):
         if same(out, want):
             return hint
     return None
@@ -145,8 +157,11 @@ def _embedding_case(fn, ids, tok_emb, pos_emb, case, *, short: bool, passed_full
         if hint:
             raise Fail(hint, case=case) from None
         raise
-    for name, before, after in (("token_ids", ids, token_ids), ("tok_emb", weights[0], tok_emb.weight),
-                                ("pos_emb", weights[1], pos_emb.weight)):
+    for name, before, after in (
+        ("token_ids", ids, token_ids),
+        ("tok_emb", weights[0], tok_emb.weight),
+        ("pos_emb", weights[1], pos_emb.weight),
+    ):
         if not same(after, before, atol=0.0, rtol=0.0):
             raise Fail("input_modified", name=name, case=case)
     return out
@@ -160,8 +175,13 @@ def body_input_embeddings(fn) -> list[str]:
         tok_emb, pos_emb = nn.Embedding(vocab, d), nn.Embedding(context_length, d)
     cases = []
     passed_full = False
-    for shape, high in (((2, 8), context_length), ((2, 5), context_length), ((2, 5), vocab), ((1, 1), vocab),
-                        ((3, 8), vocab)):
+    for shape, high in (
+        ((2, 8), context_length),
+        ((2, 5), context_length),
+        ((2, 5), vocab),
+        ((1, 1), vocab),
+        ((3, 8), vocab),
+    ):
         ids = torch.randint(0, high, shape, generator=g)
         case = f"token_ids.shape={tuple(shape)}, context_length={context_length}"
         short = shape[1] < context_length
@@ -293,31 +313,68 @@ MODULE_MESSAGES = {
     },
 }
 MODULE_FIXES = {
-    "positions_missing": {"en": "Add `pos_emb(torch.arange(num_tokens))` to the token embeddings.", "zh": "把 `pos_emb(torch.arange(num_tokens))` 加到词元嵌入上。"},
+    "positions_missing": {
+        "en": "Add `pos_emb(torch.arange(num_tokens))` to the token embeddings.",
+        "zh": "把 `pos_emb(torch.arange(num_tokens))` 加到词元嵌入上。",
+    },
     "positions_from_ids": {"en": "`pos_emb(torch.arange(num_tokens))`.", "zh": "`pos_emb(torch.arange(num_tokens))`。"},
-    "positions_one_based": {"en": "`pos_emb(torch.arange(num_tokens))`, not `torch.arange(1, num_tokens + 1)`.", "zh": "`pos_emb(torch.arange(num_tokens))`，而不是 `torch.arange(1, num_tokens + 1)`。"},
-    "positions_wrong_length": {"en": "`torch.arange(token_ids.shape[-1])`.", "zh": "`torch.arange(token_ids.shape[-1])`。"},
+    "positions_one_based": {
+        "en": "`pos_emb(torch.arange(num_tokens))`, not `torch.arange(1, num_tokens + 1)`.",
+        "zh": "`pos_emb(torch.arange(num_tokens))`，而不是 `torch.arange(1, num_tokens + 1)`。",
+    },
+    "positions_wrong_length": {
+        "en": "`torch.arange(token_ids.shape[-1])`.",
+        "zh": "`torch.arange(token_ids.shape[-1])`。",
+    },
 }
 
 
 RECORDS = [
     Exercise(
-        name="document_windows", notebook="06", body=body_document_windows, points=2, takes="function",
+        name="document_windows",
+        notebook="06",
+        body=body_document_windows,
+        points=2,
+        takes="function",
         signature="``fn(token_ids list[int], max_length, stride) -> (input_ids, target_ids)``, each int64 "
         "``(n_windows, max_length)``: the sliding windows of every document of a stream joined by <|endoftext|> "
         "(50256), none crossing from one document into the next.",
-        hints=("window_crosses_document", "target_crosses_document", "separator_dropped", "separator_starts_document",
-               "stride_across_documents", "missing_last_window", "targets_not_shifted", "targets_swapped",
-               "ids_not_int64", "not_pair", "input_modified"),
-        references=("dataset.GPTDatasetV1", "dataset.create_dataloader_v1",
-                    "exercises._ex06_data.document_windows_ref", "exercises._ex06_data._cut"),
-        messages=_MESSAGES, fixes=_FIXES,
+        hints=(
+            "window_crosses_document",
+            "target_crosses_document",
+            "separator_dropped",
+            "separator_starts_document",
+            "stride_across_documents",
+            "missing_last_window",
+            "targets_not_shifted",
+            "targets_swapped",
+            "ids_not_int64",
+            "not_pair",
+            "input_modified",
+        ),
+        references=(
+            "dataset.GPTDatasetV1",
+            "dataset.create_dataloader_v1",
+            "exercises._ex06_data.document_windows_ref",
+            "exercises._ex06_data._cut",
+        ),
+        messages=_MESSAGES,
+        fixes=_FIXES,
     ),
     Exercise(
-        name="input_embeddings", notebook="06", body=body_input_embeddings, points=2, takes="function",
+        name="input_embeddings",
+        notebook="06",
+        body=body_input_embeddings,
+        points=2,
+        takes="function",
         signature="``fn(token_ids (B, T), tok_emb, pos_emb) -> (B, T, d)``: token plus positional embeddings.",
-        hints=("positions_missing", "positions_from_ids", "positions_one_based", "positions_wrong_length",
-               "input_modified"),
+        hints=(
+            "positions_missing",
+            "positions_from_ids",
+            "positions_one_based",
+            "positions_wrong_length",
+            "input_modified",
+        ),
         fixes=_EMBEDDING_FIXES,
     ),
 ]

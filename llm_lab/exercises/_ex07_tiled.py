@@ -87,8 +87,9 @@ def _inputs(g, b, nh, t, hs, kind):
 def _run(fn, q, k, v, block, case):
     """The learner's call on copies (observed); Fail if it changed them or reached SDPA by any route."""
     try:
-        out = call_unchanged(fn, q, k, v, block, names=("queries", "keys", "values", "block_size"), case=case,
-                             observe=True)
+        out = call_unchanged(
+            fn, q, k, v, block, names=("queries", "keys", "values", "block_size"), case=case, observe=True
+        )
     finally:
         sdpa = called_matching(last_observed(), "scaled_dot_product")
         if sdpa:  # before anything else, a raised error included: the ban holds whatever the values
@@ -129,8 +130,10 @@ def body_tiled_attention(fn) -> list[str]:
     cases = []
     for b, nh, t, hs, block, kind in CASES:
         q, k, v = _inputs(g, b, nh, t, hs, kind)
-        case = f"queries.shape={shape_str(q.shape)}, block_size={block}" + {"large": ", scores x100",
-                                                                            "extreme": ", scores up to 1000"}.get(kind, "")
+        case = f"queries.shape={shape_str(q.shape)}, block_size={block}" + {
+            "large": ", scores x100",
+            "extreme": ", scores up to 1000",
+        }.get(kind, "")
         try:
             out, observed = _run(fn, q, k, v, block, case)
         except LearnerError:
@@ -142,7 +145,12 @@ def body_tiled_attention(fn) -> list[str]:
             diagnose(out, _variants(q, k, v, block, init=0.0), want, case=case)
             raise Fail("max_not_subtracted", case=case)
         full = t // block * block
-        if 0 < full < t and out.shape == want.shape and not same(out, want) and same(out[:, :, :full], want[:, :, :full]):
+        if (
+            0 < full < t
+            and out.shape == want.shape
+            and not same(out, want)
+            and same(out[:, :, :full], want[:, :, :full])
+        ):
             raise Fail("partial_block", case=case)
         compare(out, want, case, _variants(q, k, v, block), atol=1e-5 if kind in ("plain", "long") else 1e-4)
         limit = b * nh * t * block  # block_size whole rows of scores per batch entry and head
@@ -180,15 +188,42 @@ _MESSAGES = {
     },
 }
 _FIXES = {
-    "uses_sdpa": {"en": "Loop over query blocks and key blocks with `range(0, num_tokens, block_size)`.", "zh": "用 `range(0, num_tokens, block_size)` 遍历查询块和键块。"},
-    "rescale_missing": {"en": "`factor = torch.exp(running_max - new_max)`; `running_sum = running_sum * factor + p.sum(-1)`; `acc = acc * factor[..., None] + p @ v_block`.", "zh": "`factor = torch.exp(running_max - new_max)`；`running_sum = running_sum * factor + p.sum(-1)`；`acc = acc * factor[..., None] + p @ v_block`。"},
-    "max_not_subtracted": {"en": "`p = torch.exp(scores - new_max[..., None])`.", "zh": "`p = torch.exp(scores - new_max[..., None])`。"},
-    "max_init_zero": {"en": "`running_max = torch.full(q.shape[:-1], float('-inf'))`.", "zh": "`running_max = torch.full(q.shape[:-1], float('-inf'))`。"},
-    "not_blocked": {"en": "Per query block, `for k_start in range(0, num_tokens, block_size):` with `scores = q @ keys[:, :, k_start : k_start + block_size].transpose(-2, -1)`, one (B, nh, rows, block_size) block at a time folded into `running_max`, `running_sum` and `acc`; no `torch.cat` of score blocks, no softmax over a whole row.", "zh": "对每个查询块写 `for k_start in range(0, num_tokens, block_size):`，其中 `scores = q @ keys[:, :, k_start : k_start + block_size].transpose(-2, -1)`，每次只把一块 (B, nh, rows, block_size) 的分数并入 `running_max`、`running_sum` 和 `acc`；不要用 `torch.cat` 拼接分数块，也不要对整行做 softmax。"},
-    "future_open": {"en": "Inside each block hide the keys after their query: `scores = scores.masked_fill(cols > rows, float('-inf'))` with `rows = torch.arange(q_start, q_start + q.shape[2]).unsqueeze(-1)` and `cols = torch.arange(k_start, k_start + scores.shape[-1])`.", "zh": "在每一块里遮蔽位于查询之后的键：`scores = scores.masked_fill(cols > rows, float('-inf'))`，其中 `rows = torch.arange(q_start, q_start + q.shape[2]).unsqueeze(-1)`，`cols = torch.arange(k_start, k_start + scores.shape[-1])`。"},
-    "scale_missing": {"en": "Scale each query block: `q = queries[:, :, q_start : q_start + block_size] / head_dim**0.5` with `head_dim = queries.shape[-1]`.", "zh": "缩放每个查询块：`q = queries[:, :, q_start : q_start + block_size] / head_dim**0.5`，其中 `head_dim = queries.shape[-1]`。"},
-    "input_modified": {"en": "`q = queries[:, :, q_start : q_start + block_size] / head_dim**0.5` builds a new tensor; `q /= ...` on a slice writes into the caller's `queries`.", "zh": "`q = queries[:, :, q_start : q_start + block_size] / head_dim**0.5` 会得到一个新张量；对切片做 `q /= ...` 会写进调用者的 `queries`。"},
-    "partial_block": {"en": "Slice `queries[:, :, q_start : q_start + block_size]` (slicing stops at T by itself) with `for q_start in range(0, num_tokens, block_size):`.", "zh": "用 `for q_start in range(0, num_tokens, block_size):` 并切片 `queries[:, :, q_start : q_start + block_size]`（切片自动止于 T）。"},
+    "uses_sdpa": {
+        "en": "Loop over query blocks and key blocks with `range(0, num_tokens, block_size)`.",
+        "zh": "用 `range(0, num_tokens, block_size)` 遍历查询块和键块。",
+    },
+    "rescale_missing": {
+        "en": "`factor = torch.exp(running_max - new_max)`; `running_sum = running_sum * factor + p.sum(-1)`; `acc = acc * factor[..., None] + p @ v_block`.",
+        "zh": "`factor = torch.exp(running_max - new_max)`；`running_sum = running_sum * factor + p.sum(-1)`；`acc = acc * factor[..., None] + p @ v_block`。",
+    },
+    "max_not_subtracted": {
+        "en": "`p = torch.exp(scores - new_max[..., None])`.",
+        "zh": "`p = torch.exp(scores - new_max[..., None])`。",
+    },
+    "max_init_zero": {
+        "en": "`running_max = torch.full(q.shape[:-1], float('-inf'))`.",
+        "zh": "`running_max = torch.full(q.shape[:-1], float('-inf'))`。",
+    },
+    "not_blocked": {
+        "en": "Per query block, `for k_start in range(0, num_tokens, block_size):` with `scores = q @ keys[:, :, k_start : k_start + block_size].transpose(-2, -1)`, one (B, nh, rows, block_size) block at a time folded into `running_max`, `running_sum` and `acc`; no `torch.cat` of score blocks, no softmax over a whole row.",
+        "zh": "对每个查询块写 `for k_start in range(0, num_tokens, block_size):`，其中 `scores = q @ keys[:, :, k_start : k_start + block_size].transpose(-2, -1)`，每次只把一块 (B, nh, rows, block_size) 的分数并入 `running_max`、`running_sum` 和 `acc`；不要用 `torch.cat` 拼接分数块，也不要对整行做 softmax。",
+    },
+    "future_open": {
+        "en": "Inside each block hide the keys after their query: `scores = scores.masked_fill(cols > rows, float('-inf'))` with `rows = torch.arange(q_start, q_start + q.shape[2]).unsqueeze(-1)` and `cols = torch.arange(k_start, k_start + scores.shape[-1])`.",
+        "zh": "在每一块里遮蔽位于查询之后的键：`scores = scores.masked_fill(cols > rows, float('-inf'))`，其中 `rows = torch.arange(q_start, q_start + q.shape[2]).unsqueeze(-1)`，`cols = torch.arange(k_start, k_start + scores.shape[-1])`。",
+    },
+    "scale_missing": {
+        "en": "Scale each query block: `q = queries[:, :, q_start : q_start + block_size] / head_dim**0.5` with `head_dim = queries.shape[-1]`.",
+        "zh": "缩放每个查询块：`q = queries[:, :, q_start : q_start + block_size] / head_dim**0.5`，其中 `head_dim = queries.shape[-1]`。",
+    },
+    "input_modified": {
+        "en": "`q = queries[:, :, q_start : q_start + block_size] / head_dim**0.5` builds a new tensor; `q /= ...` on a slice writes into the caller's `queries`.",
+        "zh": "`q = queries[:, :, q_start : q_start + block_size] / head_dim**0.5` 会得到一个新张量；对切片做 `q /= ...` 会写进调用者的 `queries`。",
+    },
+    "partial_block": {
+        "en": "Slice `queries[:, :, q_start : q_start + block_size]` (slicing stops at T by itself) with `for q_start in range(0, num_tokens, block_size):`.",
+        "zh": "用 `for q_start in range(0, num_tokens, block_size):` 并切片 `queries[:, :, q_start : q_start + block_size]`（切片自动止于 T）。",
+    },
 }
 
 
@@ -217,8 +252,14 @@ def cached(q, k, v, window, *, align="bottom_right", scale=True, window_align="b
 # longer than its window of 2 (the window cuts inside the chunk: every wrong edge differs from every other here), a
 # chunk of 3 with a window of 3, a chunk as long as the cache (a full prompt) with a window longer than it, a chunk
 # of 2 on 9 keys with a window of 4, a window of 1 (each query sees only its own key)
-CACHED_CASES = [(1, 1, 1, 6, 4, 6), (1, 2, 5, 8, 2, 2), (2, 3, 3, 7, 5, 3), (1, 2, 4, 4, 8, 10), (2, 1, 2, 9, 3, 4),
-                (2, 2, 3, 6, 4, 1)]
+CACHED_CASES = [
+    (1, 1, 1, 6, 4, 6),
+    (1, 2, 5, 8, 2, 2),
+    (2, 3, 3, 7, 5, 3),
+    (1, 2, 4, 4, 8, 10),
+    (2, 1, 2, 9, 3, 4),
+    (2, 2, 3, 6, 4, 1),
+]
 CACHED_VARIANTS = (
     ("mask_top_left", {"align": "top_left", "window_align": "top_left"}),
     ("mask_top_left", {"align": "top_left"}),
@@ -239,8 +280,10 @@ def body_cached_attention(fn) -> list[str]:
         q = torch.randn(b, nh, q_len, hs, generator=g)
         k, v = torch.randn(b, nh, k_len, hs, generator=g), torch.randn(b, nh, k_len, hs, generator=g)
         case = f"queries.shape={shape_str(q.shape)}, keys.shape={shape_str(k.shape)}, window={window}"
-        out = as_tensor(call_unchanged(fn, q, k, v, window, names=("queries", "keys", "values", "window"), case=case,
-                                       observe=True), case)
+        out = as_tensor(
+            call_unchanged(fn, q, k, v, window, names=("queries", "keys", "values", "window"), case=case, observe=True),
+            case,
+        )
         observed.append(last_observed())
         variants = [(hint, functools.partial(cached, q, k, v, window, **kw)) for hint, kw in CACHED_VARIANTS]
         compare(out, cached(q, k, v, window), case, variants)
@@ -287,41 +330,108 @@ _CACHED_MESSAGES["uses_is_causal"] = {
 }
 _WINDOW = "hidden |= torch.ones(q_len, k_len, dtype=torch.bool).tril(diagonal=k_len - q_len - window)"
 _CACHED_FIXES = {
-    "window_ignored": {"en": f"`{_WINDOW}`: the keys window or more positions behind the query hidden too.", "zh": f"`{_WINDOW}`：把位于查询之前 window 个或更远位置的键也遮住。"},
-    "window_top_left": {"en": f"`{_WINDOW}`: `tril(diagonal=k_len - q_len - window)`, not `tril(diagonal=-window)`.", "zh": f"`{_WINDOW}`：用 `tril(diagonal=k_len - q_len - window)`，而不是 `tril(diagonal=-window)`。"},
-    "window_one_too_wide": {"en": f"`{_WINDOW}`: the diagonal k_len - q_len - window hides the key window positions back.", "zh": f"`{_WINDOW}`：对角线 k_len - q_len - window 会遮住往前第 window 个位置的键。"},
-    "window_one_too_narrow": {"en": f"`{_WINDOW}`: the diagonal k_len - q_len - window keeps the key window - 1 positions back.", "zh": f"`{_WINDOW}`：对角线 k_len - q_len - window 会保留往前第 window - 1 个位置的键。"},
-    "uses_is_causal": {"en": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`; `F.scaled_dot_product_attention(queries, keys, values, attn_mask=~hidden)`.", "zh": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`；`F.scaled_dot_product_attention(queries, keys, values, attn_mask=~hidden)`。"},
-    "mask_top_left": {"en": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`, then `scores.masked_fill(hidden, float('-inf'))`; or SDPA with `attn_mask=~hidden`, not `is_causal=True`.", "zh": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`，再 `scores.masked_fill(hidden, float('-inf'))`；或者给 SDPA 传 `attn_mask=~hidden`，而不是 `is_causal=True`。"},
-    "cache_future_open": {"en": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`.", "zh": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`。"},
-    "cache_own_key_hidden": {"en": "`triu(diagonal=k_len - q_len + 1)`, not `k_len - q_len`.", "zh": "用 `triu(diagonal=k_len - q_len + 1)`，而不是 `k_len - q_len`。"},
-    "scale_missing": {"en": "`scores = queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5`.", "zh": "`scores = queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5`。"},
+    "window_ignored": {
+        "en": f"`{_WINDOW}`: the keys window or more positions behind the query hidden too.",
+        "zh": f"`{_WINDOW}`：把位于查询之前 window 个或更远位置的键也遮住。",
+    },
+    "window_top_left": {
+        "en": f"`{_WINDOW}`: `tril(diagonal=k_len - q_len - window)`, not `tril(diagonal=-window)`.",
+        "zh": f"`{_WINDOW}`：用 `tril(diagonal=k_len - q_len - window)`，而不是 `tril(diagonal=-window)`。",
+    },
+    "window_one_too_wide": {
+        "en": f"`{_WINDOW}`: the diagonal k_len - q_len - window hides the key window positions back.",
+        "zh": f"`{_WINDOW}`：对角线 k_len - q_len - window 会遮住往前第 window 个位置的键。",
+    },
+    "window_one_too_narrow": {
+        "en": f"`{_WINDOW}`: the diagonal k_len - q_len - window keeps the key window - 1 positions back.",
+        "zh": f"`{_WINDOW}`：对角线 k_len - q_len - window 会保留往前第 window - 1 个位置的键。",
+    },
+    "uses_is_causal": {
+        "en": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`; `F.scaled_dot_product_attention(queries, keys, values, attn_mask=~hidden)`.",
+        "zh": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`；`F.scaled_dot_product_attention(queries, keys, values, attn_mask=~hidden)`。",
+    },
+    "mask_top_left": {
+        "en": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`, then `scores.masked_fill(hidden, float('-inf'))`; or SDPA with `attn_mask=~hidden`, not `is_causal=True`.",
+        "zh": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`，再 `scores.masked_fill(hidden, float('-inf'))`；或者给 SDPA 传 `attn_mask=~hidden`，而不是 `is_causal=True`。",
+    },
+    "cache_future_open": {
+        "en": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`.",
+        "zh": "`hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)`。",
+    },
+    "cache_own_key_hidden": {
+        "en": "`triu(diagonal=k_len - q_len + 1)`, not `k_len - q_len`.",
+        "zh": "用 `triu(diagonal=k_len - q_len + 1)`，而不是 `k_len - q_len`。",
+    },
+    "scale_missing": {
+        "en": "`scores = queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5`.",
+        "zh": "`scores = queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5`。",
+    },
 }
 
 RECORDS = [
     Exercise(
-        name="cached_attention", notebook="07", body=body_cached_attention, points=2, takes="function",
+        name="cached_attention",
+        notebook="07",
+        body=body_cached_attention,
+        points=2,
+        takes="function",
         signature="``fn(queries (B, nh, q_len, hs), keys, values (B, nh, k_len, hs), window) -> (B, nh, q_len, hs)``: "
         "sliding-window causal attention of the q_len newest tokens on all k_len keys and values (the cache included), "
         "``q_len <= k_len``: each query sees its own key and the ``window - 1`` before it.",
-        hints=("mask_top_left", "cache_future_open", "cache_own_key_hidden", "window_ignored", "window_top_left",
-               "window_one_too_wide", "window_one_too_narrow", "scale_missing", "input_modified", "uses_is_causal"),
-        references=("kv_cache.cached_attention", "kv_cache.causal_mask_bottom_right", "kv_cache.decode_step",
-                    "exercises._ex07_tiled.cached"),
-        messages=_CACHED_MESSAGES, fixes=_CACHED_FIXES,
+        hints=(
+            "mask_top_left",
+            "cache_future_open",
+            "cache_own_key_hidden",
+            "window_ignored",
+            "window_top_left",
+            "window_one_too_wide",
+            "window_one_too_narrow",
+            "scale_missing",
+            "input_modified",
+            "uses_is_causal",
+        ),
+        references=(
+            "kv_cache.cached_attention",
+            "kv_cache.causal_mask_bottom_right",
+            "kv_cache.decode_step",
+            "exercises._ex07_tiled.cached",
+        ),
+        messages=_CACHED_MESSAGES,
+        fixes=_CACHED_FIXES,
     ),
     Exercise(
-        name="tiled_attention", notebook="07", body=body_tiled_attention, points=3, takes="function",
+        name="tiled_attention",
+        notebook="07",
+        body=body_tiled_attention,
+        points=3,
+        takes="function",
         signature="``fn(queries, keys, values (B, nh, T, hs), block_size) -> (B, nh, T, hs)``: causal attention "
         "computed block by block with an online softmax, equal to ``F.scaled_dot_product_attention(..., "
         "is_causal=True)``.",
-        hints=("uses_sdpa", "future_open", "scale_missing", "rescale_missing", "max_not_subtracted", "max_init_zero",
-               "partial_block", "not_blocked", "input_modified"),
+        hints=(
+            "uses_sdpa",
+            "future_open",
+            "scale_missing",
+            "rescale_missing",
+            "max_not_subtracted",
+            "max_init_zero",
+            "partial_block",
+            "not_blocked",
+            "input_modified",
+        ),
         # llm_lab's own ways to the answer, the checkers' helpers included
-        references=("multihead.FusedMultiHeadAttention", "masks.causal_softmax", "exercises._ex07_tiled.tiled",
-                    "exercises._shared.attention", "exercises._shared.softmax_masked"),
-        forbidden=(("torch.nn.functional", "scaled_dot_product_attention", "uses_sdpa"),
-                   ("torch._C._nn", "scaled_dot_product_attention", "uses_sdpa")),
-        messages=_MESSAGES, fixes=_FIXES,
+        references=(
+            "multihead.FusedMultiHeadAttention",
+            "masks.causal_softmax",
+            "exercises._ex07_tiled.tiled",
+            "exercises._shared.attention",
+            "exercises._shared.softmax_masked",
+        ),
+        forbidden=(
+            ("torch.nn.functional", "scaled_dot_product_attention", "uses_sdpa"),
+            ("torch._C._nn", "scaled_dot_product_attention", "uses_sdpa"),
+        ),
+        messages=_MESSAGES,
+        fixes=_FIXES,
     ),
 ]

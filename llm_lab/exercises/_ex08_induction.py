@@ -60,8 +60,12 @@ def body_induction_score(fn) -> list[str]:
     g = gen(808)
     cases = []
     # (layers, heads, T, vocabulary, repeated halves?): a repeated probe, natural-looking text with chance repeats
-    for layers, heads, t, vocab, probe in ((2, 4, 12, 50, True), (1, 2, 10, 4, False), (2, 3, 16, 6, False),
-                                           (3, 2, 8, 3, False)):
+    for layers, heads, t, vocab, probe in (
+        (2, 4, 12, 50, True),
+        (1, 2, 10, 4, False),
+        (2, 3, 16, 6, False),
+        (3, 2, 8, 3, False),
+    ):
         if probe:
             half = torch.randperm(vocab, generator=g)[: t // 2]
             ids = torch.cat([half, half])
@@ -119,8 +123,9 @@ def needed_head(runs: torch.Tensor, layer: int, head: int, *, mistake: str | Non
         rows = torch.arange(1, t)
         return int(runs[0, 0, :, rows, rows - 1].mean(dim=-1).argmax())
     if mistake == "other_induction_head":  # the strongest induction head of the clean run, not the one asked
-        scores = torch.stack([induction_of(runs[:1], lay, h)[0] for lay in range(1, runs.shape[1])
-                              for h in range(runs.shape[2])])
+        scores = torch.stack(
+            [induction_of(runs[:1], lay, h)[0] for lay in range(1, runs.shape[1]) for h in range(runs.shape[2])]
+        )
         lay, h = divmod(int(scores.argmax()), runs.shape[2])
         return needed_head(runs, lay + 1, h)
     scores = induction_of(runs, layer, head)  # (1 + nh,): run 0 clean, run 1 + h without layer-0 head h
@@ -146,8 +151,11 @@ def _runs(layers: int, heads: int, t: int, g: torch.Generator):
     strength0 = {h: 0.45 + 0.1 * float(torch.rand((), generator=g)) for h in range(heads)}
     strength0[decoy] = 0.9
     noise = _causal_noise((layers, heads, t, t), g)
-    upper_kinds = {(lay, h): ("first", "current", "spread", "previous")[int(torch.randint(0, 4, (), generator=g))]
-                   for lay in range(1, layers) for h in range(heads)}
+    upper_kinds = {
+        (lay, h): ("first", "current", "spread", "previous")[int(torch.randint(0, 4, (), generator=g))]
+        for lay in range(1, layers)
+        for h in range(heads)
+    }
     upper_kinds[asked] = upper_kinds[second] = "induction"
     base = {asked: 0.6, second: 0.8}  # the second induction head is the stronger one in the clean run
     drop = {h: 0.03 + 0.07 * float(torch.rand((), generator=g)) for h in range(heads)}  # small, for most heads
@@ -173,8 +181,11 @@ def _runs(layers: int, heads: int, t: int, g: torch.Generator):
 def _integer(x) -> int | None:
     """``x`` as an int if it is one whole number: a Python or numpy int, a one-element integer tensor or array."""
     if isinstance(x, torch.Tensor):
-        return int(x) if x.numel() == 1 and not (x.is_floating_point() or x.is_complex() or x.dtype == torch.bool) \
+        return (
+            int(x)
+            if x.numel() == 1 and not (x.is_floating_point() or x.is_complex() or x.dtype == torch.bool)
             else None
+        )
     if isinstance(x, (bool, float, complex)) or type(x).__name__ in ("bool_", "bool"):
         return None
     if isinstance(x, numbers.Integral):  # int, numpy.int64, numpy.intp, ...
@@ -264,37 +275,80 @@ _MESSAGES = {
     },
 }
 _FIXES = {
-    "same_token_not_next": {"en": "The target of query i is key j when `token_ids[j - 1] == token_ids[i]` and `j < i`.", "zh": "查询 i 的目标是满足 `token_ids[j - 1] == token_ids[i]` 且 `j < i` 的键 j。"},
-    "current_included": {"en": "AND the targets with `torch.ones(T, T, dtype=torch.bool).tril(diagonal=-1)`.", "zh": "把目标与 `torch.ones(T, T, dtype=torch.bool).tril(diagonal=-1)` 取与（&）。"},
-    "rows_without_target": {"en": "`rows = targets.any(dim=-1)`; `per_row[..., rows].mean(dim=-1)`.", "zh": "`rows = targets.any(dim=-1)`；`per_row[..., rows].mean(dim=-1)`。"},
-    "picked_by_pattern": {"en": "`scores = runs[:, layer, head, rows, rows - T//2 + 1].mean(-1)` with `rows = torch.arange(T//2, T)`; the answer is `int((scores[0] - scores[1:]).argmax())`.", "zh": "`scores = runs[:, layer, head, rows, rows - T//2 + 1].mean(-1)`，其中 `rows = torch.arange(T//2, T)`；答案是 `int((scores[0] - scores[1:]).argmax())`。"},
-    "other_induction_head": {"en": "Index the head you are given: `runs[:, layer, head]`, not the strongest induction head.", "zh": "用给你的那个头做下标：`runs[:, layer, head]`，而不是最强的归纳头。"},
-    "clean_run_counted": {"en": "`int((scores[0] - scores[1:]).argmax())`: `scores[1:]` starts at head 0.", "zh": "`int((scores[0] - scores[1:]).argmax())`：`scores[1:]` 从头 0 开始。"},
-    "least_drop": {"en": "The drop is `scores[0] - scores[1:]`; take its argmax (or the argmin of `scores[1:]`).", "zh": "下降量是 `scores[0] - scores[1:]`；对它取 argmax（或者对 `scores[1:]` 取 argmin）。"},
+    "same_token_not_next": {
+        "en": "The target of query i is key j when `token_ids[j - 1] == token_ids[i]` and `j < i`.",
+        "zh": "查询 i 的目标是满足 `token_ids[j - 1] == token_ids[i]` 且 `j < i` 的键 j。",
+    },
+    "current_included": {
+        "en": "AND the targets with `torch.ones(T, T, dtype=torch.bool).tril(diagonal=-1)`.",
+        "zh": "把目标与 `torch.ones(T, T, dtype=torch.bool).tril(diagonal=-1)` 取与（&）。",
+    },
+    "rows_without_target": {
+        "en": "`rows = targets.any(dim=-1)`; `per_row[..., rows].mean(dim=-1)`.",
+        "zh": "`rows = targets.any(dim=-1)`；`per_row[..., rows].mean(dim=-1)`。",
+    },
+    "picked_by_pattern": {
+        "en": "`scores = runs[:, layer, head, rows, rows - T//2 + 1].mean(-1)` with `rows = torch.arange(T//2, T)`; the answer is `int((scores[0] - scores[1:]).argmax())`.",
+        "zh": "`scores = runs[:, layer, head, rows, rows - T//2 + 1].mean(-1)`，其中 `rows = torch.arange(T//2, T)`；答案是 `int((scores[0] - scores[1:]).argmax())`。",
+    },
+    "other_induction_head": {
+        "en": "Index the head you are given: `runs[:, layer, head]`, not the strongest induction head.",
+        "zh": "用给你的那个头做下标：`runs[:, layer, head]`，而不是最强的归纳头。",
+    },
+    "clean_run_counted": {
+        "en": "`int((scores[0] - scores[1:]).argmax())`: `scores[1:]` starts at head 0.",
+        "zh": "`int((scores[0] - scores[1:]).argmax())`：`scores[1:]` 从头 0 开始。",
+    },
+    "least_drop": {
+        "en": "The drop is `scores[0] - scores[1:]`; take its argmax (or the argmin of `scores[1:]`).",
+        "zh": "下降量是 `scores[0] - scores[1:]`；对它取 argmax（或者对 `scores[1:]` 取 argmin）。",
+    },
 }
 
 # llm_lab's own ways to the answer (the explorers the lesson uses): handing one in, or calling it, is the reference
-_SCORE_REFERENCES = ("explore.heads.induction_score", "explore.heads.head_scores", "explore.heads.head_roles",
-                     "explore.heads._induction_targets")
+_SCORE_REFERENCES = (
+    "explore.heads.induction_score",
+    "explore.heads.head_scores",
+    "explore.heads.head_roles",
+    "explore.heads._induction_targets",
+)
 
 RECORDS = [
     Exercise(
-        name="induction_score", notebook="08", body=body_induction_score, points=2, takes="function",
+        name="induction_score",
+        notebook="08",
+        body=body_induction_score,
+        points=2,
+        takes="function",
         signature="``fn(attn_weights (L, nh, T, T), token_ids (T,)) -> (L, nh)``: the mean weight each head puts on "
         "keys j < i with ``token_ids[j - 1] == token_ids[i]``, over the rows that have such a key.",
         hints=("same_token_not_next", "current_included", "rows_without_target", "input_modified"),
-        references=_SCORE_REFERENCES + ("exercises._ex08_induction.token_induction_score",
-                                        "exercises._ex08_induction.induction_targets"),
-        messages=_MESSAGES, fixes=_FIXES,
+        references=_SCORE_REFERENCES
+        + ("exercises._ex08_induction.token_induction_score", "exercises._ex08_induction.induction_targets"),
+        messages=_MESSAGES,
+        fixes=_FIXES,
     ),
     Exercise(
-        name="find_by_ablation", notebook="08", body=body_find_by_ablation, points=2, takes="function",
+        name="find_by_ablation",
+        notebook="08",
+        body=body_find_by_ablation,
+        points=2,
+        takes="function",
         signature="``fn(runs (1 + nh, L, nh, T, T), layer, head) -> int``: the weights of one probe (second half = "
         "first half), run 0 clean and run ``1 + h`` with layer-0 head ``h`` zeroed; return the layer-0 head whose "
         "ablation lowers the induction score of head ``(layer, head)`` the most.",
-        hints=("not_a_head_index", "no_such_head", "picked_by_pattern", "other_induction_head", "clean_run_counted",
-               "least_drop", "wrong_layer0_head", "input_modified"),
+        hints=(
+            "not_a_head_index",
+            "no_such_head",
+            "picked_by_pattern",
+            "other_induction_head",
+            "clean_run_counted",
+            "least_drop",
+            "wrong_layer0_head",
+            "input_modified",
+        ),
         references=("exercises._ex08_induction.needed_head", "exercises._ex08_induction.induction_of"),
-        messages=_MESSAGES, fixes=_FIXES,
+        messages=_MESSAGES,
+        fixes=_FIXES,
     ),
 ]

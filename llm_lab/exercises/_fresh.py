@@ -18,9 +18,25 @@ _OWN: dict[str, types.ModuleType] = {}  # this copy's modules: "exercises._core"
 _OWN_ROOT: list[str] = []  # this copy's package name: "llm_lab" or "_llm_lab_fresh_N"
 _TORCH_DIR = os.path.dirname(torch.__file__)
 # torch callables the checkers and references rely on: replacing one could make wrong code compare equal
-_TORCH_NAMES = ("allclose", "equal", "isclose", "softmax", "triu", "tril", "where", "exp", "manual_seed",
-                "randn", "rand", "Tensor.masked_fill", "Tensor.__eq__", "Tensor.allclose",
-                "nn.functional.scaled_dot_product_attention", "nn.functional.linear", "nn.functional.dropout")
+_TORCH_NAMES = (
+    "allclose",
+    "equal",
+    "isclose",
+    "softmax",
+    "triu",
+    "tril",
+    "where",
+    "exp",
+    "manual_seed",
+    "randn",
+    "rand",
+    "Tensor.masked_fill",
+    "Tensor.__eq__",
+    "Tensor.allclose",
+    "nn.functional.scaled_dot_product_attention",
+    "nn.functional.linear",
+    "nn.functional.dropout",
+)
 
 
 def fresh() -> types.ModuleType:
@@ -61,8 +77,9 @@ def _same(own, imported) -> bool:
             return False
         cells = own.__closure__ or ()
         # the generated check_* share one code object: tell them apart by the exercise name they close over
-        return [c.cell_contents for c in cells if isinstance(c.cell_contents, str)] == \
-            [c.cell_contents for c in (imported.__closure__ or ()) if isinstance(c.cell_contents, str)]
+        return [c.cell_contents for c in cells if isinstance(c.cell_contents, str)] == [
+            c.cell_contents for c in (imported.__closure__ or ()) if isinstance(c.cell_contents, str)
+        ]
     if inspect.isclass(own):
         return inspect.isclass(imported) and _methods(own) == _methods(imported)
     return True

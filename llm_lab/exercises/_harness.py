@@ -117,8 +117,13 @@ def call(fn, *args, case: str, seed: int | None = None, **kwargs):
         return _call_remote(r, fn, args, kwargs, case=case, seed=seed)
     observe = bool(kwargs.pop("observe", False))
     try:
-        with contextlib.redirect_stdout(r.out), warnings.catch_warnings(), _watching(r, observe), \
-                _time_limit(r, case), _observing(r, observe):
+        with (
+            contextlib.redirect_stdout(r.out),
+            warnings.catch_warnings(),
+            _watching(r, observe),
+            _time_limit(r, case),
+            _observing(r, observe),
+        ):
             warnings.simplefilter("ignore")
             if seed is not None:
                 torch.manual_seed(seed)
@@ -145,8 +150,16 @@ def _call_remote(r: _Run, fn, args, kwargs, *, case: str, seed):
         raise TimedOut(r.seconds, case)
     module = isinstance(fn, _remote.RemoteModule)
     try:
-        reply = fn._remote_call(args, kwargs, case=case, seed=seed, timeout=left, observe=observe,
-                                sync=fn.sync_state() if module else None, training=fn.training if module else None)
+        reply = fn._remote_call(
+            args,
+            kwargs,
+            case=case,
+            seed=seed,
+            timeout=left,
+            observe=observe,
+            sync=fn.sync_state() if module else None,
+            training=fn.training if module else None,
+        )
     except TimeoutError:
         raise TimedOut(r.seconds or 0.0, case) from None
     r.out.write(reply["printed"])
@@ -240,8 +253,9 @@ def _alarm(seconds: float):
         if strikes:
             sys.settrace(previous_trace)
         if earlier_delay > 0:  # the notebook had its own alarm running: give it back, minus the time spent
-            signal.setitimer(signal.ITIMER_REAL, max(earlier_delay - (time.monotonic() - started), 1e-3),
-                             earlier_interval)
+            signal.setitimer(
+                signal.ITIMER_REAL, max(earlier_delay - (time.monotonic() - started), 1e-3), earlier_interval
+            )
 
 
 @contextlib.contextmanager

@@ -243,48 +243,141 @@ MESSAGES: dict[str, dict[str, str]] = {
 
 # The exact fix, shown only when the same mistake comes back (``check_*``) and kept apart in ``grade()``.
 FIXES: dict[str, dict[str, str]] = {
-    "input_modified": {"en": "`queries = queries / queries.shape[-1] ** 0.5` (a new tensor), not `queries /= ...`, `queries.div_(...)` or `queries[...] = ...`.", "zh": "`queries = queries / queries.shape[-1] ** 0.5`（得到新张量），而不是 `queries /= ...`、`queries.div_(...)` 或 `queries[...] = ...`。"},
+    "input_modified": {
+        "en": "`queries = queries / queries.shape[-1] ** 0.5` (a new tensor), not `queries /= ...`, `queries.div_(...)` or `queries[...] = ...`.",
+        "zh": "`queries = queries / queries.shape[-1] ** 0.5`（得到新张量），而不是 `queries /= ...`、`queries.div_(...)` 或 `queries[...] = ...`。",
+    },
     "diagonal_masked": {"en": "Use `torch.triu(..., diagonal=1)`.", "zh": "请用 `torch.triu(..., diagonal=1)`。"},
-    "future_open": {"en": "Apply the causal mask `torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)` before the softmax/renormalization.", "zh": "在 softmax 或重新归一化之前应用因果遮蔽 `torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)`。"},
-    "mask_inverted": {"en": "Use `torch.triu(..., diagonal=1)`, or negate yours with `~`.", "zh": "请用 `torch.triu(..., diagonal=1)`，或者用 `~` 对你的结果取反。"},
-    "mask_transposed": {"en": "Hide j > i: `torch.triu(..., diagonal=1)`, not `torch.tril`.", "zh": "隐藏 j > i 的位置：用 `torch.triu(..., diagonal=1)`，而不是 `torch.tril`。"},
-    "not_renormalized": {"en": "Divide each row by its sum: `masked / masked.sum(dim=-1, keepdim=True)`.", "zh": "把每一行除以它的和：`masked / masked.sum(dim=-1, keepdim=True)`。"},
-    "batch_dims": {"en": "Count dimensions from the end: `dim=-1`, `transpose(-2, -1)`, `shape[-1]`.", "zh": "从末尾数维度：`dim=-1`、`transpose(-2, -1)`、`shape[-1]`。"},
-    "softmax_dim": {"en": "Use `torch.softmax(..., dim=-1)` (over the keys).", "zh": "请用 `torch.softmax(..., dim=-1)`（在键的维度上）。"},
-    "scale_missing": {"en": "Divide the scores by `keys.shape[-1] ** 0.5` before the softmax.", "zh": "在 softmax 之前把分数除以 `keys.shape[-1] ** 0.5`。"},
+    "future_open": {
+        "en": "Apply the causal mask `torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)` before the softmax/renormalization.",
+        "zh": "在 softmax 或重新归一化之前应用因果遮蔽 `torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)`。",
+    },
+    "mask_inverted": {
+        "en": "Use `torch.triu(..., diagonal=1)`, or negate yours with `~`.",
+        "zh": "请用 `torch.triu(..., diagonal=1)`，或者用 `~` 对你的结果取反。",
+    },
+    "mask_transposed": {
+        "en": "Hide j > i: `torch.triu(..., diagonal=1)`, not `torch.tril`.",
+        "zh": "隐藏 j > i 的位置：用 `torch.triu(..., diagonal=1)`，而不是 `torch.tril`。",
+    },
+    "not_renormalized": {
+        "en": "Divide each row by its sum: `masked / masked.sum(dim=-1, keepdim=True)`.",
+        "zh": "把每一行除以它的和：`masked / masked.sum(dim=-1, keepdim=True)`。",
+    },
+    "batch_dims": {
+        "en": "Count dimensions from the end: `dim=-1`, `transpose(-2, -1)`, `shape[-1]`.",
+        "zh": "从末尾数维度：`dim=-1`、`transpose(-2, -1)`、`shape[-1]`。",
+    },
+    "softmax_dim": {
+        "en": "Use `torch.softmax(..., dim=-1)` (over the keys).",
+        "zh": "请用 `torch.softmax(..., dim=-1)`（在键的维度上）。",
+    },
+    "scale_missing": {
+        "en": "Divide the scores by `keys.shape[-1] ** 0.5` before the softmax.",
+        "zh": "在 softmax 之前把分数除以 `keys.shape[-1] ** 0.5`。",
+    },
     "scale_twice": {"en": "Keep a single `/ keys.shape[-1] ** 0.5`.", "zh": "只保留一次 `/ keys.shape[-1] ** 0.5`。"},
     "scale_inverted": {"en": "Use `/ keys.shape[-1] ** 0.5`.", "zh": "请用 `/ keys.shape[-1] ** 0.5`。"},
-    "scale_uses_T": {"en": "d_k is `keys.shape[-1]`, not `keys.shape[0]` or `keys.shape[-2]`.", "zh": "d_k 是 `keys.shape[-1]`，不是 `keys.shape[0]` 或 `keys.shape[-2]`。"},
-    "masked_with_zero": {"en": "Use `masked_fill(mask, float('-inf'))` before the softmax.", "zh": "在 softmax 之前用 `masked_fill(mask, float('-inf'))`。"},
-    "nan_rows": {"en": "After the softmax: `weights.masked_fill(hidden.all(dim=-1, keepdim=True), 0.0)`.", "zh": "在 softmax 之后：`weights.masked_fill(hidden.all(dim=-1, keepdim=True), 0.0)`。"},
-    "fully_masked_not_zero": {"en": "Mask with `float('-inf')`, then `masked_fill(hidden.all(dim=-1, keepdim=True), 0.0)`.", "zh": "用 `float('-inf')` 遮蔽，再 `masked_fill(hidden.all(dim=-1, keepdim=True), 0.0)`。"},
-    "padding_ignored": {"en": "`hidden = causal | key_padding_mask.unsqueeze(-2)`.", "zh": "`hidden = causal | key_padding_mask.unsqueeze(-2)`。"},
-    "padding_wrong_axis": {"en": "Use `key_padding_mask.unsqueeze(-2)`, shape (..., 1, T), so it applies to every row's columns.", "zh": "请用 `key_padding_mask.unsqueeze(-2)`，形状为 (..., 1, T)，这样它作用于每一行的各列。"},
-    "padded_queries_zeroed": {"en": "Zero only the rows where `hidden.all(dim=-1, keepdim=True)`.", "zh": "只把 `hidden.all(dim=-1, keepdim=True)` 为 True 的行置零。"},
+    "scale_uses_T": {
+        "en": "d_k is `keys.shape[-1]`, not `keys.shape[0]` or `keys.shape[-2]`.",
+        "zh": "d_k 是 `keys.shape[-1]`，不是 `keys.shape[0]` 或 `keys.shape[-2]`。",
+    },
+    "masked_with_zero": {
+        "en": "Use `masked_fill(mask, float('-inf'))` before the softmax.",
+        "zh": "在 softmax 之前用 `masked_fill(mask, float('-inf'))`。",
+    },
+    "nan_rows": {
+        "en": "After the softmax: `weights.masked_fill(hidden.all(dim=-1, keepdim=True), 0.0)`.",
+        "zh": "在 softmax 之后：`weights.masked_fill(hidden.all(dim=-1, keepdim=True), 0.0)`。",
+    },
+    "fully_masked_not_zero": {
+        "en": "Mask with `float('-inf')`, then `masked_fill(hidden.all(dim=-1, keepdim=True), 0.0)`.",
+        "zh": "用 `float('-inf')` 遮蔽，再 `masked_fill(hidden.all(dim=-1, keepdim=True), 0.0)`。",
+    },
+    "padding_ignored": {
+        "en": "`hidden = causal | key_padding_mask.unsqueeze(-2)`.",
+        "zh": "`hidden = causal | key_padding_mask.unsqueeze(-2)`。",
+    },
+    "padding_wrong_axis": {
+        "en": "Use `key_padding_mask.unsqueeze(-2)`, shape (..., 1, T), so it applies to every row's columns.",
+        "zh": "请用 `key_padding_mask.unsqueeze(-2)`，形状为 (..., 1, T)，这样它作用于每一行的各列。",
+    },
+    "padded_queries_zeroed": {
+        "en": "Zero only the rows where `hidden.all(dim=-1, keepdim=True)`.",
+        "zh": "只把 `hidden.all(dim=-1, keepdim=True)` 为 True 的行置零。",
+    },
     "dropout_scaled_by_p": {"en": "Divide the kept values by `(1 - p)`.", "zh": "把保留下来的值除以 `(1 - p)`。"},
     "dropout_not_scaled": {"en": "Return `x * keep / (1 - p)`.", "zh": "返回 `x * keep / (1 - p)`。"},
-    "dropout_wrong_scale": {"en": "Return `x * keep / (1 - p)` with `keep = torch.rand_like(x) >= p`.", "zh": "返回 `x * keep / (1 - p)`，其中 `keep = torch.rand_like(x) >= p`。"},
-    "dropout_in_eval": {"en": "Use `nn.Dropout` (it stops after `.eval()`), or pass `training=self.training` to `F.dropout`; by hand: `if not training: return x`.", "zh": "用 `nn.Dropout`（`.eval()` 之后它自动停止），或给 `F.dropout` 传 `training=self.training`；手写时：`if not training: return x`。"},
-    "dropout_rate_inverted": {"en": "Keep a value where `torch.rand_like(x) >= p`.", "zh": "在 `torch.rand_like(x) >= p` 的位置保留数值。"},
-    "dropout_rate_wrong": {"en": "`keep = torch.rand_like(x) >= p` keeps each value with probability 1 - p.", "zh": "`keep = torch.rand_like(x) >= p` 以 1 - p 的概率保留每个值。"},
-    "dropout_default_rate": {"en": "In `__init__`: `self.dropout = nn.Dropout(dropout)`.", "zh": "在 `__init__` 里写 `self.dropout = nn.Dropout(dropout)`。"},
-    "dropout_rate_fixed": {"en": "In `__init__`: `self.dropout = nn.Dropout(dropout)`.", "zh": "在 `__init__` 里写 `self.dropout = nn.Dropout(dropout)`。"},
-    "dropout_missing": {"en": "`attn_weights = self.dropout(attn_weights)` right after the softmax.", "zh": "在 softmax 之后紧接着写 `attn_weights = self.dropout(attn_weights)`。"},
-    "dropout_mask_shared": {"en": "Draw the mask with the full shape of x: `torch.rand_like(x) >= p`.", "zh": "按 x 的完整形状生成丢弃掩码：`torch.rand_like(x) >= p`。"},
-    "dropout_on_output": {"en": "`attn_weights = self.dropout(attn_weights)` right after the softmax, and no dropout on `context_vec`.", "zh": "在 softmax 之后写 `attn_weights = self.dropout(attn_weights)`，`context_vec` 上不要再做 dropout。"},
-    "dropout_after_out_proj": {"en": "`attn_weights = self.dropout(attn_weights)` right after the softmax; `out_proj` comes last, without dropout.", "zh": "在 softmax 之后写 `attn_weights = self.dropout(attn_weights)`；`out_proj` 放在最后，不加 dropout。"},
-    "dropout_on_scores": {"en": "`attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1))`: dropout after the softmax, on the weights.", "zh": "`attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1))`：dropout 放在 softmax 之后，作用于权重。"},
-    "dropout_on_input": {"en": "`attn_weights = self.dropout(attn_weights)` right after the softmax, and leave x alone.", "zh": "在 softmax 之后写 `attn_weights = self.dropout(attn_weights)`，不要改动 x。"},
-    "mask_wrong_size": {"en": "Slice the stored mask: `self.mask[:num_tokens, :num_tokens]`.", "zh": "截取保存的遮蔽矩阵：`self.mask[:num_tokens, :num_tokens]`。"},
-    "scale_uses_d_out": {"en": "Divide by `keys.shape[-1] ** 0.5` (= head_dim ** 0.5).", "zh": "除以 `keys.shape[-1] ** 0.5`（即 head_dim ** 0.5）。"},
-    "scale_uses_d_in": {"en": "Divide by `keys.shape[-1] ** 0.5` (d_k = d_out), not by the width of x (d_in).", "zh": "除以 `keys.shape[-1] ** 0.5`（d_k = d_out），而不是 x 的宽度（d_in）。"},
+    "dropout_wrong_scale": {
+        "en": "Return `x * keep / (1 - p)` with `keep = torch.rand_like(x) >= p`.",
+        "zh": "返回 `x * keep / (1 - p)`，其中 `keep = torch.rand_like(x) >= p`。",
+    },
+    "dropout_in_eval": {
+        "en": "Use `nn.Dropout` (it stops after `.eval()`), or pass `training=self.training` to `F.dropout`; by hand: `if not training: return x`.",
+        "zh": "用 `nn.Dropout`（`.eval()` 之后它自动停止），或给 `F.dropout` 传 `training=self.training`；手写时：`if not training: return x`。",
+    },
+    "dropout_rate_inverted": {
+        "en": "Keep a value where `torch.rand_like(x) >= p`.",
+        "zh": "在 `torch.rand_like(x) >= p` 的位置保留数值。",
+    },
+    "dropout_rate_wrong": {
+        "en": "`keep = torch.rand_like(x) >= p` keeps each value with probability 1 - p.",
+        "zh": "`keep = torch.rand_like(x) >= p` 以 1 - p 的概率保留每个值。",
+    },
+    "dropout_default_rate": {
+        "en": "In `__init__`: `self.dropout = nn.Dropout(dropout)`.",
+        "zh": "在 `__init__` 里写 `self.dropout = nn.Dropout(dropout)`。",
+    },
+    "dropout_rate_fixed": {
+        "en": "In `__init__`: `self.dropout = nn.Dropout(dropout)`.",
+        "zh": "在 `__init__` 里写 `self.dropout = nn.Dropout(dropout)`。",
+    },
+    "dropout_missing": {
+        "en": "`attn_weights = self.dropout(attn_weights)` right after the softmax.",
+        "zh": "在 softmax 之后紧接着写 `attn_weights = self.dropout(attn_weights)`。",
+    },
+    "dropout_mask_shared": {
+        "en": "Draw the mask with the full shape of x: `torch.rand_like(x) >= p`.",
+        "zh": "按 x 的完整形状生成丢弃掩码：`torch.rand_like(x) >= p`。",
+    },
+    "dropout_on_output": {
+        "en": "`attn_weights = self.dropout(attn_weights)` right after the softmax, and no dropout on `context_vec`.",
+        "zh": "在 softmax 之后写 `attn_weights = self.dropout(attn_weights)`，`context_vec` 上不要再做 dropout。",
+    },
+    "dropout_after_out_proj": {
+        "en": "`attn_weights = self.dropout(attn_weights)` right after the softmax; `out_proj` comes last, without dropout.",
+        "zh": "在 softmax 之后写 `attn_weights = self.dropout(attn_weights)`；`out_proj` 放在最后，不加 dropout。",
+    },
+    "dropout_on_scores": {
+        "en": "`attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1))`: dropout after the softmax, on the weights.",
+        "zh": "`attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1))`：dropout 放在 softmax 之后，作用于权重。",
+    },
+    "dropout_on_input": {
+        "en": "`attn_weights = self.dropout(attn_weights)` right after the softmax, and leave x alone.",
+        "zh": "在 softmax 之后写 `attn_weights = self.dropout(attn_weights)`，不要改动 x。",
+    },
+    "mask_wrong_size": {
+        "en": "Slice the stored mask: `self.mask[:num_tokens, :num_tokens]`.",
+        "zh": "截取保存的遮蔽矩阵：`self.mask[:num_tokens, :num_tokens]`。",
+    },
+    "scale_uses_d_out": {
+        "en": "Divide by `keys.shape[-1] ** 0.5` (= head_dim ** 0.5).",
+        "zh": "除以 `keys.shape[-1] ** 0.5`（即 head_dim ** 0.5）。",
+    },
+    "scale_uses_d_in": {
+        "en": "Divide by `keys.shape[-1] ** 0.5` (d_k = d_out), not by the width of x (d_in).",
+        "zh": "除以 `keys.shape[-1] ** 0.5`（d_k = d_out），而不是 x 的宽度（d_in）。",
+    },
 }
 
 # Extra words around a line: the printed-output header and the "same mistake again" footer.
 WORDS: dict[str, dict[str, str]] = {
     "printed": {"en": "your code printed:", "zh": "你的代码输出了："},
     "more_lines": {"en": "... ({n} more lines)", "zh": "……（还有 {n} 行）"},
-    "fix_next": {"en": "(Same mistake again? The next check shows the fix.)", "zh": "（如果再犯同样的错误，下一次检查会给出改法。）"},
+    "fix_next": {
+        "en": "(Same mistake again? The next check shows the fix.)",
+        "zh": "（如果再犯同样的错误，下一次检查会给出改法。）",
+    },
     "fix": {"en": "Fix:", "zh": "改法："},
     "dims": {"en": "the {name} dimension", "zh": "{name}维度"},
 }

@@ -32,9 +32,21 @@ from ._harness import call
 from ._shared import attention, call_unchanged, kept_scale_hint, rate_tolerance, shared_dims
 
 # every mistake a module check (04 causal attention, 05 multi-head) can name about its dropout
-DROPOUT_HINTS = ("dropout_in_eval", "dropout_missing", "dropout_on_output", "dropout_on_input", "dropout_default_rate",
-                 "dropout_rate_fixed", "dropout_rate_inverted", "dropout_rate_wrong", "dropout_not_scaled",
-                 "dropout_scaled_by_p", "dropout_wrong_scale", "dropout_mask_shared", "dropout_on_scores")
+DROPOUT_HINTS = (
+    "dropout_in_eval",
+    "dropout_missing",
+    "dropout_on_output",
+    "dropout_on_input",
+    "dropout_default_rate",
+    "dropout_rate_fixed",
+    "dropout_rate_inverted",
+    "dropout_rate_wrong",
+    "dropout_not_scaled",
+    "dropout_scaled_by_p",
+    "dropout_wrong_scale",
+    "dropout_mask_shared",
+    "dropout_on_scores",
+)
 
 
 def linear(module, name: str, d_in: int, d_out: int) -> nn.Linear:
@@ -68,8 +80,9 @@ def qkv(x: torch.Tensor, layers: dict) -> tuple:
     return project(layers["W_query"], x), project(layers["W_key"], x), project(layers["W_value"], x)
 
 
-def forward_case(module, x, case, want, variants, *, passed_full: bool, context_length: int, seed: int = 0,
-                 observe: bool = False):
+def forward_case(
+    module, x, case, want, variants, *, passed_full: bool, context_length: int, seed: int = 0, observe: bool = False
+):
     """Compare one forward pass; a failure only when num_tokens < context_length means a mis-sliced mask.
     ``observe``: record the call's ops (``_harness.last_observed()`` afterwards)."""
     short = x.shape[1] < context_length

@@ -38,7 +38,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 # Calls named and sized without looking inside: each runs one aten op (or views/copies of its inputs), none
 # reaches attention, dropout or a mask of its own. Matched on the last part of the name.
-PLAIN = frozenset("""
+PLAIN = frozenset(
+    """
 __add__ __radd__ __iadd__ __sub__ __rsub__ __isub__ __mul__ __rmul__ __imul__ __truediv__ __rtruediv__
 __itruediv__ __floordiv__ __rfloordiv__ __mod__ __matmul__ __rmatmul__ __neg__ __pos__ __abs__ __pow__ __rpow__
 __getitem__ __setitem__ __gt__ __lt__ __ge__ __le__ __eq__ __ne__ __and__ __rand__ __or__ __ror__ __xor__
@@ -52,10 +53,18 @@ transpose permute view view_as reshape reshape_as unsqueeze squeeze expand expan
 flatten unflatten movedim swapaxes swapdims narrow select split chunk unbind cat stack unfold as_strided
 item tolist size dim numel float double long int bool to type_as new_zeros new_ones new_full new_empty
 copy_ fill_ zero_ index_select gather argmax argmin all any
-""".split())
+""".split()
+)
 # Writes that can hide a score by putting a constant into chosen positions (marked ``constant:<name>``).
-WRITES = {"__setitem__": 2, "index_put": 2, "index_put_": 2, "masked_scatter": 2, "masked_scatter_": 2,
-          "index_fill": 3, "index_fill_": 3}
+WRITES = {
+    "__setitem__": 2,
+    "index_put": 2,
+    "index_put_": 2,
+    "masked_scatter": 2,
+    "masked_scatter_": 2,
+    "index_fill": 3,
+    "index_fill_": 3,
+}
 _NAMES: dict = {}
 
 

@@ -36,8 +36,9 @@ def _load_records() -> dict[str, Exercise]:
         for record in module.RECORDS:
             if record.name in records:
                 raise ValueError(f"exercise {record.name!r} is defined twice")
-            records[record.name] = dataclasses.replace(record, messages={**own_messages, **record.messages},
-                                                       fixes={**own_fixes, **record.fixes})
+            records[record.name] = dataclasses.replace(
+                record, messages={**own_messages, **record.messages}, fixes={**own_fixes, **record.fixes}
+            )
     return records
 
 
@@ -100,15 +101,28 @@ def watch_for(name: str) -> _harness.Watch:
 # What starts a thread or a process: ruled out in every check, since the watch (and the observation of the ops
 # a call runs) covers the calling thread only; ``threading.Thread.start`` and ``concurrent.futures`` end in the
 # first two, ``multiprocessing`` and ``subprocess`` in the others.
-STARTERS = tuple((module, attr, "thread_started") for module, attr in (
-    ("_thread", "start_new_thread"), ("_thread", "start_joinable_thread"), ("_thread", "start_new"),
-    ("os", "fork"), ("os", "forkpty"), ("os", "posix_spawn"), ("os", "posix_spawnp"), ("os", "system"),
-    ("_posixsubprocess", "fork_exec")))
+STARTERS = tuple(
+    (module, attr, "thread_started")
+    for module, attr in (
+        ("_thread", "start_new_thread"),
+        ("_thread", "start_joinable_thread"),
+        ("_thread", "start_new"),
+        ("os", "fork"),
+        ("os", "forkpty"),
+        ("os", "posix_spawn"),
+        ("os", "posix_spawnp"),
+        ("os", "system"),
+        ("_posixsubprocess", "fork_exec"),
+    )
+)
 # The Python functions those are reached through: a call observed by the observer is watched by a trace hook that
 # sees Python calls only (cheaper than the profile hook, which also sees every builtin call), so the builtins above
 # are caught there through these.
-PY_STARTERS = (("threading", "Thread.start"), ("multiprocessing.process", "BaseProcess.start"),
-               ("subprocess", "Popen.__init__"))
+PY_STARTERS = (
+    ("threading", "Thread.start"),
+    ("multiprocessing.process", "BaseProcess.start"),
+    ("subprocess", "Popen.__init__"),
+)
 
 
 class _IsReference(Exception):
@@ -171,8 +185,7 @@ def check_result(name: str, obj, *, lang: str, timeout: float | None, secret: in
             raise
         return result("error", "exception", _printed(run), exc_type="KeyboardInterrupt", exc_msg="", case="-")
     except BaseException as exc:  # a bug in a checker or an unusual object: never an uncaught error
-        return result("error", "checker_error", _printed(run), exc_type=type(exc).__name__,
-                      exc_msg=one_line(str(exc)))
+        return result("error", "checker_error", _printed(run), exc_type=type(exc).__name__, exc_msg=one_line(str(exc)))
 
 
 def _printed(run) -> str:

@@ -35,9 +35,23 @@ MAX_BYTES = 64 * 2**20  # one tensor's bytes, meta tensors included (what would 
 MAX_REPLY_BYTES = 4 * MAX_BYTES  # all tensors of one reply together; also its text, as the grader reads it
 MAX_NODES = 200_000  # JSON values in one reply's text, counted before it is parsed
 MAX_DEPTH = 8
-DTYPES = {str(d).removeprefix("torch."): d for d in (
-    torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128,
-    torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool)}
+DTYPES = {
+    str(d).removeprefix("torch."): d
+    for d in (
+        torch.float16,
+        torch.bfloat16,
+        torch.float32,
+        torch.float64,
+        torch.complex64,
+        torch.complex128,
+        torch.int8,
+        torch.int16,
+        torch.int32,
+        torch.int64,
+        torch.uint8,
+        torch.bool,
+    )
+}
 _NAME = re.compile(r"[^A-Za-z0-9_.]")
 
 
@@ -139,8 +153,12 @@ def _decode_tensor(obj, budget: list) -> torch.Tensor:
         raise WireError("a tensor that is not an object")
     dtype = DTYPES.get(str(obj.get("__tensor__")))
     shape = obj.get("shape")
-    if dtype is None or not isinstance(shape, list) or len(shape) > 16 \
-            or not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s for s in shape):
+    if (
+        dtype is None
+        or not isinstance(shape, list)
+        or len(shape) > 16
+        or not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s for s in shape)
+    ):
         raise WireError("a tensor with an unknown dtype or a bad shape")
     n = math.prod(shape)
     size = torch.empty((), dtype=dtype).element_size()
@@ -199,8 +217,12 @@ def capture(key: str, get) -> None:
 def _describe(obj) -> dict:
     handle = id(obj)
     _handles[handle] = obj
-    desc = {"handle": handle, "name": _NAME.sub("", str(getattr(obj, "__name__", "") or ""))[:60],
-            "type": type_name(obj), "callable": callable(obj)}
+    desc = {
+        "handle": handle,
+        "name": _NAME.sub("", str(getattr(obj, "__name__", "") or ""))[:60],
+        "type": type_name(obj),
+        "callable": callable(obj),
+    }
     if isinstance(obj, nn.Module):
         desc.update(kind="module", module=_module_state(obj))
     elif isinstance(obj, type):
@@ -220,11 +242,19 @@ def _module_state(module: nn.Module) -> dict:
         except Exception:  # a property that raises: not a layer
             continue
         if isinstance(layer, nn.Linear) and len(linears) < 64:
-            linears[name] = {"in": int(layer.in_features), "out": int(layer.out_features),
-                             "weight": layer.weight, "bias": layer.bias}
-    return {"linears": linears, "buffers": dict(module.named_buffers()),
-            "parameters": [n for n, _ in module.named_parameters()][:256],
-            "state_keys": list(module.state_dict().keys())[:256], "training": bool(module.training)}
+            linears[name] = {
+                "in": int(layer.in_features),
+                "out": int(layer.out_features),
+                "weight": layer.weight,
+                "bias": layer.bias,
+            }
+    return {
+        "linears": linears,
+        "buffers": dict(module.named_buffers()),
+        "parameters": [n for n, _ in module.named_parameters()][:256],
+        "state_keys": list(module.state_dict().keys())[:256],
+        "training": bool(module.training),
+    }
 
 
 def _sync(module: nn.Module, linears: dict, training) -> None:
@@ -255,8 +285,9 @@ def _call(request: dict) -> dict:
     with _harness.checking(request.get("timeout"), watch) as run:
         try:
             observe = {"observe": True} if request.get("observe") else {}
-            out = _harness.call(obj, *args, case=str(request.get("case", "")), seed=request.get("seed"),
-                                **observe, **kwargs)
+            out = _harness.call(
+                obj, *args, case=str(request.get("case", "")), seed=request.get("seed"), **observe, **kwargs
+            )
             if isinstance(out, nn.Module):
                 reply["value"] = {"__module__": _describe(out)}
             else:
@@ -269,9 +300,12 @@ def _call(request: dict) -> dict:
         except TimedOut:
             reply["error"] = {"kind": "timeout"}
         except LearnerError as err:
-            reply["error"] = {"kind": "system_exit" if isinstance(err.exc, SystemExit) else "exception",
-                              "type": type_name(err.exc), "message": str(err.exc)[:2000],
-                              "builtin": type(err.exc).__module__ == "builtins"}
+            reply["error"] = {
+                "kind": "system_exit" if isinstance(err.exc, SystemExit) else "exception",
+                "type": type_name(err.exc),
+                "message": str(err.exc)[:2000],
+                "builtin": type(err.exc).__module__ == "builtins",
+            }
     reply["printed"] = _harness.printed(run)
     reply["hit"] = list(run.hit) if run.hit else None
     return reply
@@ -368,29 +402,45 @@ class _Remote:
     _link: Link
     _handle: int
 
-    def _remote_call(self, args: tuple, kwargs: dict, *, case: str, seed, timeout, observe: bool, sync=None,
-                     training=None) -> dict:
+    def _remote_call(
+        self, args: tuple, kwargs: dict, *, case: str, seed, timeout, observe: bool, sync=None, training=None
+    ) -> dict:
         """One call in the kernel: ``{"value"}`` or ``{"error": BaseException}``, with ``printed`` (what the
         learner's code printed), ``hit`` (a watched function it ran, by the kernel's word) and ``observed``.
         Raises ``RemoteFailed`` when the kernel cannot answer, ``TimeoutError`` when it answers too late."""
-        request = {"op": "call", "handle": self._handle, "args": encode(list(args)), "kwargs": encode(kwargs),
-                   "case": case, "seed": seed, "timeout": timeout, "observe": observe,
-                   "exercise": self._link.exercise, "sync": encode(sync or {}), "training": training}
+        request = {
+            "op": "call",
+            "handle": self._handle,
+            "args": encode(list(args)),
+            "kwargs": encode(kwargs),
+            "case": case,
+            "seed": seed,
+            "timeout": timeout,
+            "observe": observe,
+            "exercise": self._link.exercise,
+            "sync": encode(sync or {}),
+            "training": training,
+        }
         reply = self._link.request(request, (timeout or 60.0) + 15.0)
         after = reply.get("after") if isinstance(reply.get("after"), list) else []
         for mine, theirs in zip(args, after[: len(args)], strict=False):  # what the learner's code did to them
-            if isinstance(mine, torch.Tensor) and isinstance(theirs, torch.Tensor) and theirs.shape == mine.shape \
-                    and theirs.dtype == mine.dtype:
+            if (
+                isinstance(mine, torch.Tensor)
+                and isinstance(theirs, torch.Tensor)
+                and theirs.shape == mine.shape
+                and theirs.dtype == mine.dtype
+            ):
                 mine.copy_(theirs)
         hit = reply.get("hit")
-        result = {"printed": str(reply.get("printed") or "")[:5000],
-                  "hit": tuple(str(h) for h in hit[:2]) if isinstance(hit, list) and len(hit) == 2 else None,
-                  "observed": _observed(reply.get("observed"))}
+        result = {
+            "printed": str(reply.get("printed") or "")[:5000],
+            "hit": tuple(str(h) for h in hit[:2]) if isinstance(hit, list) and len(hit) == 2 else None,
+            "observed": _observed(reply.get("observed")),
+        }
         error = reply.get("error")
         if isinstance(error, dict):
             kind = error.get("kind")
-            exc = {"not_implemented": NotImplementedError, "timeout": TimeoutError,
-                   "system_exit": SystemExit}.get(kind)
+            exc = {"not_implemented": NotImplementedError, "timeout": TimeoutError, "system_exit": SystemExit}.get(kind)
             result["error"] = exc() if exc else _error_from(error)
             return result
         value = reply.get("value")
@@ -407,10 +457,12 @@ def _observed(record) -> dict | None:
     largest = record.get("largest")
     ops = record.get("ops") if isinstance(record.get("ops"), list) else []
     marks = record.get("marks") if isinstance(record.get("marks"), list) else []
-    return {**{k: v for k, v in record.items() if isinstance(k, str) and isinstance(v, (int, float, str, bool))},
-            "largest": int(largest) if isinstance(largest, (int, float)) and math.isfinite(largest) else 0,
-            "ops": [str(op)[:200] for op in ops[:5000]],
-            "marks": [str(m)[:200] for m in marks[:100]]}
+    return {
+        **{k: v for k, v in record.items() if isinstance(k, str) and isinstance(v, (int, float, str, bool))},
+        "largest": int(largest) if isinstance(largest, (int, float)) and math.isfinite(largest) else 0,
+        "ops": [str(op)[:200] for op in ops[:5000]],
+        "marks": [str(m)[:200] for m in marks[:100]],
+    }
 
 
 class RemoteObject(_Remote):
@@ -446,9 +498,13 @@ class RemoteModule(_Remote, nn.Module):
             if not isinstance(weight, torch.Tensor) or weight.dim() != 2 or not str(name).isidentifier():
                 continue
             meta = weight.is_meta or (isinstance(bias, torch.Tensor) and bias.is_meta)
-            copy = nn.Linear(weight.shape[1], weight.shape[0], bias=isinstance(bias, torch.Tensor),
-                             dtype=weight.dtype if weight.is_floating_point() else torch.float32,
-                             device="meta" if meta else None)  # the learner's meta layer: no values, no memory
+            copy = nn.Linear(
+                weight.shape[1],
+                weight.shape[0],
+                bias=isinstance(bias, torch.Tensor),
+                dtype=weight.dtype if weight.is_floating_point() else torch.float32,
+                device="meta" if meta else None,
+            )  # the learner's meta layer: no values, no memory
             with torch.no_grad():
                 if not meta:
                     copy.weight.copy_(weight)
@@ -456,8 +512,12 @@ class RemoteModule(_Remote, nn.Module):
                         copy.bias.copy_(bias)
             setattr(self, name, copy)
         for name, buf in (state.get("buffers") or {}).items():
-            if isinstance(buf, torch.Tensor) and "." not in name and str(name).isidentifier() \
-                    and not hasattr(self, name):
+            if (
+                isinstance(buf, torch.Tensor)
+                and "." not in name
+                and str(name).isidentifier()
+                and not hasattr(self, name)
+            ):
                 self.register_buffer(name, buf)
         self.train(bool(state.get("training", True)))
 
@@ -471,8 +531,11 @@ class RemoteModule(_Remote, nn.Module):
         return {k: local.get(k, torch.empty(0)) for k in self.remote_state_keys}
 
     def sync_state(self) -> dict:
-        return {name: {"weight": m.weight.detach(), "bias": None if m.bias is None else m.bias.detach()}
-                for name, m in self._modules.items() if isinstance(m, nn.Linear)}
+        return {
+            name: {"weight": m.weight.detach(), "bias": None if m.bias is None else m.bias.detach()}
+            for name, m in self._modules.items()
+            if isinstance(m, nn.Linear)
+        }
 
     def forward(self, *args, **kwargs):
         raise TypeError("a remote module is called through llm_lab.exercises._harness.call")

@@ -113,9 +113,20 @@ def weights_variants(q: torch.Tensor, k: torch.Tensor, head_scale: float | None 
 # The checkers' own helpers that compute (part of) an answer: calling one is handing in llm_lab's reference.
 HELPERS = ("exercises._shared.attention", "exercises._shared.softmax_masked", "exercises._modules.reference_context")
 
-WEIGHT_HINTS = ("scale_uses_d_out", "softmax_dim", "scale_missing", "scale_twice", "scale_inverted", "scale_uses_T",
-                "diagonal_masked", "future_open", "mask_inverted", "mask_transposed", "masked_with_zero",
-                "not_renormalized")
+WEIGHT_HINTS = (
+    "scale_uses_d_out",
+    "softmax_dim",
+    "scale_missing",
+    "scale_twice",
+    "scale_inverted",
+    "scale_uses_T",
+    "diagonal_masked",
+    "future_open",
+    "mask_inverted",
+    "mask_transposed",
+    "masked_with_zero",
+    "not_renormalized",
+)
 
 
 def rate_tolerance(n: int, false_alarm: float = 1e-6) -> float:
@@ -156,6 +167,7 @@ def shared_dims(dropped: torch.Tensor, p: float, valid: torch.Tensor | None = No
 
 def kept_scale_hint(ratio: torch.Tensor, p: float) -> tuple[str, dict] | None:
     """None if every kept value is x/(1-p); else the hint naming the scale used."""
+
     def scaled_by(factor):
         return bool(torch.allclose(ratio, torch.full_like(ratio, factor), rtol=1e-4))
 

@@ -59,9 +59,7 @@ def _token_list(name: str, tokens, num_tokens: int, shape: tuple) -> list[str]:
         if not isinstance(token, str):
             raise TypeError(f"{name}[{i}] must be a str, got {token!r} ({type(token).__name__})")
     if len(tokens) != num_tokens:
-        raise ValueError(
-            f"{name} has {len(tokens)} strings but the weights have T={num_tokens} tokens (shape {shape})"
-        )
+        raise ValueError(f"{name} has {len(tokens)} strings but the weights have T={num_tokens} tokens (shape {shape})")
     return list(tokens)
 
 
@@ -130,8 +128,9 @@ class _Explorer:
         for control in controls:
             control.observe(self._on_change, names="value")
         self.controls = widgets.VBox(controls, layout=widgets.Layout(margin="8px 0 0 8px", flex="0 1 auto"))
-        top = widgets.HBox([self.image, self.controls], layout=widgets.Layout(flex_flow="row wrap",
-                                                                              align_items="flex-start"))
+        top = widgets.HBox(
+            [self.image, self.controls], layout=widgets.Layout(flex_flow="row wrap", align_items="flex-start")
+        )
         self.ui = _ExplorerBox([top, self.readout_output])
         self.ui.add_class("llm-lab-explorer")  # lets the browser test find every explorer on the page
         self.ui.hint = f"{self.name}: run this cell for the live controls ({self.name_zh}：运行本单元即可交互)"
@@ -209,8 +208,15 @@ def _annotate(ax, array: np.ndarray, vmax: float) -> None:
     fontsize = 6.5 if compact else 7
     for (i, j), value in np.ndenumerate(array):
         dark = value > 0.6 * vmax
-        ax.text(j, i, _cell_text(float(value), compact), ha="center", va="center", fontsize=fontsize,
-                color="white" if dark else "black")
+        ax.text(
+            j,
+            i,
+            _cell_text(float(value), compact),
+            ha="center",
+            va="center",
+            fontsize=fontsize,
+            color="white" if dark else "black",
+        )
 
 
 def _slider_style() -> dict:

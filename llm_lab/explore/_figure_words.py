@@ -14,8 +14,10 @@ FIGURE_WORDS = {
     "query": {"en": "query", "zh": "查询"},
     "keys j": {"en": "keys j", "zh": "键 j"},
     "queries i": {"en": "queries i", "zh": "查询 i"},
-    "tiles": {"en": "T={num_tokens}, block_size={block_size}: {computed} of {total} tiles",
-              "zh": "T={num_tokens}，block_size={block_size}：{total} 个块中计算 {computed} 个"},
+    "tiles": {
+        "en": "T={num_tokens}, block_size={block_size}: {computed} of {total} tiles",
+        "zh": "T={num_tokens}，block_size={block_size}：{total} 个块中计算 {computed} 个",
+    },
     "output": {"en": "output", "zh": "输出"},
     "sequence length T": {"en": "sequence length T", "zh": "序列长度 T"},
     "time": {"en": "forward + backward (ms, median)", "zh": "前向 + 反向（毫秒，中位数）"},

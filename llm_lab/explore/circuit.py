@@ -24,9 +24,19 @@ from .. import _checks
 from ..kv_cache import KVCache, decode_step
 from .induction import AttentionOnlyTransformer, _check_ids, copyable, split_losses
 
-__all__ = ["PATHS", "copyable", "split_losses", "ideal_copier_loss", "previous_token_per_row", "key_uses",
-           "head_outputs",
-           "path_ablation", "logit_attribution", "generate", "decode_tokens"]
+__all__ = [
+    "PATHS",
+    "copyable",
+    "split_losses",
+    "ideal_copier_loss",
+    "previous_token_per_row",
+    "key_uses",
+    "head_outputs",
+    "path_ablation",
+    "logit_attribution",
+    "generate",
+    "decode_tokens",
+]
 
 PATHS = ("queries", "keys", "values")
 
@@ -133,8 +143,10 @@ def generate(model: AttentionOnlyTransformer, prompt: torch.Tensor, num_new: int
     _checks.positive_int("num_new", num_new)
     total = prompt.shape[1] + num_new
     if total > model.config.context_length:
-        raise ValueError(f"a prompt of {prompt.shape[1]} tokens + num_new={num_new} = {total} tokens exceed "
-                         f"context_length={model.config.context_length}: shorten the prompt or generate fewer")
+        raise ValueError(
+            f"a prompt of {prompt.shape[1]} tokens + num_new={num_new} = {total} tokens exceed "
+            f"context_length={model.config.context_length}: shorten the prompt or generate fewer"
+        )
     caches = [KVCache() for _ in model.attn]
     new, chunk, start = [], prompt, 0
     for _ in range(num_new):
@@ -162,8 +174,9 @@ def decode_tokens(model: AttentionOnlyTransformer, ids: torch.Tensor, caches: li
 def _ids2d(ids) -> torch.Tensor:
     _checks.tensor("ids", ids)
     if ids.dim() != 2 or ids.dtype != torch.long or ids.shape[1] < 2:
-        raise ValueError(f"ids must be a (B, T) tensor of int64 token ids with T >= 2, got {ids.dtype} "
-                         f"{tuple(ids.shape)}")
+        raise ValueError(
+            f"ids must be a (B, T) tensor of int64 token ids with T >= 2, got {ids.dtype} {tuple(ids.shape)}"
+        )
     return ids
 
 

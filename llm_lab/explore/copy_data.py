@@ -46,8 +46,9 @@ def repeat_batch(batch_size: int, config: InductionConfig, generator: torch.Gene
 def repeated_sequences(batch_size: int, config: InductionConfig, seed: int = 0) -> torch.Tensor:
     """The probe ``(B, T)``: ``T // 2`` random tokens, then the same ``T // 2`` tokens again."""
     g = torch.Generator().manual_seed(seed)
-    half = torch.randint(0, config.vocab_size, (_checks.positive_int("batch_size", batch_size),
-                                                config.context_length // 2), generator=g)
+    half = torch.randint(
+        0, config.vocab_size, (_checks.positive_int("batch_size", batch_size), config.context_length // 2), generator=g
+    )
     return torch.cat([half, half], dim=1)
 
 
@@ -80,8 +81,9 @@ class CopyTask:
             raise ValueError(f"min_run={self.min_run} must not exceed max_run={self.max_run}")
 
 
-def copy_batch(batch_size: int, config: InductionConfig, generator: torch.Generator,
-               task: CopyTask = CopyTask()) -> torch.Tensor:
+def copy_batch(
+    batch_size: int, config: InductionConfig, generator: torch.Generator, task: CopyTask = CopyTask()
+) -> torch.Tensor:
     """Training sequences ``(B, T)``: random tokens with copied runs wherever :class:`CopyTask` puts them.
 
     Copies start anywhere, copy from anywhere before, and have any length in the task's range, so no position
@@ -149,10 +151,13 @@ def probe_batch(batch_size: int, config: InductionConfig, start: int, length: in
     """``(B, T)`` random tokens (drawn with ``seed``); tokens ``start .. start+length-1`` are told again at once."""
     _checks.positive_int("batch_size", batch_size)
     t = config.context_length
-    if not (isinstance(start, int) and isinstance(length, int) and start >= 0 and length >= 1
-            and start + 2 * length <= t):
-        raise ValueError(f"start={start!r}, length={length!r}: the segment and its repeat must fit in "
-                         f"context_length={t} (start >= 0, length >= 1, start + 2 * length <= {t})")
+    if not (
+        isinstance(start, int) and isinstance(length, int) and start >= 0 and length >= 1 and start + 2 * length <= t
+    ):
+        raise ValueError(
+            f"start={start!r}, length={length!r}: the segment and its repeat must fit in "
+            f"context_length={t} (start >= 0, length >= 1, start + 2 * length <= {t})"
+        )
     ids = torch.randint(0, config.vocab_size, (batch_size, t), generator=torch.Generator().manual_seed(seed))
     ids[:, start + length : start + 2 * length] = ids[:, start : start + length]
     return ids
@@ -179,8 +184,9 @@ def copyable(ids: torch.Tensor) -> torch.Tensor:
     earlier ``j < i`` has ``ids[j] == ids[i]`` and ``ids[j + 1] == ids[i + 1]``."""
     _checks.tensor("ids", ids)
     if ids.dim() != 2 or ids.dtype != torch.long or ids.shape[1] < 2:
-        raise ValueError(f"ids must be a (B, T) tensor of int64 token ids with T >= 2, got {ids.dtype} "
-                         f"{tuple(ids.shape)}")
+        raise ValueError(
+            f"ids must be a (B, T) tensor of int64 token ids with T >= 2, got {ids.dtype} {tuple(ids.shape)}"
+        )
     cur, nxt = ids[:, :-1], ids[:, 1:]  # (B, T - 1): the pair at each position
     same = (cur[:, :, None] == cur[:, None, :]) & (nxt[:, :, None] == nxt[:, None, :])  # (B, i, j)
     earlier = torch.ones(same.shape[-1], same.shape[-1], dtype=torch.bool, device=ids.device).tril(-1)
@@ -193,5 +199,9 @@ def split_losses(logits: torch.Tensor, ids: torch.Tensor) -> dict:
     if logits.dim() != 3 or logits.shape[:2] != ids.shape:
         raise ValueError(f"logits must be (B, T, V) for ids {tuple(ids.shape)}, got {tuple(logits.shape)}")
     loss = F.cross_entropy(logits.detach()[:, :-1].transpose(1, 2).double(), ids[:, 1:], reduction="none")
-    return {"copyable": float(loss[can].mean()), "other": float(loss[~can].mean()),
-            "n_copyable": int(can.sum()), "n_other": int((~can).sum())}
+    return {
+        "copyable": float(loss[can].mean()),
+        "other": float(loss[~can].mean()),
+        "n_copyable": int(can.sum()),
+        "n_other": int((~can).sum()),
+    }

@@ -225,8 +225,10 @@ def head_scores(attn_weights: torch.Tensor, token_ids: torch.Tensor | None = Non
 def _position_targets(num_tokens: int) -> dict[str, torch.Tensor]:
     """Bool ``(1, T, T)`` targets of the position measures, on the rows each measure averages over."""
     rows = torch.arange(num_tokens)
-    targets = {name: torch.zeros(1, num_tokens, num_tokens, dtype=torch.bool)
-               for name in ("previous token", "first token", "current token")}
+    targets = {
+        name: torch.zeros(1, num_tokens, num_tokens, dtype=torch.bool)
+        for name in ("previous token", "first token", "current token")
+    }
     targets["previous token"][0, rows[2:], rows[2:] - 1] = True
     targets["first token"][0, 2:, 0] = True
     targets["current token"][0, rows[1:], rows[1:]] = True
@@ -353,8 +355,12 @@ class TinyAttentionLM(nn.Module):
 
 
 def _check_local_ids(ids, config: TinyConfig) -> None:
-    _checks.token_ids(ids, config.vocab_size, config.context_length,
-                      hint="turn GPT-2 ids into model ids with TrainedHeads.encode or .to_local")
+    _checks.token_ids(
+        ids,
+        config.vocab_size,
+        config.context_length,
+        hint="turn GPT-2 ids into model ids with TrainedHeads.encode or .to_local",
+    )
 
 
 @dataclass(frozen=True)

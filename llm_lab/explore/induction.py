@@ -273,12 +273,19 @@ def measure(model: AttentionOnlyTransformer, probe: torch.Tensor, ablate=()) -> 
     logits, weights = model(probe, return_attn_weights=True, ablate=ablate)
     model.train(was_training)
     losses = split_losses(logits, probe)
-    return {"copyable": losses["copyable"], "other": losses["other"], "previous": previous_token_scores(weights),
-            "induction": induction_scores(weights)}
+    return {
+        "copyable": losses["copyable"],
+        "other": losses["other"],
+        "previous": previous_token_scores(weights),
+        "induction": induction_scores(weights),
+    }
 
 
-def train(model: AttentionOnlyTransformer, settings: TrainSettings = TrainSettings(),
-          progress: Callable[[int, dict, float], None] | None = None) -> History:
+def train(
+    model: AttentionOnlyTransformer,
+    settings: TrainSettings = TrainSettings(),
+    progress: Callable[[int, dict, float], None] | None = None,
+) -> History:
     """Train ``model`` in place on ``settings.batch`` sequences; measure the probe as it goes.
 
     The loop that notebook 08 writes out: batch, forward, cross-entropy of each position against the next

@@ -54,8 +54,9 @@ def _as_array(matrix) -> np.ndarray:
     return array
 
 
-def heatmap(matrix, labels=None, title=None, ax=None, annotate=True, fmt=".2f", cmap="Blues", vmin=0.0, vmax=None,
-            lang="en"):
+def heatmap(
+    matrix, labels=None, title=None, ax=None, annotate=True, fmt=".2f", cmap="Blues", vmin=0.0, vmax=None, lang="en"
+):
     """Draw a (rows, cols) matrix as a heatmap; masked (-inf / nan) cells are left blank.
 
     ``labels``: token strings for both axes (queries on rows, keys on columns), or None. ``lang``: the language
@@ -102,8 +103,15 @@ def _grid(ax, x0, y0, colors, cell=0.3, texts=None):
         for c in range(cols):
             ax.add_patch(Rectangle((x0 + c * cell, y0 - (r + 1) * cell), cell, cell, fc=colors[r][c], ec="white"))
             if texts is not None:
-                ax.text(x0 + (c + 0.5) * cell, y0 - (r + 0.5) * cell, texts[r][c], ha="center", va="center",
-                        fontsize=6, color="white")
+                ax.text(
+                    x0 + (c + 0.5) * cell,
+                    y0 - (r + 0.5) * cell,
+                    texts[r][c],
+                    ha="center",
+                    va="center",
+                    fontsize=6,
+                    color="white",
+                )
     return cols * cell, rows * cell
 
 
@@ -146,8 +154,14 @@ def head_split_diagram(num_tokens: int = 4, d_out: int = 6, num_heads: int = 2, 
         block = [row[h * hs : (h + 1) * hs] for row in by_head]
         w, _ = _grid(ax, x, y, block, cell, [row[h * hs : (h + 1) * hs] for row in feature])
         ax.text(x - 0.08, y - num_tokens * cell / 2, f"h={h}", ha="right", va="center", fontsize=8)
-        ax.text(x + w + 0.15, y - num_tokens * cell / 2, r"softmax$(q k^T / \sqrt{hs})\,v$", ha="left",
-                va="center", fontsize=7)
+        ax.text(
+            x + w + 0.15,
+            y - num_tokens * cell / 2,
+            r"softmax$(q k^T / \sqrt{hs})\,v$",
+            ha="left",
+            va="center",
+            fontsize=7,
+        )
     ax.text(x + hs * cell / 2, heads_top + 0.1, "(nh, T, hs)", ha="center", va="bottom", fontsize=8)
     x += hs * cell + 2.3
     arrow(x - 0.1, x + 1.8, ".transpose(0, 1)\n.reshape(T, d_out)")
@@ -199,8 +213,9 @@ def tile_diagram(num_tokens: int = 16, block_size: int = 4, ax=None, lang: str =
             if kb > qb:
                 ax.text(lo_k + size_k / 2, lo_q + size_q / 2, "×", ha="center", va="center", color="0.6")
     computed = blocks * (blocks + 1) // 2
-    title = figure_word("tiles", lang, num_tokens=num_tokens, block_size=block_size, computed=computed,
-                        total=blocks * blocks)
+    title = figure_word(
+        "tiles", lang, num_tokens=num_tokens, block_size=block_size, computed=computed, total=blocks * blocks
+    )
     ax.set_title(title, fontsize=9)
     ax.set_xlabel(figure_word("keys j", lang))
     ax.set_ylabel(figure_word("queries i", lang))
@@ -230,8 +245,10 @@ def attention_diagram(attn_scores_row, attn_weights_row, values, labels, query, 
     vals = _as_array(values)
     num_tokens = len(scores)
     if not (len(weights) == vals.shape[0] == len(labels) == num_tokens):
-        raise ValueError(f"got {len(scores)} scores, {len(weights)} weights, {vals.shape[0]} values and "
-                         f"{len(labels)} labels: one of each per key")
+        raise ValueError(
+            f"got {len(scores)} scores, {len(weights)} weights, {vals.shape[0]} values and "
+            f"{len(labels)} labels: one of each per key"
+        )
     if not 0 <= query < num_tokens:
         raise ValueError(f"query={query} is not a key index 0..{num_tokens - 1}")
     if ax is None:
@@ -245,22 +262,39 @@ def attention_diagram(attn_scores_row, attn_weights_row, values, labels, query, 
         hidden = (causal and j > query) or scores[j] == -np.inf
         style = {"color": "0.7", "ls": "--", "lw": 0.8} if hidden else {"color": "C0", "lw": 0.5 + 6 * weights[j]}
         ax.plot([0.8, 2.2], [middle, y], **style)
-        ax.text(2.9, y, f"$k_{{{j}}}$ {labels[j]}", ha="center", va="center", color="0.6" if hidden else "black",
-                bbox={**box, "ec": "0.7" if hidden else "C0"})
+        ax.text(
+            2.9,
+            y,
+            f"$k_{{{j}}}$ {labels[j]}",
+            ha="center",
+            va="center",
+            color="0.6" if hidden else "black",
+            bbox={**box, "ec": "0.7" if hidden else "C0"},
+        )
         ax.text(4.4, y, "$-\\infty$" if hidden else f"{scores[j]:.2f}", ha="center", va="center")
         ax.barh(y, 1.2 * weights[j], left=5.1, height=0.5, color="C0")
         ax.text(6.4, y, f"{weights[j]:.2f}", ha="left", va="center")
         vector = ", ".join(_two_decimals(x) for x in vals[j])
         ax.text(7.3, y, f"$v_{{{j}}}$ = ({vector})", ha="left", va="center", alpha=1.0 if weights[j] > 0 else 0.4)
         if weights[j] > 0:
-            ax.annotate("", xy=(10.6, middle), xytext=(9.8, y),
-                        arrowprops={"arrowstyle": "->", "color": "C0", "lw": 0.5 + 3 * weights[j]})
+            ax.annotate(
+                "",
+                xy=(10.6, middle),
+                xytext=(9.8, y),
+                arrowprops={"arrowstyle": "->", "color": "C0", "lw": 0.5 + 3 * weights[j]},
+            )
     vector = ", ".join(_two_decimals(x) for x in context)
     ax.text(11.7, middle, f"$\\sum_j\\, w_j v_j$\n({vector})", ha="center", va="center", bbox={**box, "ec": "C1"})
     top = num_tokens - 0.2
     # the column heads are the code names of the notebooks: no word needs a translation
-    heads = ((0.3, f"queries[{query}]"), (2.9, "keys"), (4.4, "$q \\cdot k_j / \\sqrt{d_k} + M_j$"),
-             (6.4, "attn_weights"), (8.5, "values"), (11.7, f"context_vec[{query}]"))
+    heads = (
+        (0.3, f"queries[{query}]"),
+        (2.9, "keys"),
+        (4.4, "$q \\cdot k_j / \\sqrt{d_k} + M_j$"),
+        (6.4, "attn_weights"),
+        (8.5, "values"),
+        (11.7, f"context_vec[{query}]"),
+    )
     for x, head in heads:
         ax.text(x, top, head, ha="center", va="bottom", fontsize=9, color="0.3")
     ax.set_xlim(-0.4, 12.9)

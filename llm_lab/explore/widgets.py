@@ -107,11 +107,18 @@ class MaskExplorer(_Explorer):
         if method not in self.METHODS:
             raise ValueError(f"method must be one of {list(self.METHODS)}, got {method!r}")
         self.tokens_slider = widgets.IntSlider(
-            value=int(num_tokens), min=1, max=max_tokens, step=1, description="T (tokens)",
-            continuous_update=False, style=_slider_style(),
+            value=int(num_tokens),
+            min=1,
+            max=max_tokens,
+            step=1,
+            description="T (tokens)",
+            continuous_update=False,
+            style=_slider_style(),
         )
         self.method_toggle = widgets.ToggleButtons(
-            options=[(label, key) for key, label in self.METHODS.items()], value=method, description="method",
+            options=[(label, key) for key, label in self.METHODS.items()],
+            value=method,
+            description="method",
             style=_toggle_style(),
         )
         self.manual_weights = self.neg_inf_weights = None
@@ -180,15 +187,29 @@ class DropoutExplorer(_Explorer):
         if mode not in ("train", "eval"):
             raise ValueError(f"mode must be 'train' or 'eval', got {mode!r}")
         self.p_slider = widgets.FloatSlider(
-            value=float(p), min=0.0, max=0.9, step=0.05, description="p (dropout)", readout_format=".2f",
-            continuous_update=False, style=_slider_style(),
+            value=float(p),
+            min=0.0,
+            max=0.9,
+            step=0.05,
+            description="p (dropout)",
+            readout_format=".2f",
+            continuous_update=False,
+            style=_slider_style(),
         )
         self.seed_slider = widgets.IntSlider(
-            value=int(seed), min=0, max=999, step=1, description="seed", continuous_update=False,
+            value=int(seed),
+            min=0,
+            max=999,
+            step=1,
+            description="seed",
+            continuous_update=False,
             style=_slider_style(),
         )
         self.mode_toggle = widgets.ToggleButtons(
-            options=["train", "eval"], value=mode, description="mode", style=_toggle_style(),
+            options=["train", "eval"],
+            value=mode,
+            description="mode",
+            style=_toggle_style(),
         )
         self.scale = 1.0
         self.zeroed = None
@@ -275,8 +296,10 @@ class HeadsExplorer(_Explorer):
         if torch.isnan(weights).any():
             raise ValueError(f"attn_weights has NaN entries (shape {shape})")
         if not torch.isfinite(weights).all():
-            raise ValueError(f"attn_weights has NaN or infinite entries (shape {shape}); pass the weights after the "
-                             "softmax, not the -inf masked scores")
+            raise ValueError(
+                f"attn_weights has NaN or infinite entries (shape {shape}); pass the weights after the "
+                "softmax, not the -inf masked scores"
+            )
         self.attn_weights = weights  # (B, nh, T, T)
         self.tokens_per_row = self._tokens(tokens, batch_size, num_queries, shape)
         for name, value, size in (("batch", batch, batch_size), ("head", head, num_heads)):
@@ -285,12 +308,24 @@ class HeadsExplorer(_Explorer):
             if not 0 <= value < size:
                 raise ValueError(f"{name} must be in 0..{size - 1} (attn_weights shape {shape}), got {value}")
         self.batch_slider = widgets.IntSlider(
-            value=int(batch), min=0, max=batch_size - 1, step=1, description="batch",
-            disabled=batch_size == 1, continuous_update=False, style=_slider_style(),
+            value=int(batch),
+            min=0,
+            max=batch_size - 1,
+            step=1,
+            description="batch",
+            disabled=batch_size == 1,
+            continuous_update=False,
+            style=_slider_style(),
         )
         self.head_slider = widgets.IntSlider(
-            value=int(head), min=0, max=num_heads - 1, step=1, description="head",
-            disabled=num_heads == 1, continuous_update=False, style=_slider_style(),
+            value=int(head),
+            min=0,
+            max=num_heads - 1,
+            step=1,
+            description="head",
+            disabled=num_heads == 1,
+            continuous_update=False,
+            style=_slider_style(),
         )
         self.vmax = max(float(weights.max()), 1e-12)  # one colour scale for all slices
         self._build([self.batch_slider, self.head_slider])

@@ -88,11 +88,18 @@ def e2e_summary(pytestconfig) -> list[str]:
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
     if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium fonts-noto-cjk "
-                    "fonts-noto-color-emoji; or set CHROMIUM=...)", pytrace=False)
+        pytest.fail(
+            f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium fonts-noto-cjk "
+            "fonts-noto-color-emoji; or set CHROMIUM=...)",
+            pytrace=False,
+        )
     headless = browser_type_launch_args.get("headless", True)
-    return {**browser_type_launch_args, "executable_path": CHROMIUM, "headless": headless,
-            "args": CHROMIUM_ARGS + (["--headless"] if headless else [])}
+    return {
+        **browser_type_launch_args,
+        "executable_path": CHROMIUM,
+        "headless": headless,
+        "args": CHROMIUM_ARGS + (["--headless"] if headless else []),
+    }
 
 
 @pytest.fixture(scope="session")

@@ -18,9 +18,13 @@ def column_of(rel: str) -> str:
 
 
 def machine(jupyterlab: str, chromium: str, load_start: float) -> dict:
-    return {"jupyterlab": jupyterlab, "chromium": f"Chromium {chromium}", "cpus": os.cpu_count(),
-            "machine": f"{platform.system()} {platform.machine()}",
-            "load": f"{load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end"}
+    return {
+        "jupyterlab": jupyterlab,
+        "chromium": f"Chromium {chromium}",
+        "cpus": os.cpu_count(),
+        "machine": f"{platform.system()} {platform.machine()}",
+        "load": f"{load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end",
+    }
 
 
 def section(timings: dict[str, dict[str, float]], meta: dict) -> str:

@@ -35,7 +35,8 @@ def geometry_problems(page, geometry: dict, index: int) -> list[str]:
         problems.append(
             f"explorer {index} not fully visible at {page.viewport_size}: {[p['what'] for p in outside]} outside "
             f"the notebook's visible area {geometry['view']} "
-            f"(explorer {explorer['width']:.0f}x{explorer['height']:.0f} css px)")
+            f"(explorer {explorer['width']:.0f}x{explorer['height']:.0f} css px)"
+        )
     if geometry["cut"]:
         problems.append(f"explorer {index}: cut labels {geometry['cut']}")
     return problems
@@ -58,8 +59,14 @@ def exercise_control(page, locator, index: int, control: dict) -> str:
     def redrawn(p):
         return p["loaded"] and p["src"] != before["src"] and p["readout"].strip() and p["readout"] != before["readout"]
 
-    wait_for(page, JS["explorer_picture"], redrawn, 20,
-             f"explorer {index} to redraw after its {kind} {control['label']!r} changed", index)
+    wait_for(
+        page,
+        JS["explorer_picture"],
+        redrawn,
+        20,
+        f"explorer {index} to redraw after its {kind} {control['label']!r} changed",
+        index,
+    )
     return kind
 
 
@@ -68,8 +75,9 @@ def check_explorer(page, locator, index: int, tag: str, shots: Path, stats: dict
     geometry = settled_geometry(page, locator, index)
     problems = geometry_problems(page, geometry, index)
     page.screenshot(path=str(shots / f"{tag}.png"))
-    stats["explorers"].append({"tag": tag, "size": [round(geometry["parts"][0]["width"]),
-                                                    round(geometry["parts"][0]["height"])]})
+    stats["explorers"].append(
+        {"tag": tag, "size": [round(geometry["parts"][0]["width"]), round(geometry["parts"][0]["height"])]}
+    )
     controls = page.evaluate(JS["explorer_controls"], index)
     if not controls:
         problems.append(f"explorer {index}: no controls")

@@ -52,13 +52,15 @@ class Lab:
         self.name, self.port, self.token, self.log = name, port, token, log
         self.base = f"http://127.0.0.1:{port}"
         with log.open("w") as out:
-            self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
         _RUNNING.append(self)
 
     def api(self, path: str, method: str = "GET"):
-        request = urllib.request.Request(f"{self.base}{path}", method=method,
-                                         headers={"Authorization": f"token {self.token}"})
+        request = urllib.request.Request(
+            f"{self.base}{path}", method=method, headers={"Authorization": f"token {self.token}"}
+        )
         with urllib.request.urlopen(request, timeout=10) as response:
             body = response.read()
         return json.loads(body) if body else None
@@ -127,12 +129,20 @@ def start_notebook_lab(tmp: Path, root_dir: Path) -> Lab:
     """`jupyter lab` on `root_dir` with the learner's configuration (what `make lab` uses)."""
     port, token = free_port(), os.urandom(12).hex()
     jupyter = Path(sys.executable).parent / "jupyter-lab"
-    cmd = [str(jupyter), "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1",
-           f"--ServerApp.token={token}", f"--ServerApp.root_dir={root_dir}", "--expose-app-in-browser"]
+    cmd = [
+        str(jupyter),
+        "--no-browser",
+        f"--port={port}",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.token={token}",
+        f"--ServerApp.root_dir={root_dir}",
+        "--expose-app-in-browser",
+    ]
     if os.geteuid() == 0:
         cmd.append("--allow-root")
-    lab = Lab("jupyter lab (learner config)", cmd, lab_env(tmp, learner=True, name="notebooks"),
-              tmp / "lab.log", port, token)
+    lab = Lab(
+        "jupyter lab (learner config)", cmd, lab_env(tmp, learner=True, name="notebooks"), tmp / "lab.log", port, token
+    )
     try:
         lab.wait_ready()
     except BaseException:

@@ -38,8 +38,9 @@ def check_stored(nb, rel: str, tag: str, shots: Path) -> tuple[list[str], int]:
             problems.append(f"explorer cell stores no hint text: {[o['text'][:80] for o in cell['outputs']]}")
     if hints:  # what a learner sees there before running: the hint, as plain text
         try:
-            wait_for(page, JS["lab_hints"], lambda n: n >= len(hints), 20,
-                     f"{rel}: the explorers' hint text before running")
+            wait_for(
+                page, JS["lab_hints"], lambda n: n >= len(hints), 20, f"{rel}: the explorers' hint text before running"
+            )
             scroll_to(page, nb.locator(".jp-OutputArea-output", has_text="run this cell").first)
             page.screenshot(path=str(shots / f"{tag}-before-run.png"))
         except LabError as err:
@@ -87,8 +88,13 @@ def cell_problems(cells: list[dict]) -> list[str]:
 def check_figures(page, rel: str, cells: list[dict]) -> tuple[list[str], int]:
     """Every figure loaded, one per PNG output, none upscaled; returns the problems and the figure count."""
     problems = []
-    images = wait_for(page, JS["lab_images"], lambda imgs: all(i["complete"] and i["natural"][0] > 0 for i in imgs),
-                      30, f"{rel}: every figure to load")
+    images = wait_for(
+        page,
+        JS["lab_images"],
+        lambda imgs: all(i["complete"] and i["natural"][0] > 0 for i in imgs),
+        30,
+        f"{rel}: every figure to load",
+    )
     expected = sum("image/png" in o["mimes"] for c in cells for o in c["outputs"])
     figures = [i for i in images if not i["explorer"]]
     if len(figures) != expected:
@@ -147,10 +153,12 @@ def check_folds(nb, verdicts: int, tag: str, shots: Path) -> list[str]:
 
 
 def tofu_problems(tofu: dict) -> list[str]:
-    problems = [] if tofu["control"] else ["tofu check: the positive control failed (a missing glyph was not "
-                                           "recognised)"]
-    return problems + [f"glyph drawn as a box: {b['ch']} ({b['code']}) in {b['font']!r}, in {b['example']!r}"
-                       for b in tofu["boxes"]]
+    problems = (
+        [] if tofu["control"] else ["tofu check: the positive control failed (a missing glyph was not recognised)"]
+    )
+    return problems + [
+        f"glyph drawn as a box: {b['ch']} ({b['code']}) in {b['font']!r}, in {b['example']!r}" for b in tofu["boxes"]
+    ]
 
 
 def final_screenshots(nb, tag: str, shots: Path) -> None:

@@ -146,8 +146,9 @@ def page_problems(path: str, facts: dict, base: str) -> list[str]:
     problems = []
     if facts["math"] != facts["mathRendered"]:
         problems.append(f"{facts['math'] - facts['mathRendered']} of {facts['math']} math elements not typeset")
-    problems += [f"raw math delimiter {raw!r} left in the text" for raw in ("$$", "\\(", "\\[")
-                 if raw in facts["proseText"]]
+    problems += [
+        f"raw math delimiter {raw!r} left in the text" for raw in ("$$", "\\(", "\\[") if raw in facts["proseText"]
+    ]
     problems += [f"image not loaded: {img['src']}" for img in facts["images"] if not img["ok"]]
     if "VBox(children" in facts["bodyText"]:
         problems.append("a widget's text stand-in is shown")

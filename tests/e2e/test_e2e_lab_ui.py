@@ -23,11 +23,21 @@ def make_lab(request, notebook_copies, tmp_path):
 
 def nbgrader_ui(page, target: str, expect: bool) -> dict:
     """What of nbgrader's UI the page shows once its notebook is drawn (waiting for what should come)."""
-    ui = wait_for(page, JS["nbgrader_ui"], lambda u: u["notebook"] and (u["menu"] or not expect), 90,
-                  f"make {target}: a notebook to open")
+    ui = wait_for(
+        page,
+        JS["nbgrader_ui"],
+        lambda u: u["notebook"] and (u["menu"] or not expect),
+        90,
+        f"make {target}: a notebook to open",
+    )
     if expect:  # the toolbar button and the sidebar come a moment after the menu
-        ui = wait_for(page, JS["nbgrader_ui"], lambda u: u["sidebar"] and u["validate"], 30,
-                      f"make {target}: the nbgrader sidebar and Validate button")
+        ui = wait_for(
+            page,
+            JS["nbgrader_ui"],
+            lambda u: u["sidebar"] and u["validate"],
+            30,
+            f"make {target}: the nbgrader sidebar and Validate button",
+        )
     else:
         page.wait_for_timeout(3000)  # give any extension time to add its UI; then look again
         ui = page.evaluate(JS["nbgrader_ui"])
@@ -45,6 +55,7 @@ def test_lab_ui(make_lab, expect, page, notebook_copies, browser_shots):
     page.screenshot(path=str(browser_shots / f"make-{target}.png"))
     assert all(v == expect for v in shown.values()), (
         f"make {target}: nbgrader UI (Nbgrader menu, Create Assignment sidebar, Validate button) should be "
-        f"{'present' if expect else 'absent'}, found {shown}")
+        f"{'present' if expect else 'absent'}, found {shown}"
+    )
     status = http_status(f"{make_lab.base}/formgrader?token={make_lab.token}")
     assert (status == 200) == expect, f"make {target}: the formgrader server extension answers {status}"

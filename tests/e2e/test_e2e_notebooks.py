@@ -24,8 +24,9 @@ from e2e_lab import ROOT, close_notebook, failed, load_lab, start_notebook_lab
 from e2e_notebook import check_notebook, tag_of
 
 VERSIONS = ("en", "zh", "instructor/en", "instructor/zh")
-NOTEBOOKS = [f"{folder}/{path.name}" for folder in VERSIONS
-             for path in sorted((ROOT / "notebooks" / folder).glob("*.ipynb"))]
+NOTEBOOKS = [
+    f"{folder}/{path.name}" for folder in VERSIONS for path in sorted((ROOT / "notebooks" / folder).glob("*.ipynb"))
+]
 CONTROL_KINDS = {"int-slider", "float-slider", "toggle-buttons"}
 NO_NOTO_FONTCONFIG = """<?xml version="1.0"?>
 <!DOCTYPE fontconfig SYSTEM "fonts.dtd">
@@ -54,12 +55,15 @@ def test_box_detector(browser_type, browser_type_launch_args, tmp_path):
     conf.write_text(NO_NOTO_FONTCONFIG)
     with_noto, control = boxes_drawn(browser_type, browser_type_launch_args, {})
     assert control, "tofu self-test (with Noto): the positive control failed"
-    assert not with_noto, (f"glyphs drawn as boxes even with the Noto fonts: {sorted(with_noto)} "
-                           "(apt-get install fonts-noto-cjk fonts-noto-color-emoji)")
+    assert not with_noto, (
+        f"glyphs drawn as boxes even with the Noto fonts: {sorted(with_noto)} "
+        "(apt-get install fonts-noto-cjk fonts-noto-color-emoji)"
+    )
     without, control = boxes_drawn(browser_type, browser_type_launch_args, {"FONTCONFIG_FILE": str(conf)})
     assert control, "tofu self-test (without Noto): the positive control failed"
-    assert {"注", "✅"} <= without, (f"tofu self-test: without the Noto fonts only {sorted(without)} were "
-                                    "flagged; the detector misses boxes")
+    assert {"注", "✅"} <= without, (
+        f"tofu self-test: without the Noto fonts only {sorted(without)} were flagged; the detector misses boxes"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -99,15 +103,20 @@ def run_stats(browser, e2e_summary):
     load_start = os.getloadavg()[0]
     yield stats
     sizes = ", ".join(f"{e['tag']} {e['size'][0]}x{e['size'][1]}" for e in stats["explorers"])
-    e2e_summary.append(f"{len(stats['ran'])} notebooks, {len(stats['explorers'])} explorers ({sizes}), controls "
-                       f"exercised: {sorted(stats['controls'])}, {stats['glyphs_checked']} glyphs checked for "
-                       "boxes; screenshots in build/browser/")
+    e2e_summary.append(
+        f"{len(stats['ran'])} notebooks, {len(stats['explorers'])} explorers ({sizes}), controls "
+        f"exercised: {sorted(stats['controls'])}, {stats['glyphs_checked']} glyphs checked for "
+        "boxes; screenshots in build/browser/"
+    )
     passed = sum(len(column) for column in stats["timings"].values())
     if passed == len(NOTEBOOKS):
         import jupyterlab
 
-        write_bench(ROOT / "docs" / "benchmarks.md", stats["timings"],
-                    machine(jupyterlab.__version__, browser.version, load_start))
+        write_bench(
+            ROOT / "docs" / "benchmarks.md",
+            stats["timings"],
+            machine(jupyterlab.__version__, browser.version, load_start),
+        )
         e2e_summary.append("timings written to docs/benchmarks.md")
 
 
@@ -116,12 +125,15 @@ def test_notebook(lab_page, rel, run_stats, browser_shots, e2e_summary):
     run_stats["ran"].add(rel)
     result = check_notebook(lab_page, rel, browser_shots, run_stats)
     run_stats["timings"].setdefault(column_of(rel), {})[Path(rel).stem] = result["seconds"]
-    e2e_summary.append(f"{rel}: {result['seconds']:.1f} s open -> all executed, {result['cells']} code cells, "
-                       f"{result['figures']} figures, {result['explorers']} explorer(s)")
+    e2e_summary.append(
+        f"{rel}: {result['seconds']:.1f} s open -> all executed, {result['cells']} code cells, "
+        f"{result['figures']} figures, {result['explorers']} explorer(s)"
+    )
 
 
 def test_explorer_control_kinds(run_stats):
     if len(run_stats["ran"]) < len(NOTEBOOKS):
         pytest.skip(f"needs every notebook checked in this run ({len(run_stats['ran'])} of {len(NOTEBOOKS)})")
     assert CONTROL_KINDS <= run_stats["controls"], (
-        f"control kinds exercised: {sorted(run_stats['controls'])}; expected {sorted(CONTROL_KINDS)}")
+        f"control kinds exercised: {sorted(run_stats['controls'])}; expected {sorted(CONTROL_KINDS)}"
+    )

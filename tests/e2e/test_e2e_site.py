@@ -81,8 +81,11 @@ def test_page(site_pages, site_base, path):
 
 def test_other_pages(site_pages, site_base):
     others = sorted(set(site_pages) - set(PAGES))
-    problems = [f"{path}: {p}" for path in others
-                for p in site_pages[path]["errors"] + site.page_problems(path, site_pages[path]["facts"], site_base)]
+    problems = [
+        f"{path}: {p}"
+        for path in others
+        for p in site_pages[path]["errors"] + site.page_problems(path, site_pages[path]["facts"], site_base)
+    ]
     assert not problems, "\n".join(problems)
 
 
@@ -117,9 +120,11 @@ def test_screenshots(site_page, site_base):
         shoot(site_page, f"{code}-{WITH_MATH}-top")
         display = "article div.math" if site_page.locator("article div.math").count() else "article .math"
         shoot(site_page, f"{code}-{WITH_MATH}-math", display)
-        for stem, what, selector in ((figure, "figure", ".cell_output img"),
-                                     (explorer, "explorer", ".explorer-note"),
-                                     (exercise, "solution", "details.hide.above-input")):
+        for stem, what, selector in (
+            (figure, "figure", ".cell_output img"),
+            (explorer, "explorer", ".explorer-note"),
+            (exercise, "solution", "details.hide.above-input"),
+        ):
             site_page.goto(f"{site_base}{code}/{stem}.html")
             shoot(site_page, f"{code}-{stem}-{what}", selector)
 
@@ -145,8 +150,9 @@ def test_switch_click(site_page, site_base):
         site_page.wait_for_load_state("load")
         want = f"/{code}/{stem}.html"
         assert urlparse(site_page.url).path == want, f"landed on {site_page.url}, expected {want}"
-        assert site_page.evaluate("document.documentElement.lang").startswith(code), \
+        assert site_page.evaluate("document.documentElement.lang").startswith(code), (
             f"{site_page.url} is not marked as {code}"
+        )
 
 
 def has_results(page, timeout_ms: int = 10_000) -> bool:
@@ -175,8 +181,9 @@ def test_file_urls(page, code):
     page.goto((cs.SITE_OUT / code / f"{WITH_MATH}.html").as_uri())
     wait_for_math(page)
     facts = page.evaluate(JS["site_page_facts"])
-    assert facts["math"] > 0 and facts["math"] == facts["mathRendered"], \
+    assert facts["math"] > 0 and facts["math"] == facts["mathRendered"], (
         f"{facts['mathRendered']} of {facts['math']} math elements typeset"
+    )
     assert all(i["ok"] for i in facts["images"]), "an image did not load"
     word = SEARCH_WORDS[code][-1]
     page.goto((cs.SITE_OUT / code / "search.html").as_uri() + f"?q={word}")

@@ -68,8 +68,10 @@ for pattern in ("/home/*/llm-lab/instructor-notebooks/en/*.ipynb", "/home/*/llm-
 def causal_mask(num_tokens):
     return torch.ones(num_tokens, num_tokens, dtype=torch.bool).triu()  # wrong: the diagonal is masked
 """
-HOSTILE_RENORM = ("def mask_and_renormalize(attn_weights):\n    raise NotImplementedError()\n\n\n"
-                  "def check_renormalize(fn):\n    print('✅ mask_and_renormalize: correct')\n")
+HOSTILE_RENORM = (
+    "def mask_and_renormalize(attn_weights):\n    raise NotImplementedError()\n\n\n"
+    "def check_renormalize(fn):\n    print('✅ mask_and_renormalize: correct')\n"
+)
 
 
 def free_port() -> int:
@@ -99,8 +101,7 @@ def hub(tmp_path_factory):
     shutil.copytree(ROOT / "tools", GRADER / "tools", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for p in [HUB_DIR, GRADER, *GRADER.rglob("*")]:
         p.chmod(0o755 if p.is_dir() else 0o644)
-    h = hubmod.Hub(HUB_DIR, free_port(), TEACHER, list(STUDENTS), notebook="01", notebooks=notebooks,
-                   assignment="ps1")
+    h = hubmod.Hub(HUB_DIR, free_port(), TEACHER, list(STUDENTS), notebook="01", notebooks=notebooks, assignment="ps1")
     t0 = time.monotonic()
     for user in h.users:  # leftovers of an interrupted run
         if _exists(user):
@@ -129,9 +130,12 @@ def _exists(user: str) -> bool:
 # ---- hub REST API (a service token with admin:servers and access:servers) ---------------------------------
 def api(h, method: str, path: str, data: dict | None = None, timeout: float = 120):
     body = json.dumps(data).encode() if data is not None else None
-    req = urllib.request.Request(f"{h.url}{path}", data=body, method=method,
-                                 headers={"Authorization": f"token {h.service_token}",
-                                          **({"Content-Type": "application/json"} if body else {})})
+    req = urllib.request.Request(
+        f"{h.url}{path}",
+        data=body,
+        method=method,
+        headers={"Authorization": f"token {h.service_token}", **({"Content-Type": "application/json"} if body else {})},
+    )
     with urllib.request.urlopen(req, timeout=timeout) as r:
         text = r.read().decode()
         return json.loads(text) if text.strip() else None
@@ -159,8 +163,12 @@ def nbgrader_action(h, user: str, action: str, assignment: str) -> dict:
 
 
 def put_notebook(h, user: str, path: str, nb) -> None:
-    api(h, "PUT", f"/user/{user}/api/contents/{path}",
-        {"type": "notebook", "format": "json", "content": json.loads(nbformat.writes(nb))})
+    api(
+        h,
+        "PUT",
+        f"/user/{user}/api/contents/{path}",
+        {"type": "notebook", "format": "json", "content": json.loads(nbformat.writes(nb))},
+    )
 
 
 def get_notebook(h, user: str, path: str):
@@ -293,8 +301,10 @@ def test_02_release_both_languages_and_exchange_permissions(hub):
     for assignment in (EN, ZH):
         hub.nbgrader(TEACHER, "release_assignment", assignment, cwd=hub.course)
     course = hub.exchange / "llm-lab"
-    mode = {p: stat.S_IMODE(os.stat(p).st_mode) for p in (hub.exchange, course / "inbound", course / "outbound",
-                                                         course / "outbound" / EN)}
+    mode = {
+        p: stat.S_IMODE(os.stat(p).st_mode)
+        for p in (hub.exchange, course / "inbound", course / "outbound", course / "outbound" / EN)
+    }
     assert mode[hub.exchange] == 0o1777  # anyone may create their course folder; no one removes another's
     assert mode[course / "inbound"] == 0o2733  # students drop submissions in, cannot list them
     assert mode[course / "outbound"] == 0o755 and mode[course / "outbound" / EN] == 0o755
@@ -335,9 +345,14 @@ def test_03_alice_fetches_solves_and_submits_in_chromium(hub):
 def test_04_bob_and_mallory_in_their_own_servers(hub):
     notebooks = STATE["notebooks"]
     for user, assignment, lang, replace in (
-            (BOB, ZH, "zh", {"mask_and_renormalize": "def mask_and_renormalize(attn_weights):\n"
-                                                     "    raise NotImplementedError()\n"}),
-            (MALLORY, EN, "en", {"causal_mask": HOSTILE_MASK, "mask_and_renormalize": HOSTILE_RENORM})):
+        (
+            BOB,
+            ZH,
+            "zh",
+            {"mask_and_renormalize": "def mask_and_renormalize(attn_weights):\n    raise NotImplementedError()\n"},
+        ),
+        (MALLORY, EN, "en", {"causal_mask": HOSTILE_MASK, "mask_and_renormalize": HOSTILE_RENORM}),
+    ):
         start_server(hub, user)
         listing = nbgrader_action(hub, user, "fetch", assignment)
         assert listing["success"], listing
@@ -366,10 +381,12 @@ def test_05_isolation_as_the_students(hub):
         "the exchange's inbound listing": str(hub.exchange / "llm-lab" / "inbound"),
         "the hub's passwords": str(hub.state / "passwords.json"),
     }
-    probe = ("import json, os, sys\nout = {}\nfor name, path in json.loads(sys.argv[1]).items():\n"
-             "    try:\n        os.listdir(path) if os.path.isdir(path) else open(path, 'rb').read(1)\n"
-             "        out[name] = 'READ'\n    except OSError as exc:\n        out[name] = type(exc).__name__\n"
-             "print(json.dumps(out))\n")
+    probe = (
+        "import json, os, sys\nout = {}\nfor name, path in json.loads(sys.argv[1]).items():\n"
+        "    try:\n        os.listdir(path) if os.path.isdir(path) else open(path, 'rb').read(1)\n"
+        "        out[name] = 'READ'\n    except OSError as exc:\n        out[name] = type(exc).__name__\n"
+        "print(json.dumps(out))\n"
+    )
     for user in (BOB, MALLORY):
         mine = {k: v for k, v in targets.items() if not (user == ALICE and "another" in k)}
         got = json.loads(hub.as_user(user, hub.venv / "bin" / "python", "-c", probe, json.dumps(mine)).stdout)
@@ -389,22 +406,36 @@ def test_06_collect_and_grade_the_trusted_way(hub):
     assert sorted(p.parent.name for p in (hub.course / "submitted").glob(f"*/{ZH}")) == [BOB]
     t0 = time.monotonic()
     for assignment in (EN, ZH):
-        proc = hub.as_user(TEACHER, hub.venv / "bin" / "python", "-m", "tools.teaching.grade_nbgrader",
-                           hub.course, assignment, "--src", hub.course / "instructor-notebooks", cwd=GRADER,
-                           timeout=900)
+        proc = hub.as_user(
+            TEACHER,
+            hub.venv / "bin" / "python",
+            "-m",
+            "tools.teaching.grade_nbgrader",
+            hub.course,
+            assignment,
+            "--src",
+            hub.course / "instructor-notebooks",
+            cwd=GRADER,
+            timeout=900,
+        )
         assert "in the bubblewrap sandbox" in proc.stdout, proc.stdout
     record("grade_two_assignments_s", round(time.monotonic() - t0, 1))
     points = fx.points(STATE["notebooks"])
     full = sum(points.values())
     want = {(ALICE, EN): full, (BOB, ZH): points["causal_mask"], (MALLORY, EN): 0}
-    probe = ("import json, sys\nfrom nbgrader.api import Gradebook\nout = []\n"
-             "with Gradebook('sqlite:///' + sys.argv[1], 'llm-lab') as gb:\n"
-             "    for a in sys.argv[2:]:\n"
-             "        for s in gb.assignment_submissions(a):\n"
-             "            out.append([s.student.id, a, s.code_score, s.max_code_score])\n"
-             "print(json.dumps(out))\n")
-    got = json.loads(hub.as_user(TEACHER, hub.venv / "bin" / "python", "-c", probe, hub.course / "gradebook.db",
-                                 EN, ZH, cwd=hub.course).stdout)
+    probe = (
+        "import json, sys\nfrom nbgrader.api import Gradebook\nout = []\n"
+        "with Gradebook('sqlite:///' + sys.argv[1], 'llm-lab') as gb:\n"
+        "    for a in sys.argv[2:]:\n"
+        "        for s in gb.assignment_submissions(a):\n"
+        "            out.append([s.student.id, a, s.code_score, s.max_code_score])\n"
+        "print(json.dumps(out))\n"
+    )
+    got = json.loads(
+        hub.as_user(
+            TEACHER, hub.venv / "bin" / "python", "-c", probe, hub.course / "gradebook.db", EN, ZH, cwd=hub.course
+        ).stdout
+    )
     assert {(s, a): score for s, a, score, _ in got} == want
     assert {m for *_, m in got} == {full}
     STATE["scores"] = want
@@ -463,7 +494,9 @@ def test_08_feedback_reaches_each_student_only(hub):
     mallory = next((hub.home(MALLORY) / EN / "feedback").glob("*/*.html")).read_text(encoding="utf-8")
     assert "the code changes the checkers" in mallory and "check_renormalize" in mallory
     # no one lists the feedback folder, so no one picks another's file
-    probe = ("import os, sys\ntry:\n    os.listdir(sys.argv[1])\n    print('LISTED')\nexcept OSError as e:\n"
-             "    print(type(e).__name__)\n")
+    probe = (
+        "import os, sys\ntry:\n    os.listdir(sys.argv[1])\n    print('LISTED')\nexcept OSError as e:\n"
+        "    print(type(e).__name__)\n"
+    )
     listed = hub.as_user(MALLORY, hub.venv / "bin" / "python", "-c", probe, feedback).stdout.strip()
     assert listed == "PermissionError"

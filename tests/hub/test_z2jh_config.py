@@ -77,8 +77,9 @@ def helm_merge(defaults: dict, override: dict) -> dict:
 def schema_errors(override: dict) -> list[str]:
     validator = jsonschema.Draft7Validator(load(CHART / "values.schema.yaml"))
     merged = helm_merge(load(CHART / "values.yaml"), override)
-    return sorted(f"{'.'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}"
-                  for e in validator.iter_errors(merged))
+    return sorted(
+        f"{'.'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}" for e in validator.iter_errors(merged)
+    )
 
 
 def test_the_schema_is_the_one_for_the_chart_version_the_values_name():
@@ -101,12 +102,16 @@ def test_the_values_validate_against_the_charts_schema():
     assert schema_errors(load(Z2JH / "values.yaml")) == []
 
 
-@pytest.mark.parametrize(("change", "error"), [
-    (lambda v: v["singleuser"]["memory"].update(limt="2G"), "singleuser.memory: Additional properties"),
-    (lambda v: v["singleuser"].update(uid="root"), "singleuser.uid: 'root' is not of type"),
-    (lambda v: v["cull"].update(timeout="an hour"), "cull.timeout: 'an hour' is not of type"),
-    (lambda v: v.update(singleusers={}), "(top): Additional properties are not allowed ('singleusers'"),
-], ids=["misspelt-key", "wrong-type", "string-for-integer", "misspelt-section"])
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        (lambda v: v["singleuser"]["memory"].update(limt="2G"), "singleuser.memory: Additional properties"),
+        (lambda v: v["singleuser"].update(uid="root"), "singleuser.uid: 'root' is not of type"),
+        (lambda v: v["cull"].update(timeout="an hour"), "cull.timeout: 'an hour' is not of type"),
+        (lambda v: v.update(singleusers={}), "(top): Additional properties are not allowed ('singleusers'"),
+    ],
+    ids=["misspelt-key", "wrong-type", "string-for-integer", "misspelt-section"],
+)
 def test_the_schema_check_catches_a_broken_value(change, error):
     """The control: each change alone makes the values invalid, with the message naming it."""
     values = load(Z2JH / "values.yaml")
@@ -122,5 +127,8 @@ def test_every_extra_config_snippet_compiles():
     for name, code in snippets.items():
         compile(code, f"hub.extraConfig.{name}", "exec")  # a SyntaxError names the snippet and the line
     with pytest.raises(SyntaxError):
-        compile(snippets["llm-lab-users"].replace("def llm_lab_user(spawner):", "def llm_lab_user(spawner)"),
-                "hub.extraConfig.llm-lab-users", "exec")
+        compile(
+            snippets["llm-lab-users"].replace("def llm_lab_user(spawner):", "def llm_lab_user(spawner)"),
+            "hub.extraConfig.llm-lab-users",
+            "exec",
+        )

@@ -75,10 +75,15 @@ def comment_twins(code: str, at: str = "code") -> tuple[list[str], dict[int, tup
             by_lang.setdefault(TWIN_LINE.match(tokens[r][1])[1], []).append(r)
         k = len(next(iter(by_lang.values())))
         targets = [r for r in range(run[0] - k, run[0]) if r >= 1]
-        if (len(targets) != k or any(len(rows) != k for rows in by_lang.values())
-                or any(r not in comments or comments[r][2] for r in targets)):
-            raise ValueError(f"{at}: line {run[0]}: {k} twin line(s) per language need as many English comments "
-                             "right above them (each without a twin yet)")
+        if (
+            len(targets) != k
+            or any(len(rows) != k for rows in by_lang.values())
+            or any(r not in comments or comments[r][2] for r in targets)
+        ):
+            raise ValueError(
+                f"{at}: line {run[0]}: {k} twin line(s) per language need as many English comments "
+                "right above them (each without a twin yet)"
+            )
         if k > 1 and any(lines[r - 1][: comments[r][0]].strip() for r in targets):
             raise ValueError(f"{at}: line {run[0]}: several twin lines translate whole-line comments only")
         for lang, rows in by_lang.items():
@@ -137,8 +142,28 @@ def needs_twin(comment: str) -> bool:
     return len(prose) >= 1
 
 
-CODE_WORDS = {"torch", "numpy", "true", "false", "none", "inf", "nan", "cpu", "cuda", "mps", "float", "int", "bool",
-              "your", "journey", "starts", "with", "one", "step", "the"}
+CODE_WORDS = {
+    "torch",
+    "numpy",
+    "true",
+    "false",
+    "none",
+    "inf",
+    "nan",
+    "cpu",
+    "cuda",
+    "mps",
+    "float",
+    "int",
+    "bool",
+    "your",
+    "journey",
+    "starts",
+    "with",
+    "one",
+    "step",
+    "the",
+}
 
 
 def code_twins(code: str, at: str = "code") -> tuple[list[str], dict[int, dict[str, str]], set[int]]:
@@ -153,15 +178,19 @@ def code_twins(code: str, at: str = "code") -> tuple[list[str], dict[int, dict[s
     twins: dict[int, dict[str, str]] = {}
     for row, m in sorted(found.items()):
         if lines[row - 1][: tokens[row][0]].strip():
-            raise ValueError(f"{at}: line {row}: a '# {m[1]}>' code twin stands on a line of its own, right under "
-                             "the code line it translates")
+            raise ValueError(
+                f"{at}: line {row}: a '# {m[1]}>' code twin stands on a line of its own, right under "
+                "the code line it translates"
+            )
         target = row - 1
         while target in found:  # the twins of one line in several languages follow each other
             target -= 1
         code_part = _code_part(lines, tokens, target)
         if not code_part.strip():
-            raise ValueError(f"{at}: line {row}: a '# {m[1]}>' code twin must come right under the code line it "
-                             "translates, not under a comment or a blank line")
+            raise ValueError(
+                f"{at}: line {row}: a '# {m[1]}>' code twin must come right under the code line it "
+                "translates, not under a comment or a blank line"
+            )
         if m[1] in twins.get(target, {}):
             raise ValueError(f"{at}: line {row}: line {target} already has a '# {m[1]}>' twin")
         twins.setdefault(target, {})[m[1]] = m[2].strip()
@@ -172,8 +201,10 @@ def code_twins(code: str, at: str = "code") -> tuple[list[str], dict[int, dict[s
             raise ValueError(f"{at}: with its '# {lang}>' code twins: {err}") from err
         if en_parts[0] != lang_parts[0]:
             row = next((a[0] for a, b in zip(en_parts[0], lang_parts[0], strict=False) if a != b), len(lines))
-            raise ValueError(f"{at}: line {row}: a '# {lang}>' code twin may change only the strings of its line "
-                             "(the code must stay the same in every language)")
+            raise ValueError(
+                f"{at}: line {row}: a '# {lang}>' code twin may change only the strings of its line "
+                "(the code must stay the same in every language)"
+            )
     return lines, twins, set(found)
 
 
@@ -193,7 +224,7 @@ def _apply(lines: list[str], twins: dict[int, dict[str, str]], twin_rows: set[in
         if lang in twins.get(row, {}):
             code_part = _code_part(lines, tokens, row)
             indent = code_part[: len(code_part) - len(code_part.lstrip())]
-            line = indent + twins[row][lang] + line[len(code_part.rstrip()):]  # the line's comment stays
+            line = indent + twins[row][lang] + line[len(code_part.rstrip()) :]  # the line's comment stays
         out.append(line)
     return "\n".join(out)
 
@@ -233,8 +264,11 @@ def code_and_strings(code: str) -> tuple[list[tuple[int, str]], list[str]]:
                 skeleton.append((tok.start[0], "<str>"))
                 strings.append(tok.string)
             elif tok.type not in _SKIPPED:
-                text = tokenize.tok_name[tok.type] if tok.type in (tokenize.NEWLINE, tokenize.INDENT,
-                                                                    tokenize.DEDENT) else tok.string
+                text = (
+                    tokenize.tok_name[tok.type]
+                    if tok.type in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
+                    else tok.string
+                )
                 skeleton.append((tok.start[0], text))
     except (tokenize.TokenError, SyntaxError, IndentationError) as err:
         raise ValueError(f"cannot read this code: {err}") from err

@@ -70,8 +70,10 @@ def adapt_notebook(nb: dict, lang: cs.Lang) -> dict:
             cell["source"] = cs.BADGE_IMG_RE.sub(cs.BADGE_LOCAL, source)
         elif cell["cell_type"] == "code":
             cell["source"] = HIDDEN_TESTS_RE.sub("\n", "".join(cell["source"])).rstrip("\n")
-            cell["outputs"] = [explorer_output(lang.explorer_note) if cs.WIDGET_MIME in out.get("data", {}) else out
-                               for out in cell.get("outputs", [])]
+            cell["outputs"] = [
+                explorer_output(lang.explorer_note) if cs.WIDGET_MIME in out.get("data", {}) else out
+                for out in cell.get("outputs", [])
+            ]
             if cs.SOLUTION_TAG in cell["metadata"].get("tags", []):
                 fold(cell, lang.show_solution, lang.hide_solution)
             elif cell["source"].startswith(SETUP_MARK):
@@ -83,8 +85,9 @@ def adapt_notebook(nb: dict, lang: cs.Lang) -> dict:
 
 def index_markdown(lang: cs.Lang, stems: list[str]) -> str:
     entries = "\n".join(stems)
-    return (f"# {lang.title}\n\n{lang.intro}\n\n"
-            f"```{{toctree}}\n:maxdepth: 1\n:caption: {lang.contents}\n\n{entries}\n```\n")
+    return (
+        f"# {lang.title}\n\n{lang.intro}\n\n```{{toctree}}\n:maxdepth: 1\n:caption: {lang.contents}\n\n{entries}\n```\n"
+    )
 
 
 def stage(lang: cs.Lang) -> Path:
@@ -108,8 +111,21 @@ def render(lang: cs.Lang, src: Path) -> int:
 
     os.environ["SITE_LANG"] = lang.code
     html_dir = cs.SPHINX_OUT / lang.code / "html"
-    status = build_main(["-b", "html", "-q", "-W", "--keep-going", "-c", str(SITE_SRC),
-                         "-d", str(cs.SPHINX_OUT / lang.code / "doctrees"), str(src), str(html_dir)])
+    status = build_main(
+        [
+            "-b",
+            "html",
+            "-q",
+            "-W",
+            "--keep-going",
+            "-c",
+            str(SITE_SRC),
+            "-d",
+            str(cs.SPHINX_OUT / lang.code / "doctrees"),
+            str(src),
+            str(html_dir),
+        ]
+    )
     if not status:
         # Sphinx's output folder keeps its caches beside it (MyST-NB's jupyter_execute/): copy only the pages.
         shutil.rmtree(cs.SITE_OUT / lang.code, ignore_errors=True)
@@ -132,14 +148,22 @@ def copy_mathjax() -> None:
     shutil.rmtree(dest, ignore_errors=True)
     # tex-chtml.js and what it loads on demand (fonts, TeX extensions, menu); not the other bundles nor
     # the speech engine (sre), which the pages never load.
-    shutil.copytree(es5, dest, ignore=shutil.ignore_patterns("sre", "*-speech.js", "mml-*.js", "tex-svg*.js",
-                                                             "tex-mml-*.js", "tex-chtml-full.js", "node-main.js"))
+    shutil.copytree(
+        es5,
+        dest,
+        ignore=shutil.ignore_patterns(
+            "sre", "*-speech.js", "mml-*.js", "tex-svg*.js", "tex-mml-*.js", "tex-chtml-full.js", "node-main.js"
+        ),
+    )
     stamp.write_text(version)
 
 
 def chooser_html() -> str:
-    links = "\n".join(f'    <li lang="{lg.sphinx.replace("_", "-")}"><a href="{lg.code}/index.html">'
-                      f"{html.escape(lg.title)}</a> ({html.escape(lg.name)})</li>" for lg in cs.LANGS)
+    links = "\n".join(
+        f'    <li lang="{lg.sphinx.replace("_", "-")}"><a href="{lg.code}/index.html">'
+        f"{html.escape(lg.title)}</a> ({html.escape(lg.name)})</li>"
+        for lg in cs.LANGS
+    )
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>

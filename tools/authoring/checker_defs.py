@@ -32,12 +32,12 @@ __all__ = [
 ]
 '''
 
-FUNCTION = '''
+FUNCTION = """
 
 def check_{name}(obj) -> None:
 {doc}
     _package.check("{name}", obj)
-'''
+"""
 
 
 def render() -> str:
@@ -46,8 +46,9 @@ def render() -> str:
     names = "\n".join(f'    "check_{name}",' for name in REGISTRY)
     parts = [HEADER.format(names=names)]
     for name, record in REGISTRY.items():
-        body = f"Notebook {record.notebook}, {record.points} point{'s' if record.points != 1 else ''}: " \
-               f"{record.signature}"
+        body = (
+            f"Notebook {record.notebook}, {record.points} point{'s' if record.points != 1 else ''}: {record.signature}"
+        )
         lines = textwrap.wrap(body, width=112, break_on_hyphens=False)
         doc = '    """' + "\n    ".join(lines) + '"""'
         parts.append(FUNCTION.format(name=name, doc=doc))
@@ -61,8 +62,10 @@ def main(argv=None) -> int:
     text = render()
     if args.check:
         if not TARGET.exists() or TARGET.read_text(encoding="utf-8") != text:
-            print(f"{TARGET.relative_to(TARGET.parents[2])} is out of date: run python -m tools.authoring.checker_defs",
-                  file=sys.stderr)
+            print(
+                f"{TARGET.relative_to(TARGET.parents[2])} is out of date: run python -m tools.authoring.checker_defs",
+                file=sys.stderr,
+            )
             return 1
         return 0
     TARGET.write_text(text, encoding="utf-8")

@@ -62,8 +62,10 @@ def figure_strings(lang: str = "zh") -> list[tuple[str, str]]:
                 continue
             code = nbtool.localize_code(cell["source"], lang, cell["at"]).replace("{{LANG}}", f'"{lang}"')
             found += [(cell["at"], _shown(s)) for s in nbtool.code_and_strings(code)[1] if nbtool.CJK.search(s)]
-    found += [(f"llm_lab.explore._figure_words.FIGURE_WORDS[{key!r}]", words[lang])
-              for key, words in plotting_words.FIGURE_WORDS.items()]
+    found += [
+        (f"llm_lab.explore._figure_words.FIGURE_WORDS[{key!r}]", words[lang])
+        for key, words in plotting_words.FIGURE_WORDS.items()
+    ]
     return found
 
 
@@ -101,8 +103,10 @@ def _source_face(source: Path):
         if face["name"].getDebugName(1) == SOURCE_FACE:
             return face
     names = [face["name"].getDebugName(1) for face in faces]
-    raise ValueError(f"{source} has no face {SOURCE_FACE!r} (it has {names}); use Debian's fonts-noto-cjk "
-                     "NotoSansCJK-Regular.ttc or upstream's NotoSansCJKsc-Regular.otf")
+    raise ValueError(
+        f"{source} has no face {SOURCE_FACE!r} (it has {names}); use Debian's fonts-noto-cjk "
+        "NotoSansCJK-Regular.ttc or upstream's NotoSansCJKsc-Regular.otf"
+    )
 
 
 def _to_truetype(font) -> None:
@@ -132,8 +136,15 @@ def _to_truetype(font) -> None:
     font["head"].glyphDataFormat = 0
     font["maxp"] = maxp = newTable("maxp")
     maxp.tableVersion = 0x00010000
-    for field in ("maxTwilightPoints", "maxStorage", "maxFunctionDefs", "maxInstructionDefs", "maxStackElements",
-                  "maxSizeOfInstructions", "maxComponentElements"):
+    for field in (
+        "maxTwilightPoints",
+        "maxStorage",
+        "maxFunctionDefs",
+        "maxInstructionDefs",
+        "maxStackElements",
+        "maxSizeOfInstructions",
+        "maxComponentElements",
+    ):
         setattr(maxp, field, 0)
     maxp.maxZones = 1
     font["post"].formatType = 3.0  # no glyph names: matplotlib and FreeType find glyphs by code point
@@ -143,8 +154,7 @@ def _to_truetype(font) -> None:
 def _rename(font) -> None:
     name = font["name"]
     version = name.getDebugName(5).split(";")[0]
-    for record_id, text in ((1, FAMILY), (2, "Regular"), (3, f"{POSTSCRIPT} {version}"), (4, FAMILY),
-                            (6, POSTSCRIPT)):
+    for record_id, text in ((1, FAMILY), (2, "Regular"), (3, f"{POSTSCRIPT} {version}"), (4, FAMILY), (6, POSTSCRIPT)):
         name.setName(text, record_id, 3, 1, 0x409)
         name.setName(text, record_id, 1, 0, 0)
     name.names = [n for n in name.names if n.nameID not in (16, 17)]  # no other typographic family
@@ -174,8 +184,12 @@ def build(source: Path, out: Path) -> str:
 def missing() -> list[str]:
     """'where: character' for every figure character the shipped font lacks."""
     have = shipped_chars()
-    return [f"{where}: {ch!r} in {text!r}" for where, text in figure_strings() for ch in sorted(cjk_chars(text))
-            if ch not in have]
+    return [
+        f"{where}: {ch!r} in {text!r}"
+        for where, text in figure_strings()
+        for ch in sorted(cjk_chars(text))
+        if ch not in have
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,8 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.cmd == "build":
         digest = build(args.source, args.out)
-        print(f"{args.out}: {args.out.stat().st_size:,} bytes, {len(shipped_chars(args.out))} characters, "
-              f"sha256 {digest}")
+        print(
+            f"{args.out}: {args.out.stat().st_size:,} bytes, {len(shipped_chars(args.out))} characters, sha256 {digest}"
+        )
         return 0
     lacking = missing()
     print("\n".join(lacking) if lacking else f"the shipped font covers all {len(figure_strings())} figure strings")

@@ -59,8 +59,9 @@ def stub_solution(source: str, lang: str) -> str:
 
 def shown_solution(source: str) -> str:
     """The solution as a learner reads it: the marker lines dropped, the code kept."""
-    lines = [line for line in source.splitlines()
-             if _course.BEGIN_SOLUTION not in line and _course.END_SOLUTION not in line]
+    lines = [
+        line for line in source.splitlines() if _course.BEGIN_SOLUTION not in line and _course.END_SOLUTION not in line
+    ]
     return "\n".join(lines).strip("\n")
 
 
@@ -111,8 +112,9 @@ def learner_version(nb: nbformat.NotebookNode, lang: str) -> nbformat.NotebookNo
             cell.source = without_hidden_tests(cell.source)
             cells.append(cell)
             if pending:
-                cells.append(_new_cell("markdown", folded_solutions(pending, lang), f"{cell['id']}-solution",
-                                       [FOLDED_TAG]))
+                cells.append(
+                    _new_cell("markdown", folded_solutions(pending, lang), f"{cell['id']}-solution", [FOLDED_TAG])
+                )
                 pending = []
         elif _course.ANSWER in tags and cell.cell_type == "markdown":
             model = folded_answer(cell.source, lang)
@@ -123,8 +125,11 @@ def learner_version(nb: nbformat.NotebookNode, lang: str) -> nbformat.NotebookNo
             cells.append(cell)
     if pending:
         raise ValueError(f"{len(pending)} solution cell(s) after the last checker: each solution needs a checker")
-    leaked = [c["id"] for c in cells if c.cell_type == "code" and (
-        _course.BEGIN_SOLUTION in c.source or _course.BEGIN_HIDDEN in c.source)]
+    leaked = [
+        c["id"]
+        for c in cells
+        if c.cell_type == "code" and (_course.BEGIN_SOLUTION in c.source or _course.BEGIN_HIDDEN in c.source)
+    ]
     if leaked:
         raise RuntimeError(f"a solution or hidden test survived in cells {leaked}")
     out.cells = cells

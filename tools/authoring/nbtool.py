@@ -83,9 +83,9 @@ def badge_markdown(repo: str, ref: str, lang: str, name: str) -> str:
 
 SETUP_FAILED = {
     "en": "Could not install llm_lab {ref} from github.com/{repo} (no internet here, or that release does not exist "
-          "yet): check the runtime's connection and run this cell again, or open the notebook from the course README.",
+    "yet): check the runtime's connection and run this cell again, or open the notebook from the course README.",
     "zh": "无法从 github.com/{repo} 安装 llm_lab {ref}（此处没有网络，或该版本尚未发布）："
-          "请检查运行时的网络连接后重新运行本单元格，或从课程 README 重新打开本笔记本。",
+    "请检查运行时的网络连接后重新运行本单元格，或从课程 README 重新打开本笔记本。",
 }
 
 
@@ -175,10 +175,17 @@ def _blocks(path: Path) -> list[dict]:
             if not m:
                 raise ValueError(f"{path}:{lineno}: bad marker line {line!r}")
             if m[2] is not None and m[2] not in TWINS:
-                raise ValueError(f"{path}:{lineno}: unknown language {m[2]!r} in {line!r}; the languages are "
-                                 f"{', '.join(LANGS)} (English unmarked)")
-            current = {"kind": m[1], "lang": m[2], "tags": m[3].split(",") if m[3] else [], "lines": [],
-                       "at": f"{path.name}:{lineno}"}
+                raise ValueError(
+                    f"{path}:{lineno}: unknown language {m[2]!r} in {line!r}; the languages are "
+                    f"{', '.join(LANGS)} (English unmarked)"
+                )
+            current = {
+                "kind": m[1],
+                "lang": m[2],
+                "tags": m[3].split(",") if m[3] else [],
+                "lines": [],
+                "at": f"{path.name}:{lineno}",
+            }
             blocks.append(current)
         elif current is None:
             if line.strip():
@@ -209,8 +216,14 @@ def parse(path: Path, need_title: bool = True) -> dict:
             if [(t["kind"], t["lang"]) for t in twins] != [("md", lang) for lang in TWINS]:
                 want = " then ".join(f"'%% md {lang}'" for lang in TWINS)
                 raise ValueError(f"{b['at']}: an English markdown cell must be followed by {want}")
-            cells.append({"type": "md", "en": text, "tags": b["tags"],
-                          **{t["lang"]: "\n".join(t["lines"]).strip("\n") for t in twins}})
+            cells.append(
+                {
+                    "type": "md",
+                    "en": text,
+                    "tags": b["tags"],
+                    **{t["lang"]: "\n".join(t["lines"]).strip("\n") for t in twins},
+                }
+            )
             i += len(TWINS)
         i += 1
     if need_title and set(title) != set(LANGS):
@@ -262,8 +275,9 @@ def notebook_name(src: Path) -> str:
     return src.name.removesuffix(".nbsrc") + ".ipynb"
 
 
-def build_one(src: Path, lang: str, repo: str, ref: str, version: str = _course.INSTRUCTOR_VERSION
-              ) -> nbformat.NotebookNode:
+def build_one(
+    src: Path, lang: str, repo: str, ref: str, version: str = _course.INSTRUCTOR_VERSION
+) -> nbformat.NotebookNode:
     """One notebook, unexecuted: the instructor version, or (``version="learner"``) the learner version."""
     if version not in _course.VERSIONS:
         raise ValueError(f"unknown notebook version {version!r}: use one of {', '.join(_course.VERSIONS)}")
@@ -353,13 +367,15 @@ TABLE_BEGIN, TABLE_END = "<!-- series:begin -->", "<!-- series:end -->"
 
 def series_table(lang: str, repo: str, ref: str) -> str:
     """The README's table of notebooks, titles in ``lang``, a Colab badge per language."""
-    head = ("| # | Notebook | English | 中文 |" if lang == "en" else "| # | 笔记本 | English | 中文 |")
+    head = "| # | Notebook | English | 中文 |" if lang == "en" else "| # | 笔记本 | English | 中文 |"
     rows = [head, "| --- | --- | --- | --- |"]
     for src in sources():
         name = notebook_name(src)
         title = parse(src)["title"][lang].split("·", 1)[-1].strip()
-        links = [f"[![Open In Colab]({BADGE_IMG})]({badge_url(repo, ref, lg, name)}) [{lg}](notebooks/{lg}/{name})"
-                 for lg in LANGS]
+        links = [
+            f"[![Open In Colab]({BADGE_IMG})]({badge_url(repo, ref, lg, name)}) [{lg}](notebooks/{lg}/{name})"
+            for lg in LANGS
+        ]
         rows.append(f"| {name[:2]} | {title} | {links[0]} | {links[1]} |")
     return "\n".join(rows)
 
@@ -407,7 +423,8 @@ def cmd_check(args) -> int:
                     problems.append(f"{path} differs from {src.name}: run make execute NB={src.name[:2]}")
     gpu = ROOT / GPU_NOTEBOOK
     if not gpu.exists() or [c.source for c in nbformat.read(str(gpu), as_version=4).cells] != [
-            c.source for c in gpu_notebook(repo, ref).cells]:
+        c.source for c in gpu_notebook(repo, ref).cells
+    ]:
         problems.append(f"{gpu} is missing or stale: run python -m tools.authoring.nbtool build")
     for p in problems:
         print(p)

@@ -107,7 +107,11 @@ def name_roles(saved: dict) -> dict:
         model = heads.TinyAttentionLM(heads.TinyConfig(**saved["config"]))
     trained = heads.TrainedHeads(
         model=model,
-        vocab=saved["vocab"], losses=saved["losses"], heldout_start=saved["heldout_start"], roles={}, settings={},
+        vocab=saved["vocab"],
+        losses=saved["losses"],
+        heldout_start=saved["heldout_start"],
+        roles={},
+        settings={},
     )
     trained.model.load_state_dict(saved["state_dict"])
     trained.model.eval()

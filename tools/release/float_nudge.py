@@ -25,10 +25,28 @@ RELATIVE = 1e-6
 _GOLDEN = -1640531535  # 0x9E3779B1 as int32: a multiplicative hash spreads nearby bit patterns
 
 NUDGED = {
-    torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__, torch.Tensor.__rmatmul__,
-    torch.mm, torch.Tensor.mm, torch.bmm, torch.Tensor.bmm, torch.addmm, torch.baddbmm, torch.einsum,
-    F.linear, torch.softmax, torch.Tensor.softmax, F.softmax, F.log_softmax, torch.log_softmax,
-    torch.sum, torch.Tensor.sum, torch.mean, torch.Tensor.mean, F.scaled_dot_product_attention,
+    torch.matmul,
+    torch.Tensor.matmul,
+    torch.Tensor.__matmul__,
+    torch.Tensor.__rmatmul__,
+    torch.mm,
+    torch.Tensor.mm,
+    torch.bmm,
+    torch.Tensor.bmm,
+    torch.addmm,
+    torch.baddbmm,
+    torch.einsum,
+    F.linear,
+    torch.softmax,
+    torch.Tensor.softmax,
+    F.softmax,
+    F.log_softmax,
+    torch.log_softmax,
+    torch.sum,
+    torch.Tensor.sum,
+    torch.mean,
+    torch.Tensor.mean,
+    F.scaled_dot_product_attention,
 }
 
 

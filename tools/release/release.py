@@ -70,8 +70,10 @@ def main(argv=None) -> int:
     changed = set_version(root, args.version, datetime.date.today())
     repo, _ = nbtool.colab_config()
     nbtool.main(["set-repo", repo, "--ref", tag(args.version)])
-    print(f"release {old} -> {args.version}: version set in {', '.join(changed) or 'nothing new'}; "
-          f"badges and setup cells point at {repo}@{tag(args.version)}")
+    print(
+        f"release {old} -> {args.version}: version set in {', '.join(changed) or 'nothing new'}; "
+        f"badges and setup cells point at {repo}@{tag(args.version)}"
+    )
     print("Now publish it (Colab installs from the tag, so it must exist on GitHub):")
     print(f"  git commit -am 'Release {args.version}'")
     print(f"  git tag -a {tag(args.version)} -m 'llm-lab {args.version}'")

@@ -83,16 +83,23 @@ def build_wheel(python: Path, dist: Path) -> Path:
 
 def check_isolation(python: Path, workdir: Path, wheel: Path) -> None:
     """``import llm_lab`` must find the wheel's copy in the venv, and nothing of this repository."""
-    out = subprocess.run([str(python), "-c", ISOLATION_CHECK], cwd=workdir, check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [str(python), "-c", ISOLATION_CHECK], cwd=workdir, check=True, capture_output=True, text=True
+    ).stdout
     info = json.loads(out.strip().splitlines()[-1])
     problems = []
     if not Path(info["file"]).resolve().is_relative_to(Path(info["prefix"]).resolve()):
         problems.append(f"llm_lab imported from {info['file']}, outside the venv {info['prefix']}")
     root = str(ROOT)
     # a venv's site-packages inside the clone is fine (the dependencies); the source tree is not
-    leaked = [p for p in info["path"] if p and Path(p).resolve().is_relative_to(ROOT)
-              and Path(p).name != "site-packages" and not Path(p).resolve().is_relative_to(info["prefix"])]
+    leaked = [
+        p
+        for p in info["path"]
+        if p
+        and Path(p).resolve().is_relative_to(ROOT)
+        and Path(p).name != "site-packages"
+        and not Path(p).resolve().is_relative_to(info["prefix"])
+    ]
     if leaked:
         problems.append(f"paths of the repository {root} on sys.path: {leaked}")
     editable = [f for f in info["finders"] if "editable" in f.lower()]
@@ -153,21 +160,33 @@ def select(langs: list[str], only: str | None, versions=("learner",)) -> list[Pa
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--reqs", help="a full venv (.venv-wheel-<name>) from this requirements file,"
-                    " e.g. Colab's versions")
+    ap.add_argument(
+        "--reqs", help="a full venv (.venv-wheel-<name>) from this requirements file, e.g. Colab's versions"
+    )
     ap.add_argument("--python", help="interpreter for a --reqs venv (default: this one)")
     ap.add_argument("--main-venv", help="without --reqs: the venv whose packages .venv-wheel reuses (default .venv)")
     ap.add_argument("--langs", default=",".join(LANGS))
     ap.add_argument("--only", help="comma-separated notebook numbers, e.g. 01,06")
-    ap.add_argument("--versions", default="learner,instructor",
-                    help="which stored versions: learner (notebooks/LANG), instructor (notebooks/instructor/LANG)")
-    ap.add_argument("--skip", default="",
-                    help="version/lang pairs left out, e.g. instructor/en (test-perturbed runs it)")
+    ap.add_argument(
+        "--versions",
+        default="learner,instructor",
+        help="which stored versions: learner (notebooks/LANG), instructor (notebooks/instructor/LANG)",
+    )
+    ap.add_argument(
+        "--skip", default="", help="version/lang pairs left out, e.g. instructor/en (test-perturbed runs it)"
+    )
     ap.add_argument("--perturb", action="store_true", help="nudge float32 results in the kernels (float_nudge.py)")
-    ap.add_argument("--signs", type=parse_signs, default=(1,),
-                    help="with --perturb: nudge directions, 1 (hashed), -1 (flipped) or 1,-1 (each notebook both ways)")
-    ap.add_argument("--signs-by-lang", action="store_true",
-                    help="with --perturb: each notebook once, the sign in turn by language (en 1, zh -1)")
+    ap.add_argument(
+        "--signs",
+        type=parse_signs,
+        default=(1,),
+        help="with --perturb: nudge directions, 1 (hashed), -1 (flipped) or 1,-1 (each notebook both ways)",
+    )
+    ap.add_argument(
+        "--signs-by-lang",
+        action="store_true",
+        help="with --perturb: each notebook once, the sign in turn by language (en 1, zh -1)",
+    )
     ap.add_argument("pytest_args", nargs="*", help="extra arguments for pytest (after --)")
     args = ap.parse_args(argv)
 
@@ -199,12 +218,27 @@ def main(argv=None) -> int:
             env["IPYTHONDIR"] = str(ipython_dir)
         signs = ", ".join(f"{s:+d}" for s in args.signs)
         what = f"float32 results nudged with sign {signs}, " if args.perturb else ""
-        print(f"standalone: nbval over {len(staged)} notebooks ({what}installed wheel, one empty folder each)",
-              flush=True)
-        cmd = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp),
-               "--nbval", "--nbval-current-env", "--nbval-kernel-startup-timeout", "300",
-               "--nbval-sanitize-with", str(SANITIZE),
-               *args.pytest_args, *map(str, staged)]
+        print(
+            f"standalone: nbval over {len(staged)} notebooks ({what}installed wheel, one empty folder each)", flush=True
+        )
+        cmd = [
+            str(python),
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp),
+            "--nbval",
+            "--nbval-current-env",
+            "--nbval-kernel-startup-timeout",
+            "300",
+            "--nbval-sanitize-with",
+            str(SANITIZE),
+            *args.pytest_args,
+            *map(str, staged),
+        ]
         return subprocess.run(cmd, cwd=tmp / "notebooks", env=env).returncode
 
 

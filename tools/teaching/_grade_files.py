@@ -28,8 +28,9 @@ MAX_FILE_BYTES = 50_000_000
 MAX_ENTRIES = 2_000  # entries of one student's folder looked at
 MAX_DEPTH = 8  # folder levels inside one student's folder
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) \
-    | getattr(os, "O_NOCTTY", 0)
+_FLAGS = (
+    os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+)
 _DIR_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -48,17 +49,24 @@ class Found:
 
 def what(mode: int) -> str:
     """The kind of file ``mode`` (from lstat) is, in words."""
-    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a named pipe"),
-                       (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISDIR, "a folder")):
+    for test, name in (
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISFIFO, "a named pipe"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISBLK, "a device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a folder"),
+    ):
         if test(mode):
             return name
     return "a regular file" if stat.S_ISREG(mode) else "not a regular file"
 
 
 def refused(name: str, mode: int) -> str:
-    return (f"{name} is {what(mode)}, not a regular file: not read (links are never followed, pipes and "
-            "devices never opened; hand in the notebook file itself)")
+    return (
+        f"{name} is {what(mode)}, not a regular file: not read (links are never followed, pipes and "
+        "devices never opened; hand in the notebook file itself)"
+    )
 
 
 def find(submissions: Path) -> list[Found]:
@@ -101,8 +109,9 @@ def folder(student: str, top: Path) -> list[Found]:
         for entry in entries:
             seen += 1
             if seen > MAX_ENTRIES:
-                problems.append(Found(student, top, f"more than {MAX_ENTRIES} entries in the folder: the rest "
-                                                     "were not looked at"))
+                problems.append(
+                    Found(student, top, f"more than {MAX_ENTRIES} entries in the folder: the rest were not looked at")
+                )
                 return sorted(notebooks, key=lambda f: f.path) + problems
             if entry.name.startswith("."):
                 continue

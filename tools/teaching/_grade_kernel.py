@@ -63,12 +63,21 @@ class CappedClient(NotebookClient):
         self.sizes[cell_index] += size
         if cell_index not in self.limits:
             self.total += size
-        if self.sizes[cell_index] > self.limits.get(cell_index, self.max_output) \
-                or self.total > MAX_TOTAL_CELLS * self.max_output and cell_index not in self.limits:
+        if (
+            self.sizes[cell_index] > self.limits.get(cell_index, self.max_output)
+            or self.total > MAX_TOTAL_CELLS * self.max_output
+            and cell_index not in self.limits
+        ):
             self.cut.add(cell_index)
             if msg.get("msg_type") == "error" and not any(o.get("output_type") == "error" for o in outs):
-                outs.append(nbformat.v4.new_output("error", ename=str(content.get("ename"))[:100],
-                                                   evalue=str(content.get("evalue"))[:300], traceback=[]))
+                outs.append(
+                    nbformat.v4.new_output(
+                        "error",
+                        ename=str(content.get("ename"))[:100],
+                        evalue=str(content.get("evalue"))[:300],
+                        traceback=[],
+                    )
+                )
             return None
         return super().output(outs, msg, display_id, cell_index)
 
@@ -86,8 +95,7 @@ class Kernel:
     (``llm_lab.exercises._remote``): one request cell, whose printed reply is read back as data. Used as a
     context manager; leaving it ends the kernel and, with the sandbox, every process the submission started."""
 
-    def __init__(self, p, tmp: Path, cell_timeout: float, max_output: int, sandboxed: bool,
-                 max_seconds: float):
+    def __init__(self, p, tmp: Path, cell_timeout: float, max_output: int, sandboxed: bool, max_seconds: float):
         self.p, self.tmp, self.cell_timeout = p, tmp, cell_timeout
         self.sandboxed, self.max_seconds = sandboxed, max_seconds
         self.conn = tmp / "conn"
@@ -101,20 +109,37 @@ class Kernel:
         self.box = sandbox.Box() if sandboxed else None  # its uid and cgroup, let go in __exit__
         if sandboxed:
             argv = self.box.wrap(argv, [str(self.conn)])
-        (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "llm-lab grading",
-                                                      "language": "python", "interrupt_mode": "message"}))
+        (spec / "kernel.json").write_text(
+            json.dumps(
+                {"argv": argv, "display_name": "llm-lab grading", "language": "python", "interrupt_mode": "message"}
+            )
+        )
         kw = {"transport": "ipc", "ip": str(self.conn / "k")} if sandboxed else {}
-        self.km = AsyncKernelManager(kernel_name="llm-lab-grading", kernel_spec_manager=KernelSpecManager(
-            kernel_dirs=[str(specs)]), connection_file=str(self.conn / "kernel.json"), **kw)
+        self.km = AsyncKernelManager(
+            kernel_name="llm-lab-grading",
+            kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(specs)]),
+            connection_file=str(self.conn / "kernel.json"),
+            **kw,
+        )
         self.km.client_factory = CappedKernelClient
         self.km.write_connection_file()
         if sandboxed:
             sandbox.prepare(self.conn, self.box.uid)
         self.client = CappedClient(
-            p.nb, max_output, km=self.km, timeout=math.ceil(cell_timeout), allow_errors=True, interrupt_on_timeout=True,
-            startup_timeout=120, error_on_timeout={"ename": "CellTimeout", "evalue": f"the cell ran past "
-                                                   f"{cell_timeout:g} s", "traceback": []},
-            resources={"metadata": {"path": str(self.work)}})
+            p.nb,
+            max_output,
+            km=self.km,
+            timeout=math.ceil(cell_timeout),
+            allow_errors=True,
+            interrupt_on_timeout=True,
+            startup_timeout=120,
+            error_on_timeout={
+                "ename": "CellTimeout",
+                "evalue": f"the cell ran past {cell_timeout:g} s",
+                "traceback": [],
+            },
+            resources={"metadata": {"path": str(self.work)}},
+        )
         self.slot = len(p.nb.cells)
         self.next = 0  # the next plan cell to run
         self.died = ""
@@ -155,8 +180,10 @@ class Kernel:
     def _death(self) -> str:
         events = self.box.cgroup.events() if self.box is not None and self.box.cgroup is not None else {}
         if events.get("memory.oom_kill"):
-            return (f"the submission's processes held more than {sandbox.MEMORY_MAX / 2**30:g} GiB together (its "
-                    "/tmp files and their kernel memory included) and were stopped")
+            return (
+                f"the submission's processes held more than {sandbox.MEMORY_MAX / 2**30:g} GiB together (its "
+                "/tmp files and their kernel memory included) and were stopped"
+            )
         return "the kernel died (the code called os._exit, crashed or ran out of memory)"
 
     def _release(self) -> None:
@@ -239,8 +266,9 @@ class Kernel:
             raise _remote.RemoteFailed(self.died)
         nonce = "LLMLAB-REPLY-" + secrets.token_hex(8) + " "
         payload = base64.b64encode(json.dumps({**request, "nonce": nonce}).encode()).decode()
-        cell = nbformat.v4.new_code_cell(f"import llm_lab.exercises._remote as _llm_lab_remote\n"
-                                         f"_llm_lab_remote.serve({payload!r})")
+        cell = nbformat.v4.new_code_cell(
+            f"import llm_lab.exercises._remote as _llm_lab_remote\n_llm_lab_remote.serve({payload!r})"
+        )
         if len(self.p.nb.cells) == self.slot:
             self.p.nb.cells.append(cell)
         self.p.nb.cells[self.slot] = cell
@@ -255,12 +283,13 @@ class Kernel:
         finally:
             self.client.timeout = math.ceil(self.cell_timeout)
         text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
-        replies = [line[len(nonce):] for line in text.splitlines() if line.startswith(nonce)]
+        replies = [line[len(nonce) :] for line in text.splitlines() if line.startswith(nonce)]
         if not replies:
             if cell_error(cell) == "timeout":
                 raise TimeoutError
-            raise _remote.RemoteFailed("the kernel did not answer" + (f" ({cell_error(cell)})"
-                                                                       if cell_error(cell) else ""))
+            raise _remote.RemoteFailed(
+                "the kernel did not answer" + (f" ({cell_error(cell)})" if cell_error(cell) else "")
+            )
         try:
             return _remote.parse(base64.b64decode(replies[-1], validate=True))
         except (_remote.WireError, ValueError, binascii.Error) as exc:
@@ -281,8 +310,6 @@ def cell_error(cell) -> str:
                 return "timeout"
             return f"{o.get('ename')}: {_one_line(o.get('evalue'))}"
     return ""
-
-
 
 
 def _one_line(text: str, limit: int = 200) -> str:

@@ -13,22 +13,41 @@ LLM_LAB = "llm_lab"
 # kinds of binding: "def" (a def/class statement of the cell itself: node is it), "assign" (name = value: node is
 # the value), "module" (an imported module: node is its dotted name), "import" (from m import x: node is "m.x"),
 # "star" (from m import *: node is "m"), "other" (any other binding, del included: node is None)
-COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.AsyncWith, ast.Match,
-            *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
+COMPOUND = (
+    ast.If,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.Try,
+    ast.With,
+    ast.AsyncWith,
+    ast.Match,
+    *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
+)
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 MAX_DEPTH = 50
 # Why an exercise's object is not the learner's own, in the submission's language (tools.course.LANGS).
 NOT_DEFINED = {
-    "global": {"en": "`{key}` is bound again inside a function (`global {key}`)",
-               "zh": "`{key}` 在函数里被重新绑定（`global {key}`）"},
-    "undefined": {"en": "no cell of yours defines `{key}` (with `def` or `class`)",
-                  "zh": "你的单元格里没有定义 `{key}`（用 `def` 或 `class`）"},
-    "rebound": {"en": "`{key}` is bound again after your definition, by `{text}`",
-                "zh": "`{key}` 在你的定义之后又被 `{text}` 重新绑定"},
-    "yours": {"en": "`{key}` is not defined by a `def` or `class` of yours: it is bound by your `{text}`",
-              "zh": "`{key}` 不是你用 `def` 或 `class` 定义的：它来自 `{text}`"},
-    "course": {"en": "`{key}` is not defined by a `def` or `class` of yours: it is bound by a course cell's `{text}`",
-               "zh": "`{key}` 不是你用 `def` 或 `class` 定义的：它来自 `{text}`"},
+    "global": {
+        "en": "`{key}` is bound again inside a function (`global {key}`)",
+        "zh": "`{key}` 在函数里被重新绑定（`global {key}`）",
+    },
+    "undefined": {
+        "en": "no cell of yours defines `{key}` (with `def` or `class`)",
+        "zh": "你的单元格里没有定义 `{key}`（用 `def` 或 `class`）",
+    },
+    "rebound": {
+        "en": "`{key}` is bound again after your definition, by `{text}`",
+        "zh": "`{key}` 在你的定义之后又被 `{text}` 重新绑定",
+    },
+    "yours": {
+        "en": "`{key}` is not defined by a `def` or `class` of yours: it is bound by your `{text}`",
+        "zh": "`{key}` 不是你用 `def` 或 `class` 定义的：它来自 `{text}`",
+    },
+    "course": {
+        "en": "`{key}` is not defined by a `def` or `class` of yours: it is bound by a course cell's `{text}`",
+        "zh": "`{key}` 不是你用 `def` 或 `class` 定义的：它来自 `{text}`",
+    },
 }
 
 
@@ -58,12 +77,16 @@ def bindings(stmt, top: bool = True) -> list[tuple[str, str, object]]:
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return [(stmt.name, "def" if top else "other", stmt)]
     if isinstance(stmt, ast.Import):
-        return [((a.asname or a.name).split(".")[0], "module", a.name if a.asname else a.name.split(".")[0])
-                for a in stmt.names]
+        return [
+            ((a.asname or a.name).split(".")[0], "module", a.name if a.asname else a.name.split(".")[0])
+            for a in stmt.names
+        ]
     if isinstance(stmt, ast.ImportFrom):
         module = "." * stmt.level + (stmt.module or "")
-        return [("*", "star", module) if a.name == "*" else (a.asname or a.name, "import", f"{module}.{a.name}")
-                for a in stmt.names]
+        return [
+            ("*", "star", module) if a.name == "*" else (a.asname or a.name, "import", f"{module}.{a.name}")
+            for a in stmt.names
+        ]
     if isinstance(stmt, COMPOUND):
         return _compound_bindings(stmt)
     if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
@@ -79,7 +102,8 @@ def _compound_bindings(stmt) -> list[tuple[str, str, object]]:
     definition the grader counts: it may not run)."""
     out = []
     for part in [getattr(stmt, f, None) for f in ("test", "iter", "target", "subject")] + list(
-            getattr(stmt, "items", None) or []):
+        getattr(stmt, "items", None) or []
+    ):
         out += _expression_bindings(part) if part is not None else []
     blocks = [getattr(stmt, f, None) or [] for f in ("body", "orelse", "finalbody")]
     for handler in getattr(stmt, "handlers", None) or []:
@@ -168,8 +192,14 @@ class Names:
         return self._binding(b, key, _Walk(key, refs, until))
 
     def _binding(self, b: Binding, name: str, w: _Walk) -> str:
-        if b.kind == "import" and b.node.startswith(LLM_LAB) and b.node.rpartition(".")[2] in w.refs \
-                or b.kind == "import" and ".exercises" in b.node and b.node.startswith(LLM_LAB):
+        if (
+            b.kind == "import"
+            and b.node.startswith(LLM_LAB)
+            and b.node.rpartition(".")[2] in w.refs
+            or b.kind == "import"
+            and ".exercises" in b.node
+            and b.node.startswith(LLM_LAB)
+        ):
             return f"`{b.node}`"
         if b.kind == "star" and b.node.startswith(LLM_LAB) and (name in w.refs or name == w.key):
             return f"`from {b.node} import *`"
@@ -203,8 +233,12 @@ class Names:
     def _call(self, n: ast.Call, pos, w: _Walk) -> str:
         """``getattr(llm_lab_module, "reference")`` and ``__import__("llm_lab.exercises...")``."""
         arg = n.args[1].value if len(n.args) > 1 and isinstance(n.args[1], ast.Constant) else None
-        if isinstance(n.func, ast.Name) and n.func.id == "getattr" and arg in w.refs \
-                and self.llm_lab_base(n.args[0], pos):
+        if (
+            isinstance(n.func, ast.Name)
+            and n.func.id == "getattr"
+            and arg in w.refs
+            and self.llm_lab_base(n.args[0], pos)
+        ):
             return f"`llm_lab...{arg}`"
         module = self._imported(n, pos)
         if module and module.startswith(f"{LLM_LAB}.exercises"):
@@ -260,9 +294,23 @@ class _Walk:
 
 # llm_lab's grading internals, IPython's hooks that rewrite the cells the grader adds, and the hooks the kernel's
 # watch on the learner's calls runs on
-INTERNALS = ("_remote", "_llm_lab_remote", "_harness", "_registry", "_fresh", "_core", "REGISTRY",
-             "input_transformers_cleanup", "input_transformers_post", "ast_transformers",
-             "setprofile", "settrace", "setprofile_all_threads", "settrace_all_threads", "_getframe")
+INTERNALS = (
+    "_remote",
+    "_llm_lab_remote",
+    "_harness",
+    "_registry",
+    "_fresh",
+    "_core",
+    "REGISTRY",
+    "input_transformers_cleanup",
+    "input_transformers_post",
+    "ast_transformers",
+    "setprofile",
+    "settrace",
+    "setprofile_all_threads",
+    "settrace_all_threads",
+    "_getframe",
+)
 # threads and processes: what runs there is outside the watch on the learner's call
 THREADS = ("threading", "_thread", "multiprocessing", "concurrent")
 FORKS = ("fork", "forkpty", "register_at_fork")
@@ -270,8 +318,13 @@ FORKS = ("fork", "forkpty", "register_at_fork")
 
 def _dynamic_import(node) -> str:
     """The module ``__import__("m")`` or ``importlib.import_module("m")`` names ("" if neither)."""
-    if not (isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)) and node.args
-            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, (ast.Name, ast.Attribute))
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    ):
         return ""
     if (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) in ("__import__", "import_module"):
         return node.args[0].value
@@ -287,8 +340,11 @@ def tampering(trees: list[ast.Module]) -> list[str]:
     found: list[str] = []
     for tree in trees:
         names = Names([(tree, True)])
-        roots = {n for n, bs in names.by_name.items() if any(b.kind in ("module", "import")
-                                                              and b.node.split(".")[0] == LLM_LAB for b in bs)}
+        roots = {
+            n
+            for n, bs in names.by_name.items()
+            if any(b.kind in ("module", "import") and b.node.split(".")[0] == LLM_LAB for b in bs)
+        }
 
         def rooted(node, roots=roots) -> bool:
             while isinstance(node, (ast.Attribute, ast.Subscript)):
@@ -305,14 +361,25 @@ def _tampered(node, rooted) -> list[str]:
         return [f"`{node.name}` redefined"]
     if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
         targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-        return [f"`{t.id}` replaced" if isinstance(t, ast.Name) else f"`{ast.unparse(t)}` replaced" for t in targets
-                if isinstance(t, ast.Name) and t.id.startswith("check_")
-                or isinstance(t, (ast.Attribute, ast.Subscript)) and (rooted(t) or _hook(t))]
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-            and node.func.id in ("setattr", "delattr") and node.args and rooted(node.args[0]):
+        return [
+            f"`{t.id}` replaced" if isinstance(t, ast.Name) else f"`{ast.unparse(t)}` replaced"
+            for t in targets
+            if isinstance(t, ast.Name)
+            and t.id.startswith("check_")
+            or isinstance(t, (ast.Attribute, ast.Subscript))
+            and (rooted(t) or _hook(t))
+        ]
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("setattr", "delattr")
+        and node.args
+        and rooted(node.args[0])
+    ):
         return [f"`{ast.unparse(node)[:80]}`"]
-    if isinstance(node, ast.Attribute) and (node.attr in INTERNALS or _on(node, "sys", "modules", "monitoring")
-                                            or _on(node, "os", *FORKS)):
+    if isinstance(node, ast.Attribute) and (
+        node.attr in INTERNALS or _on(node, "sys", "modules", "monitoring") or _on(node, "os", *FORKS)
+    ):
         return [f"`{node.attr}` reached"]
     if isinstance(node, ast.alias) and any(part in INTERNALS for part in node.name.split(".")):
         return [f"`{node.name}` imported"]

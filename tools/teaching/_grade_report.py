@@ -26,8 +26,16 @@ _MD_LINK = re.compile(r"(?i)(www)\.|:(?=//)")
 _NAME_OK = re.compile(r"[A-Za-z0-9_.-]")
 MAX_NAME = 120  # characters of a feedback file name before its hash
 
-ICON = {"pass": "✅", "todo": "🚧", "fail": "❌", "error": "❌", "timeout": "⏰", "reference": "⚠️",
-        "tampered": "⚠️", "missing": "❓"}
+ICON = {
+    "pass": "✅",
+    "todo": "🚧",
+    "fail": "❌",
+    "error": "❌",
+    "timeout": "⏰",
+    "reference": "⚠️",
+    "tampered": "⚠️",
+    "missing": "❓",
+}
 STATUS = {
     "pass": {"en": "passed", "zh": "通过"},
     "todo": {"en": "not written yet", "zh": "还没有写"},
@@ -36,8 +44,10 @@ STATUS = {
     "timeout": {"en": "ran past the time limit", "zh": "超时"},
     "reference": {"en": "llm_lab's own implementation handed in: 0 points", "zh": "交的是 llm_lab 自带的实现：0 分"},
     "tampered": {"en": "the checkers were redefined or patched: 0 points", "zh": "检查器被重新定义或修改：0 分"},
-    "missing": {"en": "not found (the cell defining it was deleted or failed)",
-                "zh": "找不到（定义它的单元被删除或出错）"},
+    "missing": {
+        "en": "not found (the cell defining it was deleted or failed)",
+        "zh": "找不到（定义它的单元被删除或出错）",
+    },
 }
 HTML_LANG = {"en": "en", "zh": "zh-CN"}  # the feedback page's <html lang>, per course language
 WORDS = {
@@ -48,8 +58,10 @@ WORDS = {
     "hint": {"en": "Hint", "zh": "提示"},
     "total": {"en": "Total (autograded)", "zh": "总分（自动评分）"},
     "notes": {"en": "Notes", "zh": "说明"},
-    "manual": {"en": "Your written answers (Predict, Explain) are graded separately by your instructor.",
-               "zh": "你的文字作答（预测题、解释题）由老师另行批改。"},
+    "manual": {
+        "en": "Your written answers (Predict, Explain) are graded separately by your instructor.",
+        "zh": "你的文字作答（预测题、解释题）由老师另行批改。",
+    },
     "problem": {"en": "This submission could not be graded", "zh": "这份作业无法评分"},
 }
 
@@ -79,9 +91,12 @@ def max_points(course, expected) -> int:
 def visible(text, *, lines: bool = False) -> str:
     """``text`` with every control character (newlines kept when ``lines``), bidirectional override and
     isolate shown as ``<U+XXXX>``: nothing in a name or message can reorder or hide what is around it."""
-    return "".join(f"<U+{ord(ch):04X}>" if ch in BIDI or (unicodedata.category(ch) == "Cc"
-                                                          and not (lines and ch in "\n\t")) else ch
-                   for ch in str(text))
+    return "".join(
+        f"<U+{ord(ch):04X}>"
+        if ch in BIDI or (unicodedata.category(ch) == "Cc" and not (lines and ch in "\n\t"))
+        else ch
+        for ch in str(text)
+    )
 
 
 def csv_cell(value) -> object:
@@ -112,8 +127,15 @@ def write_csv(results, keys, maximum, path: Path) -> None:
         w.writerow(["student", "notebook", *keys, "total", "max"])
         for r in results:
             pts = {v.key: v.points for v in r.verdicts}
-            w.writerow([csv_cell(r.student), csv_cell(r.notebook or r.path.name), *(pts.get(k, 0) for k in keys),
-                        r.total, maximum])
+            w.writerow(
+                [
+                    csv_cell(r.student),
+                    csv_cell(r.notebook or r.path.name),
+                    *(pts.get(k, 0) for k in keys),
+                    r.total,
+                    maximum,
+                ]
+            )
 
 
 def _safe_name(text: str) -> str:
@@ -154,31 +176,46 @@ def feedback_html(r, lang: str, maximum: int) -> str:
     rows = "".join(
         f"<tr><td><code>{e(v.key)}</code></td><td>{ICON.get(v.status, '❌')} "
         f"{e(STATUS.get(v.status, {}).get(lang, v.status))}</td><td>{v.points} / {v.max_points}</td>"
-        f"<td>{e(v.message)}</td></tr>" for v in r.verdicts)
+        f"<td>{e(v.message)}</td></tr>"
+        for v in r.verdicts
+    )
     body = [f"<h1>{t['title']}: {e(r.student)}</h1>", f"<p><code>{e(r.notebook or r.path.name)}</code></p>"]
     if r.problem:
         body.append(f"<p><strong>{t['problem']}:</strong> {e(r.problem)}</p>")
     else:
-        body.append(f"<table><tr><th>{t['exercise']}</th><th>{t['verdict']}</th><th>{t['points']}</th>"
-                    f"<th>{t['hint']}</th></tr>{rows}</table>")
+        body.append(
+            f"<table><tr><th>{t['exercise']}</th><th>{t['verdict']}</th><th>{t['points']}</th>"
+            f"<th>{t['hint']}</th></tr>{rows}</table>"
+        )
     body.append(f"<p><strong>{t['total']}: {r.total} / {maximum}</strong></p>")
     if r.notes:
         body.append(f"<h2>{t['notes']}</h2><ul>" + "".join(f"<li>{e(n)}</li>" for n in r.notes) + "</ul>")
     body.append(f"<p>{t['manual']}</p>")
-    style = ("body{font-family:sans-serif;max-width:60em;margin:2em auto}table{border-collapse:collapse}"
-             "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}")
-    return (f'<!DOCTYPE html>\n<html lang="{HTML_LANG.get(lang, lang)}"><head><meta charset="utf-8">'
-            f"<title>{t['title']}: {e(r.student)}</title><style>{style}</style></head><body>\n"
-            + "\n".join(body) + "\n</body></html>\n")
+    style = (
+        "body{font-family:sans-serif;max-width:60em;margin:2em auto}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}"
+    )
+    return (
+        f'<!DOCTYPE html>\n<html lang="{HTML_LANG.get(lang, lang)}"><head><meta charset="utf-8">'
+        f"<title>{t['title']}: {e(r.student)}</title><style>{style}</style></head><body>\n"
+        + "\n".join(body)
+        + "\n</body></html>\n"
+    )
 
 
 def class_report(results, keys, maximum) -> str:
     graded = [r for r in results if not r.problem]
-    lines = ["# Class report", "",
-             f"{len(results)} submission(s), {len(graded)} graded, {len(results) - len(graded)} not gradable. "
-             f"Autograded points: mean {sum(r.total for r in results) / max(1, len(results)):.1f} of {maximum}.", "",
-             "## Per exercise: what to teach again", "",
-             "| exercise | passed | most common mistakes (count) |", "| --- | --- | --- |"]
+    lines = [
+        "# Class report",
+        "",
+        f"{len(results)} submission(s), {len(graded)} graded, {len(results) - len(graded)} not gradable. "
+        f"Autograded points: mean {sum(r.total for r in results) / max(1, len(results)):.1f} of {maximum}.",
+        "",
+        "## Per exercise: what to teach again",
+        "",
+        "| exercise | passed | most common mistakes (count) |",
+        "| --- | --- | --- |",
+    ]
     for key in keys:
         vs = [v for r in graded for v in r.verdicts if v.key == key]
         passed = sum(v.status == "pass" for v in vs)
@@ -199,11 +236,16 @@ def class_report(results, keys, maximum) -> str:
     lines += ["", "## Submissions that need a look", ""]
     if not problems and not noted:
         lines.append("None: every submission was graded normally.")
-    lines += [f"- **{md_text(r.student)}** ({md_code(r.path.name)}): not graded: {md_text(r.problem)}"
-              for r in problems]
+    lines += [
+        f"- **{md_text(r.student)}** ({md_code(r.path.name)}): not graded: {md_text(r.problem)}" for r in problems
+    ]
     lines += [f"- **{md_text(r.student)}** ({md_code(r.path.name)}): {md_text('; '.join(r.notes))}" for r in noted]
-    lines += ["", "Written answers (Predict, Explain) are not autograded: read them in the submitted notebooks "
-              "(cells that said YOUR ANSWER HERE).", ""]
+    lines += [
+        "",
+        "Written answers (Predict, Explain) are not autograded: read them in the submitted notebooks "
+        "(cells that said YOUR ANSWER HERE).",
+        "",
+    ]
     return "\n".join(lines)
 
 

@@ -36,22 +36,76 @@ from tools.teaching import _grade_names
 # of their own), and those that run nothing there (shell, other languages, display); any other magic, or one of
 # the first kind left elsewhere, runs code the grader does not read
 PYTHON_MAGICS = {"capture", "time", "timeit", "prun"}
-INERT_LINE_MAGICS = {"who", "whos", "who_ls", "pinfo", "pinfo2", "psearch", "pdoc", "pdef", "psource", "pfile",
-                     "pwd", "ls", "lsmagic", "magic", "precision", "history", "matplotlib", "env", "page", "xmode",
-                     "colors", "pip", "conda"}
-INERT_CELL_MAGICS = {"bash", "sh", "html", "HTML", "javascript", "js", "latex", "markdown", "svg", "script", "perl",
-                     "ruby", "python", "python3", "sx", "system"}
+INERT_LINE_MAGICS = {
+    "who",
+    "whos",
+    "who_ls",
+    "pinfo",
+    "pinfo2",
+    "psearch",
+    "pdoc",
+    "pdef",
+    "psource",
+    "pfile",
+    "pwd",
+    "ls",
+    "lsmagic",
+    "magic",
+    "precision",
+    "history",
+    "matplotlib",
+    "env",
+    "page",
+    "xmode",
+    "colors",
+    "pip",
+    "conda",
+}
+INERT_CELL_MAGICS = {
+    "bash",
+    "sh",
+    "html",
+    "HTML",
+    "javascript",
+    "js",
+    "latex",
+    "markdown",
+    "svg",
+    "script",
+    "perl",
+    "ruby",
+    "python",
+    "python3",
+    "sx",
+    "system",
+}
 SHELL = {"system", "getoutput"}  # what `!cmd` and `x = !cmd` become
 TIMEIT_OPTIONS = re.compile(r"^(\s*-[A-Za-z]+(\s+[\d.]+)?)*\s*")
 HIDDEN_CALLS = {"exec", "eval", "compile", "globals", "vars", "locals", "breakpoint", "__import__"}
-HIDDEN_ATTRIBUTES = {"__globals__", "__code__", "__closure__", "__builtins__", "__dict__", "f_globals", "f_locals",
-                     "f_back", "get_ipython", "user_ns", "user_global_ns", "exec"}
+HIDDEN_ATTRIBUTES = {
+    "__globals__",
+    "__code__",
+    "__closure__",
+    "__builtins__",
+    "__dict__",
+    "f_globals",
+    "f_locals",
+    "f_back",
+    "get_ipython",
+    "user_ns",
+    "user_global_ns",
+    "exec",
+}
 # What the source decides, in the submission's language (one entry per language of tools.course.LANGS).
-UNREADABLE = {"en": "cell `{cell}` cannot be read by the grader ({why}): every exercise checked after it scores 0",
-              "zh": "评分器读不懂单元格 `{cell}`（{why}）：在它之后检查的练习都是 0 分"}
+UNREADABLE = {
+    "en": "cell `{cell}` cannot be read by the grader ({why}): every exercise checked after it scores 0",
+    "zh": "评分器读不懂单元格 `{cell}`（{why}）：在它之后检查的练习都是 0 分",
+}
 TAMPERED = {"en": "0 points: the code changes the checkers: {names}", "zh": "0 分：代码改动了检查器：{names}"}
-REFERENCE = {"en": "the solution uses {found}, llm_lab's own code for this exercise: no credit",
-             "zh": "解答用了 {found}，即 llm_lab 自带的代码：不计分"}
+REFERENCE = {
+    "en": "the solution uses {found}, llm_lab's own code for this exercise: no credit",
+    "zh": "解答用了 {found}，即 llm_lab 自带的代码：不计分",
+}
 
 
 @dataclass(frozen=True)
@@ -110,9 +164,14 @@ def _magic(stmt) -> tuple[str, str, str, str] | None:
 
 def _ipython_call(node) -> bool:
     """Is ``node`` ``get_ipython().<method>(...)``, the shape IPython's transformer writes?"""
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and isinstance(node.func.value, ast.Call) and isinstance(node.func.value.func, ast.Name)
-            and node.func.value.func.id == "get_ipython" and not node.func.value.args)
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Call)
+        and isinstance(node.func.value.func, ast.Name)
+        and node.func.value.func.id == "get_ipython"
+        and not node.func.value.args
+    )
 
 
 def hidden(tree: ast.Module) -> str:
@@ -122,8 +181,11 @@ def hidden(tree: ast.Module) -> str:
         if _ipython_call(node):
             method = node.func.attr
             magic = _magic(ast.Expr(node))
-            if method in SHELL or magic and magic[1] in (INERT_LINE_MAGICS if method == "run_line_magic"
-                                                         else INERT_CELL_MAGICS):
+            if (
+                method in SHELL
+                or magic
+                and magic[1] in (INERT_LINE_MAGICS if method == "run_line_magic" else INERT_CELL_MAGICS)
+            ):
                 allowed.add(id(node.func.value.func))
             else:
                 return f"`{ast.unparse(node)[:60]}`"
@@ -142,8 +204,12 @@ def _hidden_node(node, allowed: set) -> str:
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in HIDDEN_CALLS:
         if node.func.id != "__import__" or not _constant_str(node.args[:1]):
             return f"`{node.func.id}(...)`"
-    if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)) \
-            and _name_of(node.func) == "import_module" and not _constant_str(node.args[:1]):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, (ast.Name, ast.Attribute))
+        and _name_of(node.func) == "import_module"
+        and not _constant_str(node.args[:1])
+    ):
         return "an import by a computed name"
     if isinstance(node, ast.Attribute) and node.attr in HIDDEN_ATTRIBUTES:
         return f"`.{node.attr}`"
@@ -153,8 +219,9 @@ def _hidden_node(node, allowed: set) -> str:
 
 
 def _unreadable_import(node) -> str:
-    if isinstance(node, ast.ImportFrom) and (node.level or any(a.name in HIDDEN_CALLS | {"get_ipython"}
-                                                               for a in node.names)):
+    if isinstance(node, ast.ImportFrom) and (
+        node.level or any(a.name in HIDDEN_CALLS | {"get_ipython"} for a in node.names)
+    ):
         return f"`{ast.unparse(node)[:60]}`"
     names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
     for name in names:
@@ -218,8 +285,9 @@ class Reading:
             return Finding("tampered", "tampered", TAMPERED[lang].format(names=", ".join(tampering)))
         for _, cell in learner:
             if cell.unreadable:
-                return Finding("error", "unreadable", UNREADABLE[lang].format(cell=_one_line(cell.source),
-                                                                              why=cell.unreadable))
+                return Finding(
+                    "error", "unreadable", UNREADABLE[lang].format(cell=_one_line(cell.source), why=cell.unreadable)
+                )
         try:
             found, why = self.names.reference(key, exercise, until), self.names.not_defined(key, until, lang)
         except RecursionError:

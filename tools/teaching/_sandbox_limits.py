@@ -37,8 +37,10 @@ def _lock_folder() -> Path:
     UID_LOCKS.mkdir(mode=0o700, parents=True, exist_ok=True)
     st = UID_LOCKS.lstat()
     if not UID_LOCKS.is_dir() or UID_LOCKS.is_symlink() or st.st_uid != 0 or st.st_mode & 0o077:
-        raise RuntimeError(f"{UID_LOCKS} must be a folder owned by root with mode 0700 (it holds the sandbox "
-                           "uids' locks); remove it and grade again")
+        raise RuntimeError(
+            f"{UID_LOCKS} must be a folder owned by root with mode 0700 (it holds the sandbox "
+            "uids' locks); remove it and grade again"
+        )
     return UID_LOCKS
 
 
@@ -92,8 +94,10 @@ def cgroup_problem() -> str | None:
     try:
         _parent()
     except OSError as exc:
-        return (f"cannot delegate {' and '.join(CONTROLLERS)} to {CGROUP_FS / CGROUP_PARENT} "
-                f"({exc.strerror or exc}): no cgroup per submission")
+        return (
+            f"cannot delegate {' and '.join(CONTROLLERS)} to {CGROUP_FS / CGROUP_PARENT} "
+            f"({exc.strerror or exc}): no cgroup per submission"
+        )
     return None
 
 

@@ -140,8 +140,9 @@ def load_course(src: Path = _course.INSTRUCTOR) -> dict[tuple[str, str], CourseN
         nb = nbformat.read(str(path), as_version=4)
         exercises = _course.exercises(nb.cells)
         if exercises:
-            course[(path.parent.name, path.name[:2])] = CourseNotebook(path, path.parent.name, path.name[:2], nb,
-                                                                       exercises)
+            course[(path.parent.name, path.name[:2])] = CourseNotebook(
+                path, path.parent.name, path.name[:2], nb, exercises
+            )
     return course
 
 
@@ -164,10 +165,12 @@ def identify(nb, course) -> tuple[str, str] | None:
 def capture_code(ex: _course.Exercise) -> str:
     """The cell put in a checker cell's place: the kernel remembers the object the exercise checks, as it is
     at that point of the notebook. Nothing is judged in the kernel."""
-    return "\n".join([
-        "import llm_lab.exercises._remote as _llm_lab_remote",
-        f"_llm_lab_remote.capture({ex.key!r}, lambda: {ex.key})",
-    ])
+    return "\n".join(
+        [
+            "import llm_lab.exercises._remote as _llm_lab_remote",
+            f"_llm_lab_remote.capture({ex.key!r}, lambda: {ex.key})",
+        ]
+    )
 
 
 @dataclass
@@ -186,8 +189,11 @@ def _match(cn: CourseNotebook, sub) -> dict[int, int]:
     editors) an unchanged course cell by its text, and a solution cell by what it defines."""
     inst = cn.nb.cells
     by_id = {c.get("id"): i for i, c in enumerate(inst)}
-    by_grade_id = {c.metadata.get("nbgrader", {}).get("grade_id"): i for i, c in enumerate(inst)
-                   if c.metadata.get("nbgrader", {}).get("grade_id")}
+    by_grade_id = {
+        c.metadata.get("nbgrader", {}).get("grade_id"): i
+        for i, c in enumerate(inst)
+        if c.metadata.get("nbgrader", {}).get("grade_id")
+    }
     owner = {s: ex for ex in cn.exercises for s in ex.solutions}
     matched: dict[int, int] = {}
     for j, cell in enumerate(sub.cells):
@@ -211,8 +217,14 @@ def _match(cn: CourseNotebook, sub) -> dict[int, int]:
     for s, ex in owner.items():
         if s not in matched:
             pattern = re.compile(DEFINES.format(re.escape(ex.key)), re.M)
-            j = next((j for j, c in enumerate(sub.cells)
-                      if j not in used and c.cell_type == "code" and pattern.search(c.source)), None)
+            j = next(
+                (
+                    j
+                    for j, c in enumerate(sub.cells)
+                    if j not in used and c.cell_type == "code" and pattern.search(c.source)
+                ),
+                None,
+            )
             if j is not None:
                 matched[s], used = j, used | {j}
     return matched
@@ -258,11 +270,16 @@ def plan(cn: CourseNotebook, sub) -> Plan:
     if order != sorted(order):
         notes.append("cells were reordered: graded in the course's order")
     added = _added(sub, matched)
-    missing_course = [i for i, c in enumerate(inst) if i not in matched and c.cell_type == "code"
-                      and i not in owner and _course.CHECKER not in _course.tags(c)]
+    missing_course = [
+        i
+        for i, c in enumerate(inst)
+        if i not in matched and c.cell_type == "code" and i not in owner and _course.CHECKER not in _course.tags(c)
+    ]
     if len(missing_course) > 2:
-        notes.append(f"{len(missing_course)} course code cells were deleted or changed beyond recognition: "
-                     "the course's versions were run")
+        notes.append(
+            f"{len(missing_course)} course code cells were deleted or changed beyond recognition: "
+            "the course's versions were run"
+        )
     cells, grading, solutions, learner = [], {}, {}, []
     checker_of = {ex.checker: ex for ex in cn.exercises}
     for k in [-1, *range(len(inst))]:
@@ -314,8 +331,9 @@ def judge(cn: CourseNotebook, p: Plan, kernel: _grade_kernel.Kernel) -> list[Ver
                 link.exercise = ex.exercise
                 # the whole check's budget: the learner's time plus a round trip per call to a busy kernel;
                 # the checkers' inputs drawn from this run's secret, not the public checkers' fixed seeds
-                decided = exercises.grade(ex.exercise, link.lookup(ex.key), lang=cn.lang, timeout=check_budget(),
-                                          secret=SECRET)
+                decided = exercises.grade(
+                    ex.exercise, link.lookup(ex.key), lang=cn.lang, timeout=check_budget(), secret=SECRET
+                )
             v.status, v.mistake, v.message = decided.status, decided.hint, decided.message
         except NameError as exc:
             v.status, v.mistake, v.message = "missing", "missing", str(exc)
@@ -332,8 +350,15 @@ def judge(cn: CourseNotebook, p: Plan, kernel: _grade_kernel.Kernel) -> list[Ver
     return sorted(verdicts, key=lambda v: [e.key for e in cn.exercises].index(v.key))
 
 
-def grade_one(r: Result, course, expected: tuple[str | None, str | None], cell_timeout: float,
-              max_output: int, sandboxed: bool = True, max_seconds: float = 600.0) -> Result:
+def grade_one(
+    r: Result,
+    course,
+    expected: tuple[str | None, str | None],
+    cell_timeout: float,
+    max_output: int,
+    sandboxed: bool = True,
+    max_seconds: float = 600.0,
+) -> Result:
     """Grade one submitted file in place (never raises)."""
     start = time.monotonic()
     try:
@@ -362,9 +387,14 @@ def grade_one(r: Result, course, expected: tuple[str | None, str | None], cell_t
                     written = kernel.written()
                 except OSError:  # the sandbox went away while we looked
                     written = []
-            written += sorted(str(f.relative_to(tmp)) for f in Path(tmp).rglob("*")
-                              if f.is_file() and not f.is_symlink() and f.parent.name not in ("kernels", "work")
-                              and f.name != "kernel.json")
+            written += sorted(
+                str(f.relative_to(tmp))
+                for f in Path(tmp).rglob("*")
+                if f.is_file()
+                and not f.is_symlink()
+                and f.parent.name not in ("kernels", "work")
+                and f.name != "kernel.json"
+            )
         if written:
             r.notes.append(f"the code wrote files (discarded): {', '.join(written[:5])}")
         if cut:
@@ -400,9 +430,19 @@ class SandboxMissing(RuntimeError):
     """The sandbox cannot run here; the message names what to install (or --no-sandbox)."""
 
 
-def grade(submissions: Path, out: Path, notebook: str | None = None, jobs: int | None = None,
-          cell_timeout: float = 30.0, max_output: int = 200_000, src: Path = _course.INSTRUCTOR,
-          echo=print, sandboxed: bool = True, max_seconds: float = 600.0, refused=()) -> list[Result]:
+def grade(
+    submissions: Path,
+    out: Path,
+    notebook: str | None = None,
+    jobs: int | None = None,
+    cell_timeout: float = 30.0,
+    max_output: int = 200_000,
+    src: Path = _course.INSTRUCTOR,
+    echo=print,
+    sandboxed: bool = True,
+    max_seconds: float = 600.0,
+    refused=(),
+) -> list[Result]:
     """Grade every submission in ``submissions`` and write grades.csv, feedback/ and report.md into ``out``.
     Each submission's kernel runs in the bubblewrap sandbox (``sandboxed=False``: as the grader, noted in
     every feedback file); the verdicts are computed here. ``refused``: problem Results found elsewhere
@@ -424,15 +464,18 @@ def grade(submissions: Path, out: Path, notebook: str | None = None, jobs: int |
     mode = f"in the bubblewrap sandbox, {sandbox.limits()}" if sandboxed else "WITHOUT a sandbox (--no-sandbox)"
     echo(f"grading {len(todo)} notebook(s) from {submissions} with {jobs} kernel(s) in parallel, {mode}")
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for r in pool.map(lambda r: grade_one(r, course, expected, cell_timeout, max_output, sandboxed,
-                                              max_seconds), todo):
+        for r in pool.map(
+            lambda r: grade_one(r, course, expected, cell_timeout, max_output, sandboxed, max_seconds), todo
+        ):
             mark = r.problem or f"{r.total}/{sum(v.max_points for v in r.verdicts)}"
             echo(_grade_report.visible(f"  {r.student:<24} {r.path.name:<40} {mark}"))
     if out.exists():
         shutil.rmtree(out / "feedback", ignore_errors=True)
     _grade_report.write_all(results, course, expected, out)
-    echo(f"wrote {_grade_report.rel(out / 'grades.csv')}, {_grade_report.rel(out / 'report.md')} and "
-         f"{len(results)} feedback file(s) in {_grade_report.rel(out / 'feedback')}")
+    echo(
+        f"wrote {_grade_report.rel(out / 'grades.csv')}, {_grade_report.rel(out / 'report.md')} and "
+        f"{len(results)} feedback file(s) in {_grade_report.rel(out / 'feedback')}"
+    )
     return results
 
 
@@ -443,15 +486,30 @@ def main(argv=None) -> int:
     ap.add_argument("--notebook", help="the assigned notebook's number, e.g. 04 (default: the most common one)")
     ap.add_argument("--jobs", type=int, help="notebooks graded at once (default: all cores)")
     ap.add_argument("--cell-timeout", type=float, default=30.0, help="seconds per cell (default: 30)")
-    ap.add_argument("--max-seconds", type=float, default=600.0,
-                    help="seconds per submission in all, then its kernel is stopped (default: 600)")
+    ap.add_argument(
+        "--max-seconds",
+        type=float,
+        default=600.0,
+        help="seconds per submission in all, then its kernel is stopped (default: 600)",
+    )
     ap.add_argument("--max-output", type=int, default=200_000, help="output bytes kept per cell (default: 200000)")
-    ap.add_argument("--no-sandbox", action="store_true",
-                    help="run the submissions' kernels without bubblewrap, with your rights (every report says so)")
+    ap.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run the submissions' kernels without bubblewrap, with your rights (every report says so)",
+    )
     args = ap.parse_args(argv)
     try:
-        grade(args.submissions, args.out, args.notebook, args.jobs, args.cell_timeout, args.max_output,
-              sandboxed=not args.no_sandbox, max_seconds=args.max_seconds)
+        grade(
+            args.submissions,
+            args.out,
+            args.notebook,
+            args.jobs,
+            args.cell_timeout,
+            args.max_output,
+            sandboxed=not args.no_sandbox,
+            max_seconds=args.max_seconds,
+        )
     except (FileNotFoundError, SandboxMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -60,8 +60,9 @@ def collect(course: Path, assignment: str, into: Path) -> tuple[dict[str, str], 
     refused: list[grade.Result] = []
     for student in sorted(os.listdir(submitted)) if submitted.is_dir() else []:
         folder = submitted / student / assignment
-        problem = None if student.startswith(".") else _not_a_folder(submitted, Path(student),
-                                                                     Path(student, assignment))
+        problem = (
+            None if student.startswith(".") else _not_a_folder(submitted, Path(student), Path(student, assignment))
+        )
         if problem is None:
             continue  # nothing handed in for this assignment
         stamps[student] = ""
@@ -84,7 +85,7 @@ def collect(course: Path, assignment: str, into: Path) -> tuple[dict[str, str], 
 
 
 def _not_a_folder(root: Path, *rels: Path) -> str | None:
-    """"" when every ``root/rel`` is a real folder (not a link), None when one does not exist, else the reason."""
+    """ "" when every ``root/rel`` is a real folder (not a link), None when one does not exist, else the reason."""
     for rel in rels:
         try:
             mode = os.lstat(root / rel).st_mode
@@ -106,8 +107,9 @@ def small_file(path: Path, root: Path, limit: int = 4096) -> bytes:
         return b""
 
 
-def autograded_copy(release: Path, sub: nbformat.NotebookNode | None,
-                    verdicts: dict[str, grade.Verdict]) -> nbformat.NotebookNode:
+def autograded_copy(
+    release: Path, sub: nbformat.NotebookNode | None, verdicts: dict[str, grade.Verdict]
+) -> nbformat.NotebookNode:
     """The released notebook with the learner's solution/answer cells (by nbgrader grade_id) and the verdicts;
     ``sub`` None (the submission could not be read): the release's stubs stay."""
     nb = nbformat.read(str(release), as_version=4)
@@ -150,8 +152,9 @@ def write_gradebook(course: Path, assignment: str, results: list[grade.Result], 
                 gb.find_submission(assignment, r.student)
             except MissingEntry:
                 try:
-                    gb.add_submission(assignment, r.student, **({"timestamp": stamps[r.student]}
-                                                                if stamps.get(r.student) else {}))
+                    gb.add_submission(
+                        assignment, r.student, **({"timestamp": stamps[r.student]} if stamps.get(r.student) else {})
+                    )
                 except (ValueError, OverflowError):  # a timestamp.txt nbgrader cannot read: recorded without it
                     gb.db.rollback()
                     gb.add_submission(assignment, r.student)
@@ -160,14 +163,15 @@ def write_gradebook(course: Path, assignment: str, results: list[grade.Result], 
             for cell in gb.find_notebook(name, assignment).grade_cells:
                 if not cell.name.endswith("-test"):
                     continue  # a written answer: graded by hand in formgrader
-                key = cell.name[len(f"ex{nn}-"):-len("-test")]
+                key = cell.name[len(f"ex{nn}-") : -len("-test")]
                 g = gb.find_grade(cell.name, name, assignment, r.student)
                 v = by_key.get(key)
                 g.auto_score = float(v.points) if v else 0.0
                 try:
                     c = gb.find_comment(f"ex{nn}-{key}", name, assignment, r.student)
-                    c.auto_comment = _grade_report.visible((v.message or v.status) if v else
-                                                           (r.problem or "not graded"))
+                    c.auto_comment = _grade_report.visible(
+                        (v.message or v.status) if v else (r.problem or "not graded")
+                    )
                 except MissingEntry:
                     pass
             gb.db.commit()
@@ -177,38 +181,51 @@ def write_gradebook(course: Path, assignment: str, results: list[grade.Result], 
                 sub = None if r.problem else grade.load(r.path, course / "submitted")
             except Exception:  # unreadable now: the release's stubs stay
                 sub = None
-            nbformat.write(autograded_copy(course / "release" / assignment / r.path.name, sub, by_key),
-                           str(target / r.path.name))
+            nbformat.write(
+                autograded_copy(course / "release" / assignment / r.path.name, sub, by_key), str(target / r.path.name)
+            )
             if stamps.get(r.student):
                 (target / "timestamp.txt").write_text(stamps[r.student], encoding="utf-8")
-            secret = small_file(course / "submitted" / r.student / assignment / "submission_secret.txt",
-                                course / "submitted")
+            secret = small_file(
+                course / "submitted" / r.student / assignment / "submission_secret.txt", course / "submitted"
+            )
             if secret:  # release_feedback looks for it here, as after autograde
                 (target / "submission_secret.txt").write_bytes(secret)
             written += 1
     return written
 
 
-def run(course: Path, assignment: str, *, jobs: int | None = None, sandboxed: bool = True, echo=print,
-        **kw) -> list[grade.Result]:
+def run(
+    course: Path, assignment: str, *, jobs: int | None = None, sandboxed: bool = True, echo=print, **kw
+) -> list[grade.Result]:
     if not (course / "release" / assignment).is_dir():
-        raise FileNotFoundError(f"{course / 'release' / assignment} does not exist: run `nbgrader "
-                                f"generate_assignment {assignment}` first")
+        raise FileNotFoundError(
+            f"{course / 'release' / assignment} does not exist: run `nbgrader generate_assignment {assignment}` first"
+        )
     with tempfile.TemporaryDirectory(prefix="llm-lab-nbgrader-") as tmp:
         subs = Path(tmp) / "submissions"
         subs.mkdir()
         stamps, refused = collect(course, assignment, subs)
         if not stamps:
             raise FileNotFoundError(f"no submissions in {course / 'submitted'}/*/{assignment}")
-        results = grade.grade(subs, course / "llm-lab-grades" / assignment, jobs=jobs, sandboxed=sandboxed,
-                              echo=echo, refused=refused, **kw)
+        results = grade.grade(
+            subs,
+            course / "llm-lab-grades" / assignment,
+            jobs=jobs,
+            sandboxed=sandboxed,
+            echo=echo,
+            refused=refused,
+            **kw,
+        )
         copied = {id(r) for r in results} - {id(r) for r in refused}
         for r in results:  # the paths pointed into the temporary copy: keep them readable after it goes
             if id(r) in copied:
                 r.path = course / "submitted" / r.student / assignment / r.path.name
         n = write_gradebook(course, assignment, results, stamps)
-    echo(f"wrote {n} submission(s) into the gradebook and {course / 'autograded'}; next: nbgrader "
-         f"generate_feedback {assignment}")
+    echo(
+        f"wrote {n} submission(s) into the gradebook and {course / 'autograded'}; next: nbgrader "
+        f"generate_feedback {assignment}"
+    )
     return results
 
 
@@ -218,8 +235,12 @@ def main(argv=None) -> int:
     ap.add_argument("assignment", help="the assignment's name, e.g. ps1")
     ap.add_argument("--jobs", type=int, help="notebooks graded at once (default: all cores)")
     ap.add_argument("--no-sandbox", action="store_true", help="run kernels without bubblewrap (reports say so)")
-    ap.add_argument("--src", type=Path, default=_course.INSTRUCTOR,
-                    help="the instructor notebooks (default: this checkout's notebooks/instructor/)")
+    ap.add_argument(
+        "--src",
+        type=Path,
+        default=_course.INSTRUCTOR,
+        help="the instructor notebooks (default: this checkout's notebooks/instructor/)",
+    )
     args = ap.parse_args(argv)
     try:
         run(args.course.resolve(), args.assignment, jobs=args.jobs, sandboxed=not args.no_sandbox, src=args.src)

@@ -56,7 +56,7 @@ PYTHON, SITE, COURSE = "/opt/python", "/opt/site", "/course"  # where the sandbo
 
 
 def _inside(path: str, base: str, inside: str) -> str | None:
-    return inside + path[len(base):] if path == base or path.startswith(base + os.sep) else None
+    return inside + path[len(base) :] if path == base or path.startswith(base + os.sep) else None
 
 
 def _layout() -> tuple[list[tuple[str, str]], str, list[str]]:
@@ -117,18 +117,25 @@ def kernel_argv(sandboxed: bool = True) -> list[str]:
     Python at its neutral paths, or (``sandboxed=False``, ``--no-sandbox``) the grader's own."""
     if not sandboxed:
         return [sys.executable, "-I", "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    return [*python_argv("import runpy\nrunpy.run_module('ipykernel_launcher', run_name='__main__', alter_sys=True)"),
-            "-f", "{connection_file}"]
+    return [
+        *python_argv("import runpy\nrunpy.run_module('ipykernel_launcher', run_name='__main__', alter_sys=True)"),
+        "-f",
+        "{connection_file}",
+    ]
 
 
 def available() -> str | None:
     """``None`` when sandboxed grading can run here, else one sentence naming what to install or allow."""
     if not sys.platform.startswith("linux"):
-        return (f"sandboxed grading needs Linux with bubblewrap (this is {sys.platform}); grade on a Linux machine "
-                "or pass --no-sandbox (then every report says the code ran unsandboxed, with your rights)")
+        return (
+            f"sandboxed grading needs Linux with bubblewrap (this is {sys.platform}); grade on a Linux machine "
+            "or pass --no-sandbox (then every report says the code ran unsandboxed, with your rights)"
+        )
     if shutil.which("bwrap") is None:
-        return ("sandboxed grading needs bubblewrap: install it (Debian/Ubuntu: `sudo apt-get install bubblewrap`, "
-                "Fedora: `sudo dnf install bubblewrap`), or pass --no-sandbox to run the submissions unsandboxed")
+        return (
+            "sandboxed grading needs bubblewrap: install it (Debian/Ubuntu: `sudo apt-get install bubblewrap`, "
+            "Fedora: `sudo dnf install bubblewrap`), or pass --no-sandbox to run the submissions unsandboxed"
+        )
     if os.geteuid() == 0 and shutil.which("setpriv") is None:
         return "sandboxed grading as root needs setpriv (util-linux): `apt-get install util-linux`"
     if shutil.which("prlimit") is None:
@@ -136,9 +143,11 @@ def available() -> str | None:
     with Box() as box:
         probe = subprocess.run(box.wrap(["true"], []), capture_output=True, text=True, timeout=60)
     if probe.returncode != 0:
-        return ("bubblewrap is installed but cannot create a sandbox here "
-                f"({' '.join(probe.stderr.split())[:200] or 'exit ' + str(probe.returncode)}); on Ubuntu 24.04+ "
-                "allow unprivileged user namespaces for bwrap (AppArmor), or grade as root")
+        return (
+            "bubblewrap is installed but cannot create a sandbox here "
+            f"({' '.join(probe.stderr.split())[:200] or 'exit ' + str(probe.returncode)}); on Ubuntu 24.04+ "
+            "allow unprivileged user namespaces for bwrap (AppArmor), or grade as root"
+        )
     return None
 
 
@@ -146,11 +155,15 @@ def limits() -> str:
     """One line: the limits every submission gets here (what the grader prints when it starts)."""
     problem = _sandbox_limits.cgroup_problem()
     if problem is None:
-        return (f"each in a cgroup of its own: {MEMORY_MAX / 2**30:g} GiB of memory in all (its /tmp files and "
-                f"kernel memory included), {PIDS} processes, and a uid of its own")
+        return (
+            f"each in a cgroup of its own: {MEMORY_MAX / 2**30:g} GiB of memory in all (its /tmp files and "
+            f"kernel memory included), {PIDS} processes, and a uid of its own"
+        )
     per_uid = "of its own uid" if os.geteuid() == 0 else "of yours, above those running now"
-    return (f"{problem}: limits per process only ({MEMORY_BYTES / 2**30:g} GiB address space each, "
-            f"{NPROC} processes {per_uid}, /tmp {TMP_BYTES // 2**20} MiB)")
+    return (
+        f"{problem}: limits per process only ({MEMORY_BYTES / 2**30:g} GiB address space each, "
+        f"{NPROC} processes {per_uid}, /tmp {TMP_BYTES // 2**20} MiB)"
+    )
 
 
 def _dirs_to(path: str) -> list[str]:
@@ -206,12 +219,34 @@ def wrap(argv: list[str], writable: list[str], env: dict[str, str] | None = None
     root = os.geteuid() == 0
     if root and uid is None:
         raise ValueError("as root, wrap() needs the uid of a Box (sandbox.Box().wrap(...)): a uid of its own")
-    cmd = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc",
-           "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
+    cmd = [
+        "bwrap",
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--hostname",
+        "sandbox",
+    ]
     if not root:
         cmd += ["--unshare-user", "--disable-userns"]
-    cmd += ["--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
-            "--symlink", "usr/sbin", "/sbin"]
+    cmd += [
+        "--symlink",
+        "usr/lib",
+        "/lib",
+        "--symlink",
+        "usr/lib64",
+        "/lib64",
+        "--symlink",
+        "usr/bin",
+        "/bin",
+        "--symlink",
+        "usr/sbin",
+        "/sbin",
+    ]
     # the private /tmp first: binds below it (the connection folder is under the grader's /tmp) come after
     cmd += ["--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
     for p in SYSTEM:
@@ -225,17 +260,31 @@ def wrap(argv: list[str], writable: list[str], env: dict[str, str] | None = None
         cmd += [*_dirs_to(w), "--bind", w, w]
     cmd += ["--chdir", "/tmp", "--clearenv"]
     python_bin = os.path.dirname(_layout()[1])
-    base_env = {"PATH": f"{python_bin}:/usr/bin:/bin", "HOME": "/tmp", "USER": "learner",
-                "LANG": "C.UTF-8", "MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp/.matplotlib",
-                "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
+    base_env = {
+        "PATH": f"{python_bin}:/usr/bin:/bin",
+        "HOME": "/tmp",
+        "USER": "learner",
+        "LANG": "C.UTF-8",
+        "MPLBACKEND": "Agg",
+        "MPLCONFIGDIR": "/tmp/.matplotlib",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "OMP_NUM_THREADS": "1",
+    }
     if any(inside == PYTHON for _, inside in binds):  # its libpython was linked with the path it came from
         base_env["LD_LIBRARY_PATH"] = f"{PYTHON}/lib"
     for key, value in {**base_env, **(env or {})}.items():
         cmd += ["--setenv", key, value]
     cmd.append("--")
     if root:
-        cmd += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
-                "--bounding-set=-all", "--no-new-privs"]
+        cmd += [
+            "setpriv",
+            f"--reuid={uid}",
+            f"--regid={uid}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--no-new-privs",
+        ]
         nproc = NPROC
     else:
         nproc = NPROC + _processes_of(os.getuid())
@@ -274,8 +323,12 @@ def seal(folder: Path, outer_pid: int) -> None:
     pid = kernel_pid(outer_pid)
     if pid is None:
         raise RuntimeError("the sandbox's kernel was gone before it could be sealed")
-    done = subprocess.run([sys.executable, "-I", "-S", "-c", _SEAL, str(pid), f"nr_inodes={TMP_INODES}", str(folder)],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", _SEAL, str(pid), f"nr_inodes={TMP_INODES}", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"could not seal the sandbox ({' '.join(done.stderr.split())[-300:]})")
 

@@ -58,10 +58,10 @@ def is_solution_cell(cell) -> bool:
 
 STUDENT_NOTE = {
     "en": "*Student copy: the exercise solutions are removed. Write yours where a cell raises "
-          "`NotImplementedError` and run the checker cell below it; answer the questions where it says "
-          "YOUR ANSWER HERE.*",
+    "`NotImplementedError` and run the checker cell below it; answer the questions where it says "
+    "YOUR ANSWER HERE.*",
     "zh": "*学生版：练习答案已移除。请在抛出 `NotImplementedError` 的单元中写下你的代码，然后运行其下方的检查单元；"
-          "在写着“在这里写下你的答案”的单元里回答问题。*",
+    "在写着“在这里写下你的答案”的单元里回答问题。*",
 }
 
 
@@ -77,8 +77,9 @@ class StudentHeader(Preprocessor):
         lang = self.lang if self.lang in STUDENT_NOTE else "en"
         note = _course.INSTRUCTOR_NOTE[lang].split("{name}")[0]
         if index == 0 and ("colab-badge.svg" in cell.source or note in cell.source):
-            lines = [line for line in cell.source.splitlines()
-                     if "colab-badge.svg" not in line and not line.startswith(note)]
+            lines = [
+                line for line in cell.source.splitlines() if "colab-badge.svg" not in line and not line.startswith(note)
+            ]
             cell.source = "\n".join(lines).rstrip() + "\n\n" + STUDENT_NOTE[lang]
         howto = _course.HOWTO[_course.INSTRUCTOR_VERSION][lang]
         if howto in cell.source:
@@ -99,15 +100,19 @@ class CheckSolutionMarkers(Preprocessor):
     def preprocess_cell(self, cell, resources, index):
         for tag in (_course.SOLUTION, _course.ANSWER):
             if tag in _tags(cell) and not is_solution_cell(cell):
-                raise ValueError(f"cell {index} is tagged {tag!r} but has no nbgrader solution metadata; "
-                                 "rebuild the notebook with `make execute`")
+                raise ValueError(
+                    f"cell {index} is tagged {tag!r} but has no nbgrader solution metadata; "
+                    "rebuild the notebook with `make execute`"
+                )
         marks = [line for line in cell.source.splitlines() if BEGIN in line or END in line]
         if not marks:
             return cell, resources
         where = f"cell {index} ({cell.cell_type}, starting {cell.source.splitlines()[0][:60]!r})"
         if not is_solution_cell(cell):
-            raise ValueError(f"{where} contains {BEGIN!r} or {END!r} but is not a solution cell; nbgrader takes "
-                             "every line containing these words for a solution marker: reword it")
+            raise ValueError(
+                f"{where} contains {BEGIN!r} or {END!r} but is not a solution cell; nbgrader takes "
+                "every line containing these words for a solution marker: reword it"
+            )
         kinds = ["both" if BEGIN in line and END in line else "begin" if BEGIN in line else "end" for line in marks]
         if kinds != ["begin", "end"] * (len(kinds) // 2):
             raise ValueError(f"{where}: each '### {BEGIN}' needs one '### {END}' after it, each on its own line")
@@ -127,10 +132,12 @@ def nbgrader_config(lang: str) -> Config:
 
 def config_file_text(lang: str) -> str:
     c = nbgrader_config(lang).ClearSolutions
-    return (f"# nbgrader settings for the llm-lab notebooks in {lang!r} (written by tools/teaching/student.py)\n"
-            "c = get_config()  # noqa: F821\n"
-            f"c.ClearSolutions.code_stub = {dict(c.code_stub)!r}\n"
-            f"c.ClearSolutions.text_stub = {c.text_stub!r}\n")
+    return (
+        f"# nbgrader settings for the llm-lab notebooks in {lang!r} (written by tools/teaching/student.py)\n"
+        "c = get_config()  # noqa: F821\n"
+        f"c.ClearSolutions.code_stub = {dict(c.code_stub)!r}\n"
+        f"c.ClearSolutions.text_stub = {c.text_stub!r}\n"
+    )
 
 
 def source_exporter(lang: str) -> NotebookExporter:
@@ -147,8 +154,10 @@ def release_exporter(lang: str) -> NotebookExporter:
         from nbgrader.converters import GenerateAssignment
         from nbgrader.preprocessors import SaveCells
     except ImportError as exc:
-        raise SystemExit("student copies are made by nbgrader's own preprocessors, and nbgrader is not installed: "
-                         "run make instructor-setup (requirements-instructor.txt)") from exc
+        raise SystemExit(
+            "student copies are made by nbgrader's own preprocessors, and nbgrader is not installed: "
+            "run make instructor-setup (requirements-instructor.txt)"
+        ) from exc
     exp = NotebookExporter(config=nbgrader_config(lang))
     for pp in GenerateAssignment.class_traits()["preprocessors"].default():
         if pp is not SaveCells:
@@ -157,8 +166,10 @@ def release_exporter(lang: str) -> NotebookExporter:
 
 
 def _export(exporter: NotebookExporter, nb: nbformat.NotebookNode, name: str) -> str:
-    resources = {"unique_key": name.removesuffix(".ipynb"),
-                 "nbgrader": {"notebook": name.removesuffix(".ipynb"), "assignment": "", "db_url": ""}}
+    resources = {
+        "unique_key": name.removesuffix(".ipynb"),
+        "nbgrader": {"notebook": name.removesuffix(".ipynb"), "assignment": "", "db_url": ""},
+    }
     body, _ = exporter.from_notebook_node(nb, resources=resources)
     return body if body.endswith("\n") else body + "\n"
 
@@ -172,8 +183,11 @@ def make_student_copy(nb: nbformat.NotebookNode, lang: str = "en", name: str = "
     """Return the student copy of an instructor notebook as notebook JSON text (input is not modified)."""
     source = nbformat.reads(make_source(nb, lang, name), as_version=4)
     body = _export(release_exporter(lang), source, name)
-    leaked = [i for i, c in enumerate(nbformat.reads(body, as_version=4).cells)
-              if BEGIN in c.source or _course.BEGIN_HIDDEN in c.source]
+    leaked = [
+        i
+        for i, c in enumerate(nbformat.reads(body, as_version=4).cells)
+        if BEGIN in c.source or _course.BEGIN_HIDDEN in c.source
+    ]
     if leaked:  # cannot happen with nbgrader's preprocessors, but a solution must never reach a learner
         raise RuntimeError(f"a solution or hidden test survived in cells {leaked}")
     return body
@@ -191,8 +205,9 @@ def find_notebooks(src: Path, only: str | None) -> list[Path]:
     return _course.find_notebooks(src, only)
 
 
-def generate(src: Path = DEFAULT_SRC, out: Path = DEFAULT_OUT, force: bool = False, only: str | None = None,
-             echo=print) -> dict[str, list]:
+def generate(
+    src: Path = DEFAULT_SRC, out: Path = DEFAULT_OUT, force: bool = False, only: str | None = None, echo=print
+) -> dict[str, list]:
     """Write the student copies; return {'written': [...], 'unchanged': [...], 'skipped': [...],
     'errors': [...]} (paths, or (path, reason) pairs for skipped and errors)."""
     notebooks = find_notebooks(src, only)
@@ -254,11 +269,19 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--force", action="store_true", help="overwrite student copies that were edited")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default: build/student)")
-    ap.add_argument("--src", type=Path, default=DEFAULT_SRC,
-                    help="the instructor notebooks, one folder per language (default: notebooks/instructor)")
+    ap.add_argument(
+        "--src",
+        type=Path,
+        default=DEFAULT_SRC,
+        help="the instructor notebooks, one folder per language (default: notebooks/instructor)",
+    )
     ap.add_argument("--only", help="comma-separated number prefixes, e.g. 01,03")
-    ap.add_argument("--nbgrader-source", type=Path, metavar="DIR",
-                    help="also write the nbgrader source notebooks (and nbgrader_config.py) to DIR/<lang>/")
+    ap.add_argument(
+        "--nbgrader-source",
+        type=Path,
+        metavar="DIR",
+        help="also write the nbgrader source notebooks (and nbgrader_config.py) to DIR/<lang>/",
+    )
     args = ap.parse_args(argv)
     try:
         if args.nbgrader_source:
@@ -271,8 +294,10 @@ def main(argv=None) -> int:
     counts = ", ".join(f"{len(v)} {k}" for k, v in report.items() if v or k != "errors")
     print(f"student copies in {_rel(args.out)}: {counts}")
     if report["skipped"]:
-        print(f"{len(report['skipped'])} edited cop{'y' if len(report['skipped']) == 1 else 'ies'} kept; "
-              "make student FORCE=1 (or --force) overwrites them")
+        print(
+            f"{len(report['skipped'])} edited cop{'y' if len(report['skipped']) == 1 else 'ies'} kept; "
+            "make student FORCE=1 (or --force) overwrites them"
+        )
     if report["errors"]:
         print("error: some notebooks could not be converted (see above)", file=sys.stderr)
         return 1

@@ -54,12 +54,23 @@ ROOT = HERE.parents[2]
 DEFAULT_DIR = Path("/srv/llm-lab-hub")
 COURSE_ID = "llm-lab"
 PROXY = ROOT / "build" / "hub" / "proxy" / "node_modules" / ".bin" / "configurable-http-proxy"
-LEARNER_PAGE_CONFIG = {"disabledExtensions": {
-    "@jupyter/nbgrader:formgrader": True, "@jupyter/nbgrader:create-assignment": True,
-    "@jupyter/nbgrader:course-list": True}}
-LEARNER_SERVER_CONFIG = {"ServerApp": {"jpserver_extensions": {
-    "nbgrader.server_extensions.formgrader": False, "nbgrader.server_extensions.course_list": False,
-    "nbgrader.server_extensions.assignment_list": True, "nbgrader.server_extensions.validate_assignment": True}}}
+LEARNER_PAGE_CONFIG = {
+    "disabledExtensions": {
+        "@jupyter/nbgrader:formgrader": True,
+        "@jupyter/nbgrader:create-assignment": True,
+        "@jupyter/nbgrader:course-list": True,
+    }
+}
+LEARNER_SERVER_CONFIG = {
+    "ServerApp": {
+        "jpserver_extensions": {
+            "nbgrader.server_extensions.formgrader": False,
+            "nbgrader.server_extensions.course_list": False,
+            "nbgrader.server_extensions.assignment_list": True,
+            "nbgrader.server_extensions.validate_assignment": True,
+        }
+    }
+}
 
 
 def log(msg: str) -> None:
@@ -88,17 +99,27 @@ def unreachable(directory: Path) -> str | None:
     every folder above it must let others in (a checkout in a private folder, mode 0700, does not)."""
     for parent in Path(directory).resolve().parents:
         if parent.exists() and not parent.stat().st_mode & 0o001:
-            return (f"hub: --dir {directory} is inside {parent} (mode {parent.stat().st_mode & 0o777:o}), which the "
-                    "hub's users cannot enter, so they could not run its venv: put the hub where they can reach "
-                    f"it (default {DEFAULT_DIR}), not inside a private checkout or home")
+            return (
+                f"hub: --dir {directory} is inside {parent} (mode {parent.stat().st_mode & 0o777:o}), which the "
+                "hub's users cannot enter, so they could not run its venv: put the hub where they can reach "
+                f"it (default {DEFAULT_DIR}), not inside a private checkout or home"
+            )
     return None
 
 
 class Hub:
-    def __init__(self, directory: Path = DEFAULT_DIR, port: int = 8765, instructor: str = "llm-instructor",
-                 students: list[str] | None = None, python: str = "/usr/bin/python3", proxy: Path = PROXY,
-                 notebook: str = "01", notebooks: Path = ROOT / "notebooks" / "instructor",
-                 assignment: str | None = None):
+    def __init__(
+        self,
+        directory: Path = DEFAULT_DIR,
+        port: int = 8765,
+        instructor: str = "llm-instructor",
+        students: list[str] | None = None,
+        python: str = "/usr/bin/python3",
+        proxy: Path = PROXY,
+        notebook: str = "01",
+        notebooks: Path = ROOT / "notebooks" / "instructor",
+        assignment: str | None = None,
+    ):
         self.dir = Path(directory).resolve()
         self.port = port
         self.instructor = instructor
@@ -137,20 +158,35 @@ class Hub:
     def user_env(self, user: str) -> dict[str, str]:
         """The environment of ``user``'s single-user server (and of commands run as that user)."""
         home = str(self.home(user))
-        return {"PATH": f"{self.venv / 'bin'}:/usr/local/bin:/usr/bin:/bin", "HOME": home, "USER": user,
-                "LOGNAME": user, "SHELL": "/bin/bash", "LANG": "C.UTF-8", "MPLBACKEND": "Agg",
-                "JUPYTER_CONFIG_PATH": self.config_path(user), "PYTHONDONTWRITEBYTECODE": "1"}
+        return {
+            "PATH": f"{self.venv / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": home,
+            "USER": user,
+            "LOGNAME": user,
+            "SHELL": "/bin/bash",
+            "LANG": "C.UTF-8",
+            "MPLBACKEND": "Agg",
+            "JUPYTER_CONFIG_PATH": self.config_path(user),
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
 
-    def as_user(self, user: str, *cmd, cwd: Path | None = None, check: bool = True, timeout: float = 900,
-                ) -> subprocess.CompletedProcess:
+    def as_user(
+        self,
+        user: str,
+        *cmd,
+        cwd: Path | None = None,
+        check: bool = True,
+        timeout: float = 900,
+    ) -> subprocess.CompletedProcess:
         """Run ``cmd`` as the Unix user ``user`` (runuser), with their server's environment."""
         env = self.user_env(user)
         argv = ["runuser", "-u", user, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()), *map(str, cmd)]
-        proc = subprocess.run(argv, cwd=str(cwd or self.home(user)), capture_output=True, text=True,
-                              timeout=timeout)
+        proc = subprocess.run(argv, cwd=str(cwd or self.home(user)), capture_output=True, text=True, timeout=timeout)
         if check and proc.returncode != 0:
-            raise RuntimeError(f"as {user}: {' '.join(map(str, cmd))} failed ({proc.returncode}):\n"
-                               f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+            raise RuntimeError(
+                f"as {user}: {' '.join(map(str, cmd))} failed ({proc.returncode}):\n"
+                f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+            )
         return proc
 
     def nbgrader(self, user: str, *args, **kw) -> subprocess.CompletedProcess:
@@ -183,12 +219,21 @@ class Hub:
             shutil.copyfile(ROOT / name, tree / name)
         for name in ("llm_lab", "data"):
             shutil.copytree(ROOT / name, tree / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", dist, tree],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        run(
+            [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", dist, tree],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         shutil.rmtree(tree)
         wheel = next(dist.glob("llm_lab_course-*.whl"))
-        env = envs.Env("learners", str(self.venv), ("requirements-hub.txt",), editable=False, python=self.python,
-                       purpose="the learners' servers on the hub: requirements-hub.txt and this tree's wheel")
+        env = envs.Env(
+            "learners",
+            str(self.venv),
+            ("requirements-hub.txt",),
+            editable=False,
+            python=self.python,
+            purpose="the learners' servers on the hub: requirements-hub.txt and this tree's wheel",
+        )
         envs.ensure(env, wheel=wheel)
 
     def create_users(self) -> None:
@@ -229,21 +274,31 @@ class Hub:
             "# every hub user's nbgrader settings (written by tools/teaching/hub/hub.py)\n"
             "c = get_config()  # noqa: F821\n"
             f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
-            f"c.Exchange.root = {str(self.exchange)!r}\n", encoding="utf-8")
+            f"c.Exchange.root = {str(self.exchange)!r}\n",
+            encoding="utf-8",
+        )
         (self.config / "learner" / "labconfig").mkdir(exist_ok=True)
-        (self.config / "learner" / "labconfig" / "page_config.json").write_text(json.dumps(LEARNER_PAGE_CONFIG,
-                                                                                           indent=2))
-        (self.config / "learner" / "jupyter_server_config.json").write_text(json.dumps(LEARNER_SERVER_CONFIG,
-                                                                                       indent=2))
+        (self.config / "learner" / "labconfig" / "page_config.json").write_text(
+            json.dumps(LEARNER_PAGE_CONFIG, indent=2)
+        )
+        (self.config / "learner" / "jupyter_server_config.json").write_text(json.dumps(LEARNER_SERVER_CONFIG, indent=2))
         (self.config / "instructor" / "nbgrader_config.py").write_text(
             "# the instructor's nbgrader settings (written by tools/teaching/hub/hub.py)\n"
             "c = get_config()  # noqa: F821\n"
-            f"c.CourseDirectory.root = {str(self.course)!r}\n", encoding="utf-8")
+            f"c.CourseDirectory.root = {str(self.course)!r}\n",
+            encoding="utf-8",
+        )
         for p in self.config.rglob("*"):
             p.chmod(0o755 if p.is_dir() else 0o644)
-        settings = {"port": self.port, "proxy": str(self.proxy), "venv": str(self.venv), "state": str(self.state),
-                    "instructor": self.instructor, "students": self.students,
-                    "env": {u: self.user_env(u) for u in self.users}}
+        settings = {
+            "port": self.port,
+            "proxy": str(self.proxy),
+            "venv": str(self.venv),
+            "state": str(self.state),
+            "instructor": self.instructor,
+            "students": self.students,
+            "env": {u: self.user_env(u) for u in self.users},
+        }
         (self.state / "settings.json").write_text(json.dumps(settings, indent=2))
 
     def make_exchange(self) -> None:
@@ -266,7 +321,9 @@ class Hub:
             "# the llm-lab course (written by tools/teaching/hub/hub.py); stubs of the English notebooks\n"
             "c = get_config()  # noqa: F821\n"
             f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
-            "c.Execute.timeout = 120\n" + student.config_file_text("en").split("\n", 2)[2], encoding="utf-8")
+            "c.Execute.timeout = 120\n" + student.config_file_text("en").split("\n", 2)[2],
+            encoding="utf-8",
+        )
         for lang in _course.LANGS:
             key = course / "instructor-notebooks" / lang
             key.mkdir(parents=True, exist_ok=True)
@@ -285,8 +342,7 @@ class Hub:
     def generate(self, assignment: str, lang: str) -> None:
         """``nbgrader generate_assignment`` as the instructor; the Chinese stubs given on the command line (it
         outranks the course's nbgrader_config.py, which holds the English ones)."""
-        self.nbgrader(self.instructor, "generate_assignment", assignment, "--force", *stub_args(lang),
-                      cwd=self.course)
+        self.nbgrader(self.instructor, "generate_assignment", assignment, "--force", *stub_args(lang), cwd=self.course)
 
     # ---- run -----------------------------------------------------------------------------------------
     def start(self, timeout: float = 120) -> None:
@@ -295,12 +351,20 @@ class Hub:
 
         if not self.proxy.exists():
             raise SystemExit(f"hub: {self.proxy} is missing: make hub installs configurable-http-proxy (npm)")
-        env = {**os.environ, "LLM_LAB_HUB_SETTINGS": str(self.state / "settings.json"),
-               "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+        env = {
+            **os.environ,
+            "LLM_LAB_HUB_SETTINGS": str(self.state / "settings.json"),
+            "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+        }
         logf = (self.state / "jupyterhub.log").open("ab")
-        self.proc = subprocess.Popen([Path(sys.executable).parent / "jupyterhub", "-f", HERE / "jupyterhub_config.py"],
-                                     cwd=self.state, env=env, stdout=logf, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            [Path(sys.executable).parent / "jupyterhub", "-f", HERE / "jupyterhub_config.py"],
+            cwd=self.state,
+            env=env,
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         (self.state / "jupyterhub.pid").write_text(str(self.proc.pid))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -399,8 +463,10 @@ def main(argv=None) -> int:
     for user, password in hub.passwords.items():
         log(f"  {user:<20} {password}")
     log(f"instructor: {hub.instructor} (formgrader; the course folder {hub.course})")
-    log(f"students: {', '.join(hub.students)} (Assignments tab); release with: runuser -u {hub.instructor} -- "
-        f"... or the instructor's formgrader")
+    log(
+        f"students: {', '.join(hub.students)} (Assignments tab); release with: runuser -u {hub.instructor} -- "
+        f"... or the instructor's formgrader"
+    )
     generated = ", ".join(f"{hub.assignment}-{lang}" for lang in _course.LANGS)
     log(f"assignments generated: {generated}; Ctrl-C stops the hub and every server")
     try:

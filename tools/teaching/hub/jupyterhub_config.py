@@ -48,8 +48,13 @@ c.Authenticator.admin_users = {S["instructor"]}
 
 # A service for scripts run by root (tests/hub/): start users' servers and call them (nbgrader's handlers).
 c.JupyterHub.services = [{"name": "llm-lab-admin", "api_token": (STATE / "service_token").read_text().strip()}]
-c.JupyterHub.load_roles = [{"name": "llm-lab-admin", "services": ["llm-lab-admin"],
-                            "scopes": ["admin:users", "admin:servers", "access:servers"]}]
+c.JupyterHub.load_roles = [
+    {
+        "name": "llm-lab-admin",
+        "services": ["llm-lab-admin"],
+        "scopes": ["admin:users", "admin:servers", "access:servers"],
+    }
+]
 
 c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.cmd = [str(Path(S["venv"]) / "bin" / "jupyterhub-singleuser")]
