@@ -3,7 +3,8 @@
 Importing this module registers the course's CJK font with matplotlib (``use_figure_font``): a subset of Noto Sans
 CJK SC shipped in the package, holding the Chinese characters the zh figures draw, placed after the default family
 so Latin text keeps matplotlib's own font. Colab and a fresh machine have no CJK font; without it a Chinese label
-would draw as boxes. The helpers that put words in a figure take ``lang`` ("en" or "zh"; ``FIGURE_WORDS``).
+would draw as boxes. The helpers that put words in a figure take ``lang``, one of ``FIGURE_LANGUAGES`` (the
+languages of ``FIGURE_WORDS``).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def heatmap(
     """Draw a (rows, cols) matrix as a heatmap; masked (-inf / nan) cells are left blank.
 
     ``labels``: token strings for both axes (queries on rows, keys on columns), or None. ``lang``: the language
-    of the axis names ("en" or "zh").
+    of the axis names (one of ``FIGURE_LANGUAGES``).
     Returns the ``Axes``; call ``plt.show()`` afterwards in a notebook.
     """
     _checks.one_of("lang", lang, FIGURE_LANGUAGES)
@@ -237,7 +238,8 @@ def tile_diagram(num_tokens: int = 16, block_size: int = 4, ax=None, lang: str =
 
     Every ``(query i, key j)`` pair is a cell. Tiles below the diagonal are computed whole (blue); tiles on it are
     computed with the keys after their query hidden (orange, set to ``-inf``); tiles above it lie entirely in the
-    future and are skipped (white). ``lang``: the language of the title and axis names ("en" or "zh").
+    future and are skipped (white). ``lang``: the language of the title and axis names (one of
+    ``FIGURE_LANGUAGES``).
     Returns the ``Axes``; call ``plt.show()`` afterwards in a notebook.
     """
     from matplotlib.patches import Rectangle
