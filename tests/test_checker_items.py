@@ -8,7 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 from test_ex04_causal import _scores_dropout_class, additive_class
-from test_ex05_multihead import padded_with, qkv_lesson_07, qkv_per_group, split_qkv
+from test_ex05_multihead import qkv_lesson_07, qkv_per_group, split_qkv
+from test_ex05_padding import padded_with
 from test_ex06_data import docs_factory, docs_target_crosses, document_windows, embeddings
 from test_ex07_tiled import blocked, whole_rows
 from test_observe import full_scores

@@ -1,5 +1,5 @@
-"""Notebook 05's exercises (a fused qkv split, grouped-query kv heads, multi-head attention, padded heads):
-solutions, planted mistakes.
+"""Notebook 05's exercises of llm_lab/exercises/_ex05_multihead.py (a fused qkv split, grouped-query kv heads,
+multi-head attention): solutions, planted mistakes.
 
 The generic checks (solutions pass, stubs are "not implemented", planted mistakes named, never raises)
 run over these tables in tests/test_exercises.py."""
@@ -16,14 +16,6 @@ def split_qkv(qkv, num_heads, num_kv_heads):  # one view to all the heads, then 
     b, t, w = qkv.shape
     heads = qkv.view(b, t, num_heads + 2 * num_kv_heads, -1).transpose(1, 2)  # (B, nh + 2 n_kv, T, hs)
     return tuple(heads.split([num_heads, num_kv_heads, num_kv_heads], dim=1))
-
-
-def padded_attention(queries, keys, values, key_padding_mask):
-    t = queries.shape[-2]
-    hidden = torch.triu(torch.ones(t, t, dtype=torch.bool), 1) | key_padding_mask[:, None, None, :]
-    scores = (queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5).masked_fill(hidden, NEG_INF)
-    weights = torch.softmax(scores, dim=-1).masked_fill(hidden.all(dim=-1, keepdim=True), 0.0)
-    return weights @ values
 
 
 class FusedQKV(nn.Module):
@@ -132,7 +124,6 @@ pytestmark = pytest.mark.usefixtures("english")  # the checkers speak English he
 SOLUTIONS = {
     "split_qkv": split_qkv,
     "multihead": MultiHeadAttention,
-    "padded_attention": padded_attention,
 }
 PLANTED = [
     # (exercise, wrong implementation, hint the checker must name)
@@ -153,80 +144,6 @@ PLANTED = [
     ("multihead", with_mistake(MultiHeadAttention, "mask_wrong_size"), "mask_wrong_size"),
     ("multihead", FusedQKV, "missing_attribute"),
 ]
-
-
-# ---- padded heads: hints and fixes; split/merge with reshape/permute/flatten; inputs; helpers ---------------------
-
-
-def padded(
-    queries,
-    keys,
-    values,
-    key_padding_mask,
-    *,
-    mask_index=(slice(None), None, None, slice(None)),
-    num_tokens=None,
-    keys_t=(-2, -1),
-    diagonal=1,
-    scale=None,
-    zero_padded_queries=False,
-    inplace=False,
-):
-    """Exercise 5 with switches; the defaults are the notebook's solution."""
-    num_tokens = queries.shape[-2] if num_tokens is None else num_tokens(queries)
-    causal = torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool), diagonal=diagonal)
-    hidden = causal | key_padding_mask[mask_index]
-    d = keys.shape[-1] if scale is None else scale(queries)
-    if inplace:
-        queries /= d**0.5
-        attn_scores = queries @ keys.transpose(*keys_t)
-    else:
-        attn_scores = queries @ keys.transpose(*keys_t) / d**0.5
-    attn_weights = torch.softmax(attn_scores.masked_fill(hidden, NEG_INF), dim=-1)
-    attn_weights = attn_weights.masked_fill(hidden.all(dim=-1, keepdim=True), 0.0)
-    out = attn_weights @ values
-    return out.masked_fill(key_padding_mask[:, None, :, None], 0.0) if zero_padded_queries else out
-
-
-def padded_with(**switches):
-    return lambda q, k, v, m: padded(q, k, v, m, **switches)
-
-
-PADDED_HINTS = [
-    ("padded_queries_zeroed", padded_with(zero_padded_queries=True)),
-    ("padding_wrong_axis", padded_with(mask_index=(slice(None), None, slice(None), None))),
-    ("padding_heads_axis", padded_with(mask_index=(slice(None), None, slice(None)))),
-    ("diagonal_masked", padded_with(diagonal=0)),
-    ("scale_uses_T", padded_with(scale=lambda q: q.shape[-2])),
-    ("scale_uses_d_out", padded_with(scale=lambda q: q.shape[1] * q.shape[-1])),
-    ("input_modified", padded_with(inplace=True)),
-]
-
-
-@pytest.mark.parametrize(("hint", "fn"), PADDED_HINTS, ids=[h for h, _ in PADDED_HINTS])
-def test_padded_mistakes_are_named(hint, fn):
-    result = ex.grade("padded_attention", fn)
-    assert (result.status, result.hint) == ("fail", hint), result.message
-    ex.set_language("zh")
-    assert ex.evaluate("padded_attention", fn).hint == hint
-
-
-@pytest.mark.parametrize(
-    "fn",
-    [padded_with(num_tokens=lambda q: q.shape[1]), padded_with(keys_t=(1, 2))],
-    ids=["T-from-the-heads-axis", "keys-transposed-over-heads"],
-)
-def test_a_size_error_is_not_called_the_heads_axis_unless_it_is(fn):
-    result = ex.grade("padded_attention", fn)
-    assert (result.status, result.hint) == ("error", "exception"), result.message
-    assert "RuntimeError" in result.message
-
-
-def test_padding_fixes_are_written_for_four_dimensional_scores():
-    for hint in ("padding_ignored", "padding_wrong_axis", "padding_heads_axis"):
-        fix = ex.REGISTRY["padded_attention"].fixes[hint]
-        assert "key_padding_mask[:, None, None, :]" in fix["en"] and "key_padding_mask[:, None, None, :]" in fix["zh"]
-        assert "unsqueeze(-2)" not in fix["en"]
 
 
 def test_split_qkv_must_leave_its_input_alone():
@@ -279,7 +196,7 @@ def test_the_class_of_exercise_4_as_given_is_named_by_its_merge_then_by_its_scal
 
 def test_internal_helpers_are_references():
     from llm_lab import MultiHeadAttention
-    from llm_lab.exercises import _ex05_multihead, _shared
+    from llm_lab.exercises import _ex05_multihead
 
     cases = [
         (
@@ -291,22 +208,6 @@ def test_internal_helpers_are_references():
         ),
         ("split_qkv", lambda qkv, nh, n_kv: tuple(_ex05_multihead.split(t, h) for t, h in _blocks(qkv, nh, n_kv))),
         ("split_qkv", _ex05_multihead.split_qkv_ref),
-        (
-            "padded_attention",
-            lambda q, k, v, m: _ex05_multihead._padded_ref(
-                q, k, v, torch.ones(q.shape[-2], q.shape[-2], dtype=torch.bool).triu(1) | m[:, None, None, :]
-            ),
-        ),
-        (
-            "padded_attention",
-            lambda q, k, v, m: (
-                _shared.softmax_masked(
-                    q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5,
-                    torch.ones(q.shape[-2], q.shape[-2], dtype=torch.bool).triu(1) | m[:, None, None, :],
-                ).nan_to_num()
-                @ v
-            ),
-        ),
     ]
     for exercise, fn in cases:
         result = ex.grade(exercise, fn)

@@ -8,7 +8,7 @@ from _exercise_solutions import NEG_INF, _triu, dropout
 from test_ex01_masks import causal_mask
 from test_ex02_softmax import causal_softmax
 from test_ex04_causal import CausalAttention
-from test_ex05_multihead import padded_attention
+from test_ex05_padding import padded_attention
 from test_ex06_data import document_windows
 from torch import nn
 
