@@ -210,7 +210,7 @@ def grade(
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m tools.teaching.grader", description=__doc__.split("\n\n")[0])
     ap.add_argument("submissions", type=Path, help="folder with one notebook (or one folder) per student")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default: build/grades)")
     ap.add_argument("--notebook", help="the assigned notebook's number, e.g. 04 (default: the most common one)")
