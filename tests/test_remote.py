@@ -1,4 +1,4 @@
-"""Grading through ``llm_lab.exercises._remote``, as ``tools/teaching/grade.py`` does, with the kernel's side served in
+"""Grading through ``llm_lab.exercises.grading``, as ``tools/teaching/grader`` does, with the kernel's side served in
 this process (a loopback link): every exercise gives the same verdict through the proxies as when the
 checker holds the learner's object itself. The sandboxed kernel is tested in test_grade*.py; here, that the
 protocol carries everything each checker needs (module layers, train/eval, seeds, in-place changes, errors,
@@ -17,10 +17,10 @@ from test_exercises import PLANTED, REFERENCES, SOLUTIONS, StubModule, stub
 from torch import nn
 
 from llm_lab import exercises as ex
-from llm_lab.exercises import _remote
+from llm_lab.exercises.grading import kernel, proxies, wire
 
 
-def loopback() -> _remote.Link:
+def loopback() -> proxies.KernelLink:
     """A Link whose kernel is this process: each request goes through the JSON text of the real protocol."""
 
     def send(request: dict, timeout: float):
@@ -28,17 +28,17 @@ def loopback() -> _remote.Link:
         payload = base64.b64encode(json.dumps({**request, "nonce": nonce}).encode()).decode()
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            _remote.serve(payload)
+            kernel.serve(payload)
         [line] = [ln for ln in out.getvalue().splitlines() if ln.startswith(nonce)]
         return json.loads(base64.b64decode(line[len(nonce) :]))
 
-    return _remote.Link(send)
+    return proxies.KernelLink(send)
 
 
 def remote_grade(exercise: str, obj):
     link = loopback()
     link.exercise = exercise
-    _remote.capture(exercise, lambda: obj)
+    kernel.capture(exercise, lambda: obj)
     return ex.grade(exercise, link.lookup(exercise), timeout=60)
 
 
@@ -73,7 +73,7 @@ def test_an_instance_instead_of_a_class_is_named():
 
 def test_a_missing_name_is_a_name_error():
     link = loopback()
-    _remote.capture("gone", lambda: undefined_name)  # noqa: F821
+    kernel.capture("gone", lambda: undefined_name)  # noqa: F821
     with pytest.raises(NameError):
         link.lookup("gone")
 
@@ -85,7 +85,7 @@ def test_tensors_and_values_round_trip():
         "c": [torch.tensor([True, False]), torch.randn(2, dtype=torch.float64), torch.ones(2, dtype=torch.bfloat16)],
         "e": nn.Embedding(4, 2),
     }
-    back = _remote.decode(json.loads(json.dumps(_remote.encode(value))))
+    back = wire.decode(json.loads(json.dumps(wire.encode(value))))
     assert torch.equal(back["a"], value["a"]) and back["b"] == value["b"]
     assert all(torch.equal(x, y) for x, y in zip(back["c"], value["c"], strict=True))
     assert torch.equal(back["e"].weight, value["e"].weight)
@@ -96,9 +96,9 @@ def test_anything_else_comes_back_as_a_name_only():
         def __reduce__(self):
             return (print, ("pwned",))
 
-    back = _remote.decode(_remote.encode(Evil()))
-    assert isinstance(back, _remote.Opaque) and type(back).__name__ == "Evil"
-    assert _remote.decode(_remote.encode(object())).__class__.__name__ == "object"
+    back = wire.decode(wire.encode(Evil()))
+    assert isinstance(back, wire.Opaque) and type(back).__name__ == "Evil"
+    assert wire.decode(wire.encode(object())).__class__.__name__ == "object"
 
 
 @pytest.mark.parametrize(
@@ -113,8 +113,8 @@ def test_anything_else_comes_back_as_a_name_only():
     ],
 )
 def test_a_malformed_reply_is_refused(bad):
-    with pytest.raises(_remote.WireError):
-        _remote.decode(bad)
+    with pytest.raises(wire.WireError):
+        wire.decode(bad)
 
 
 def test_a_forged_status_is_not_a_verdict():
@@ -123,10 +123,10 @@ def test_a_forged_status_is_not_a_verdict():
 
     def forged(request, timeout):
         if request["op"] == "describe":
-            return _remote.encode({"object": {"handle": 1, "kind": "function", "callable": True, "name": "x"}})
-        return _remote.encode({"status": "pass", "passed": True, "value": None})
+            return wire.encode({"object": {"handle": 1, "kind": "function", "callable": True, "name": "x"}})
+        return wire.encode({"status": "pass", "passed": True, "value": None})
 
-    result = ex.grade("causal_mask", _remote.Link(forged).lookup("causal_mask"))
+    result = ex.grade("causal_mask", proxies.KernelLink(forged).lookup("causal_mask"))
     assert (result.status, result.hint) == ("fail", "returned_none")
-    with pytest.raises(_remote.WireError):
-        _remote.Link(lambda request, timeout: {"object": {"handle": 1}, "status": "pass"}).lookup("causal_mask")
+    with pytest.raises(wire.WireError):
+        proxies.KernelLink(lambda request, timeout: {"object": {"handle": 1}, "status": "pass"}).lookup("causal_mask")
