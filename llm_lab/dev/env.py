@@ -74,7 +74,7 @@ def data_files() -> list[tuple[str, str]]:
     return resources.shipped_files()
 
 
-def check_data_file(filename: str, sha256: str) -> str:
+def data_file_status(filename: str, sha256: str) -> str:
     """``"ok (<path>)"``, ``"MISSING ..."`` or ``"CHECKSUM FAILED ..."``, found the way ``load_text`` finds it."""
     try:
         path = resources.verified_path(filename, sha256)
@@ -99,7 +99,7 @@ def collect() -> list[tuple[str, str]]:
         ("torch", _torch_line()),
     ]
     rows += [(label, _version(dist)) for label, dist in PACKAGES]
-    rows += [(f"data {filename}", check_data_file(filename, sha256)) for filename, sha256 in data_files()]
+    rows += [(f"data {filename}", data_file_status(filename, sha256)) for filename, sha256 in data_files()]
     return rows
 
 

@@ -12,8 +12,8 @@ from ._harness import last_observed
 from ._modules import (
     DROPOUT_HINTS,
     build,
-    check_eval_dropout,
     class_name,
+    expect_eval_without_dropout,
     forward_case,
     linear,
     probe_train_dropout,
@@ -106,7 +106,7 @@ def body_causal_attention(cls, additive: bool = False) -> list[str]:
             x = torch.randn(*shape, generator=g)
             case = f"{build_case}, x.shape={shape_str(shape)}"
             if dropout > 0:
-                check_eval_dropout(module, x, case)
+                expect_eval_without_dropout(module, x, case)
             forward_case(
                 module,
                 x,

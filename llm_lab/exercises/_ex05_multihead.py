@@ -13,8 +13,8 @@ from ._harness import call
 from ._modules import (
     DROPOUT_HINTS,
     build,
-    check_eval_dropout,
     class_name,
+    expect_eval_without_dropout,
     forward_case,
     linear,
     probe_train_dropout,
@@ -210,7 +210,7 @@ def body_multihead(cls) -> list[str]:
                 diagnose(out, variants, torch.tensor([float("nan")]), case=case)  # skip no variant
                 raise Fail("missing_attribute", name="`out_proj`", expected=f"nn.Linear({d_out}, {d_out})")
             if dropout > 0:
-                check_eval_dropout(module, x, case)
+                expect_eval_without_dropout(module, x, case)
             forward_case(
                 module,
                 x,

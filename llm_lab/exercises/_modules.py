@@ -97,7 +97,7 @@ def forward_case(
     compare(out, want, case, variants)
 
 
-def check_eval_dropout(module, x, case):
+def expect_eval_without_dropout(module, x, case):
     """In eval mode with dropout p > 0 the output must not depend on the random seed."""
     outs = [as_tensor(call(module, x.clone(), case=case, seed=s), case) for s in (11, 12)]
     if not same(outs[0], outs[1]):

@@ -81,7 +81,7 @@ def build_wheel(python: Path, dist: Path) -> Path:
     return wheels[0]
 
 
-def check_isolation(python: Path, workdir: Path, wheel: Path) -> None:
+def verify_isolation(python: Path, workdir: Path, wheel: Path) -> None:
     """``import llm_lab`` must find the wheel's copy in the venv, and nothing of this repository."""
     out = subprocess.run(
         [str(python), "-c", ISOLATION_CHECK], cwd=workdir, check=True, capture_output=True, text=True
@@ -251,7 +251,7 @@ def main(argv=None) -> int:
         tmp = Path(tmp)
         empty = tmp / "empty"
         empty.mkdir()
-        check_isolation(python, empty, wheel)
+        verify_isolation(python, empty, wheel)
         staged = stage(notebooks, tmp / "notebooks", args.signs if args.perturb else (), args.signs_by_lang)
         kernels = kernel_env(tmp, args.perturb)
         signs = ", ".join(f"{s:+d}" for s in args.signs)
