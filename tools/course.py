@@ -212,7 +212,7 @@ def verdict_code(exercise: str, obj: str, lang: str | None = None) -> str:
             f"_obj = {obj}",
             "if _patched:",
             '    _status, _mistake = "tampered", "tampered"',
-            '    _note = "0 points: checkers redefined or patched / 0 分：检查器被改动: " + ", ".join(_patched)',
+            f"    _note = _fresh.tampered_note(_patched, lang={language})",
             "else:",
             f'    _r = _fresh.grade("{exercise}", _obj, lang={language})',
             "    _status, _mistake, _note = _r.status, _r.hint, _r.message",

@@ -90,6 +90,12 @@ def evaluate(exercise: str, obj, *, timeout: float | None = TIMEOUT) -> CheckRes
     return grade(exercise, obj, lang=get_language(), timeout=timeout)
 
 
+def tampered_note(patched: list[str], lang: str | None = None) -> str:
+    """What a hidden test (``tools.course.verdict_code``) says when ``audit`` found redefined or patched checkers
+    ``patched``, in ``lang`` (default: the language chosen with ``set_language``)."""
+    return word("tampered", known_language(lang or get_language()), names=", ".join(patched))
+
+
 def reset_hints() -> None:
     """Forget which mistakes were already hinted: the next ❌ of each names the concept only again."""
     _seen.clear()
@@ -134,5 +140,6 @@ __all__ = [
     "points",
     "reset_hints",
     "set_language",
+    "tampered_note",
 ]
 __all__ += checkers.__all__

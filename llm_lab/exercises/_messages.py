@@ -380,4 +380,5 @@ WORDS: dict[str, dict[str, str]] = {
     },
     "fix": {"en": "Fix:", "zh": "改法："},
     "dims": {"en": "the {name} dimension", "zh": "{name}维度"},
+    "tampered": {"en": "0 points: checkers redefined or patched: {names}", "zh": "0 分：检查器被改动：{names}"},
 }
