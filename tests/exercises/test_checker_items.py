@@ -1,6 +1,6 @@
 """The statements of 04-07 checked across notebooks: the same verdicts when grading runs the learner's code in
 another process, docs/checks.md covering every exercise, and correct solutions written differently passing.
-(Each exercise's own requirements are tested in tests/test_exNN_*.py.)"""
+(Each exercise's own requirements are tested in tests/exercises/test_exNN_*.py.)"""
 
 import re
 

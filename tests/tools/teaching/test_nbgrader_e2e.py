@@ -83,9 +83,8 @@ def cells(nb):
     return [(c.cell_type, c.source, dict(c.metadata), c.get("outputs")) for c in nb.cells]
 
 
-@pytest.fixture(scope="module")
-def course(tmp_path_factory):
-    root = tmp_path_factory.mktemp("nbgrader")
+def release(root):
+    """The fixture course's 01_demo as nbgrader's source of ``ASSIGNMENT``, released by generate_assignment."""
     notebooks = fx.build_course(root / "instructor")
     course = root / "course"
     (course / "source" / ASSIGNMENT).mkdir(parents=True)
@@ -98,6 +97,12 @@ def course(tmp_path_factory):
     fx.student.write_sources(notebooks, root / "sources", only="01")
     (course / "source" / ASSIGNMENT / fx.NAME).write_bytes((root / "sources" / "en" / fx.NAME).read_bytes())
     nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
+    return course, notebooks
+
+
+def hand_in(root, course, notebooks):
+    """The class's submissions in submitted/: honest, careless and hostile notebooks, and the entries that are no
+    notebook (links to the answer key, a pipe, ...). Returns the hostile host, which knows what must stay unchanged."""
     host = _hostile.host_for(root, notebooks, course / "submitted")
     attacks = _hostile.tricks(host)
     for student in HOSTILE:  # a wrong mask, the renormalize stub, one trick
@@ -127,6 +132,14 @@ def course(tmp_path_factory):
     (course / "submitted" / "key_assignment" / ASSIGNMENT).symlink_to(source, target_is_directory=True)
     for name in ("shadow", "zero", "pipe", "deep"):
         _hostile.plant(host, course / "submitted" / name / ASSIGNMENT, name)
+    return host
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    root = tmp_path_factory.mktemp("nbgrader")
+    course, notebooks = release(root)
+    host = hand_in(root, course, notebooks)
     before = host.digest()
     env = {**os.environ, "MPLBACKEND": "Agg", "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", "")}
     proc = subprocess.run(
