@@ -138,20 +138,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
-    device = args.device
-    preset = "quick" if args.quick else "full"
-    s = lb.settings_for(preset, device, args.repeats)
-    n_tokens, configs, views_rep, list_rep = DATASET_PRESETS[preset]
-    out = args.out if args.out is not None else (None if args.quick else "docs/benchmarks.md")
-    out = None if out == "-" else out
-
-    load0 = os.getloadavg() if hasattr(os, "getloadavg") else None
-    started = time.perf_counter()
-    machine = lb.machine_lines(device)
-    print("\n".join(machine))
-
+def attention_part(s, device: str) -> tuple[dict, dict]:
+    """Part 1, printed as it runs: the sweep over T (for the figure) and the report's fields for it."""
     headline = s.lengths[-1]
     size = f"B={s.batch}, T={headline}, d={s.d}, {s.num_heads} heads, float32, {device}"
     print(f"\n[1] attention forward + backward at T = {', '.join(map(str, s.lengths))}; {size}", flush=True)
@@ -160,47 +148,77 @@ def main(argv=None) -> int:
     attention_rows, fused = lb.table(results), fused_lines(results)
     sweep_rows = sweep_table(sweep)
     print("\n".join(attention_rows + fused + [""] + sweep_rows))
+    return sweep, dict(
+        size=size,
+        repeats=s.repeats,
+        headline=headline,
+        attention_table="\n".join(attention_rows),
+        fused_lines="\n".join(f"- {x}" for x in fused),
+        sweep_table="\n".join(sweep_rows),
+    )
 
+
+def dataset_part(preset: str) -> dict:
+    """Part 2, printed as it runs: views vs the book's list of tensors; the report's fields for it."""
+    n_tokens, configs, views_rep, list_rep = DATASET_PRESETS[preset]
     print(f"\n[2] dataset over >= {n_tokens:,} tokens: views vs the book's list of tensors", flush=True)
     ds_results = dataset_bench.bench_dataset(n_tokens, configs, views_rep, list_rep)
     ds_rows, ds_lines = dataset_bench.dataset_table(ds_results), dataset_lines(ds_results)
     print("\n".join(ds_rows + ds_lines))
-
-    elapsed = time.perf_counter() - started
-    load1 = os.getloadavg() if hasattr(os, "getloadavg") else None
-    load_line = f"load average (1 min) {load0[0]:.2f} at the start, {load1[0]:.2f} at the end" if load0 else ""
-    print(f"\ntotal {elapsed:.0f} s; {load_line}")
-    if not out:
-        return 0
-
-    path = Path(out) if Path(out).is_absolute() else ROOT / out
-    png = path.with_suffix(".png")
-    plot_line = write_plot(
-        sweep, png, f"causal MHA forward + backward, B={s.batch}, d={s.d}, {s.num_heads} heads, {device}"
+    return dict(
+        n_tokens=f"{n_tokens:,}",
+        views_repeats=views_rep,
+        list_repeats=list_rep,
+        dataset_table="\n".join(ds_rows),
+        dataset_lines="\n".join(f"- {x}" for x in ds_lines),
     )
-    machine_md = [f"- {m}" for m in machine]
-    machine_md.append(
+
+
+def load_average() -> float | None:
+    """The 1-minute load average, or None where the platform has none."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+
+
+def machine_section(machine: list[str], load_line: str, elapsed: float, note: str) -> str:
+    """The report's machine list: the machine, the load and run time, and the caller's note."""
+    lines = [f"- {m}" for m in machine]
+    lines.append(
         f"- {load_line}, total run time {elapsed:.0f} s." if load_line else f"- total run time {elapsed:.0f} s."
     )
-    machine_md += [f"- {args.note}"] if args.note else []
-    write_report(
-        path,
-        dict(
-            machine="\n".join(machine_md),
-            size=size,
-            repeats=s.repeats,
-            headline=headline,
-            attention_table="\n".join(attention_rows),
-            fused_lines="\n".join(f"- {x}" for x in fused),
-            sweep_table="\n".join(sweep_rows),
-            plot_line=plot_line,
-            n_tokens=f"{n_tokens:,}",
-            views_repeats=views_rep,
-            list_repeats=list_rep,
-            dataset_table="\n".join(ds_rows),
-            dataset_lines="\n".join(f"- {x}" for x in ds_lines),
-        ),
+    lines += [f"- {note}"] if note else []
+    return "\n".join(lines)
+
+
+def report_path(args: argparse.Namespace) -> Path | None:
+    """Where the report goes: ``--out`` (relative to the repository root), docs/benchmarks.md for a full run,
+    None with ``--quick`` or ``--out -``."""
+    out = args.out if args.out is not None else (None if args.quick else "docs/benchmarks.md")
+    if not out or out == "-":
+        return None
+    return Path(out) if Path(out).is_absolute() else ROOT / out
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    preset = "quick" if args.quick else "full"
+    s = lb.settings_for(preset, args.device, args.repeats)
+    load0, started = load_average(), time.perf_counter()
+    machine = lb.machine_lines(args.device)
+    print("\n".join(machine))
+    sweep, fields = attention_part(s, args.device)
+    fields.update(dataset_part(preset))
+    elapsed, load1 = time.perf_counter() - started, load_average()
+    load_line = f"load average (1 min) {load0:.2f} at the start, {load1:.2f} at the end" if load0 is not None else ""
+    print(f"\ntotal {elapsed:.0f} s; {load_line}")
+    path = report_path(args)
+    if path is None:
+        return 0
+    png = path.with_suffix(".png")
+    title = f"causal MHA forward + backward, B={s.batch}, d={s.d}, {s.num_heads} heads, {args.device}"
+    fields.update(
+        plot_line=write_plot(sweep, png, title), machine=machine_section(machine, load_line, elapsed, args.note)
     )
+    write_report(path, fields)
     print(f"wrote {path}" + (f" and {png.name}" if png.exists() else ""))
     return 0
 

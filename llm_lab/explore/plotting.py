@@ -3,11 +3,13 @@
 Importing this module registers the course's CJK font with matplotlib (``use_figure_font``): a subset of Noto Sans
 CJK SC shipped in the package, holding the Chinese characters the zh figures draw, placed after the default family
 so Latin text keeps matplotlib's own font. Colab and a fresh machine have no CJK font; without it a Chinese label
-would draw as boxes. The helpers that put words in a figure take ``lang`` ("en" or "zh"; ``FIGURE_WORDS``).
+would draw as boxes. The helpers that put words in a figure take ``lang``, one of ``FIGURE_LANGUAGES`` (the
+languages of ``FIGURE_WORDS``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 
 import matplotlib
@@ -60,7 +62,7 @@ def heatmap(
     """Draw a (rows, cols) matrix as a heatmap; masked (-inf / nan) cells are left blank.
 
     ``labels``: token strings for both axes (queries on rows, keys on columns), or None. ``lang``: the language
-    of the axis names ("en" or "zh").
+    of the axis names (one of ``FIGURE_LANGUAGES``).
     Returns the ``Axes``; call ``plt.show()`` afterwards in a notebook.
     """
     _checks.one_of("lang", lang, FIGURE_LANGUAGES)
@@ -115,6 +117,84 @@ def _grid(ax, x0, y0, colors, cell=0.3, texts=None):
     return cols * cell, rows * cell
 
 
+def _check_positive_ints(**values) -> None:
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+@dataclass(frozen=True)
+class _HeadSplitLayout:
+    """Where the parts of ``head_split_diagram`` go: each grid has ``num_tokens`` rows of ``cell``-sized squares;
+    the heads' blocks are stacked ``gap`` apart, and the full-width grids sit level with the middle of the stack."""
+
+    num_tokens: int
+    d_out: int
+    num_heads: int
+    cell: float = 0.3
+    gap: float = 0.35
+
+    @property
+    def hs(self) -> int:
+        return self.d_out // self.num_heads
+
+    @property
+    def height(self) -> float:  # one grid's height: T rows
+        return self.num_tokens * self.cell
+
+    @property
+    def top(self) -> float:  # the full-width grids' top edge
+        return self.num_heads * (self.height + self.gap) / 2 + self.height / 2
+
+    @property
+    def mid(self) -> float:  # the full-width grids' middle: where the arrows run
+        return self.top - self.height / 2
+
+    @property
+    def heads_top(self) -> float:  # the first head's top edge
+        return self.num_heads * (self.height + self.gap) - self.gap + (self.top - self.height) / 2
+
+    def colors(self) -> list[list[str]]:
+        """(T, d_out) cell colours: each feature column in the colour of the head it belongs to."""
+        return [[f"C{c // self.hs}" for c in range(self.d_out)] for _ in range(self.num_tokens)]
+
+    def features(self) -> list[list[str]]:
+        """(T, d_out) cell texts: each column's feature index."""
+        return [[f"{c}" for c in range(self.d_out)] for _ in range(self.num_tokens)]
+
+
+def _arrow(ax, x_from, x_to, y, label):
+    """A grey arrow from ``x_from`` to ``x_to`` at height ``y``, with the code it stands for above it."""
+    ax.annotate("", xy=(x_to, y), xytext=(x_from, y), arrowprops={"arrowstyle": "->", "color": "0.3"})
+    ax.text((x_from + x_to) / 2, y + 0.12, label, ha="center", va="bottom", fontsize=7, family="monospace")
+
+
+def _labelled_grid(ax, x, layout: _HeadSplitLayout, colors, texts, label: str) -> float:
+    """A full-width (T, d_out) grid at ``x`` with ``label`` above it; its width."""
+    width, _ = _grid(ax, x, layout.top, colors, layout.cell, texts)
+    ax.text(x + width / 2, layout.top + 0.1, label, ha="center", va="bottom", fontsize=8)
+    return width
+
+
+def _heads(ax, x, layout: _HeadSplitLayout) -> None:
+    """The heads' (T, hs) blocks at ``x``, stacked top to bottom, each with its index and what it computes."""
+    hs, colors, features = layout.hs, layout.colors(), layout.features()
+    for h in range(layout.num_heads):
+        y = layout.heads_top - h * (layout.height + layout.gap)
+        block = [row[h * hs : (h + 1) * hs] for row in colors]
+        w, _ = _grid(ax, x, y, block, layout.cell, [row[h * hs : (h + 1) * hs] for row in features])
+        ax.text(x - 0.08, y - layout.height / 2, f"h={h}", ha="right", va="center", fontsize=8)
+        ax.text(
+            x + w + 0.15,
+            y - layout.height / 2,
+            r"softmax$(q k^T / \sqrt{hs})\,v$",
+            ha="left",
+            va="center",
+            fontsize=7,
+        )
+    ax.text(x + hs * layout.cell / 2, layout.heads_top + 0.1, "(nh, T, hs)", ha="center", va="bottom", fontsize=8)
+
+
 def head_split_diagram(num_tokens: int = 4, d_out: int = 6, num_heads: int = 2, ax=None, lang: str = "en"):
     """The head split and merge of multi-head attention, drawn for one sequence.
 
@@ -122,59 +202,32 @@ def head_split_diagram(num_tokens: int = 4, d_out: int = 6, num_heads: int = 2, 
     ``view`` + ``transpose`` cut it into ``num_heads`` blocks ``(T, hs)`` (one per head, each attends on its
     own); ``transpose`` + ``reshape`` put the heads' context vectors side by side again; ``out_proj`` mixes
     them, so every output feature (grey) draws on all heads. Text: code names, shapes and numbers, and the word
-    "output" in ``lang`` ("en" or "zh"). Returns the ``Axes``; call ``plt.show()`` afterwards in a notebook.
+    "output" in ``lang`` (one of ``FIGURE_LANGUAGES``). Returns the ``Axes``; call ``plt.show()`` afterwards in a
+    notebook.
     """
     _checks.one_of("lang", lang, FIGURE_LANGUAGES)
-    for name, value in (("num_tokens", num_tokens), ("d_out", d_out), ("num_heads", num_heads)):
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    _check_positive_ints(num_tokens=num_tokens, d_out=d_out, num_heads=num_heads)
     if d_out % num_heads:
         raise ValueError(f"d_out={d_out} must be divisible by num_heads={num_heads}")
     if ax is None:
         _, ax = plt.subplots(figsize=(10, 3.4))
-    hs, cell = d_out // num_heads, 0.3
-    head_colors = [f"C{h}" for h in range(num_heads)]
-    by_head = [[head_colors[c // hs] for c in range(d_out)] for _ in range(num_tokens)]
-    feature = [[f"{c}" for c in range(d_out)] for _ in range(num_tokens)]
-    top = num_heads * (num_tokens * cell + 0.35) / 2 + num_tokens * cell / 2
-    mid = top - num_tokens * cell / 2
-
-    def arrow(x_from, x_to, label):
-        ax.annotate("", xy=(x_to, mid), xytext=(x_from, mid), arrowprops={"arrowstyle": "->", "color": "0.3"})
-        ax.text((x_from + x_to) / 2, mid + 0.12, label, ha="center", va="bottom", fontsize=7, family="monospace")
-
-    x = 0.0
-    width, _ = _grid(ax, x, top, by_head, cell, feature)
-    ax.text(x + width / 2, top + 0.1, "W_query(x)\n(T, d_out)", ha="center", va="bottom", fontsize=8)
-    arrow(x + width + 0.15, x + width + 2.0, "view(T, nh, hs)\n.transpose(0, 1)")
+    layout = _HeadSplitLayout(num_tokens, d_out, num_heads)
+    x, mid = 0.0, layout.mid
+    width = _labelled_grid(ax, x, layout, layout.colors(), layout.features(), "W_query(x)\n(T, d_out)")
+    _arrow(ax, x + width + 0.15, x + width + 2.0, mid, "view(T, nh, hs)\n.transpose(0, 1)")
     x += width + 2.4
-    heads_top = num_heads * (num_tokens * cell + 0.35) - 0.35 + (top - num_tokens * cell) / 2
-    for h in range(num_heads):
-        y = heads_top - h * (num_tokens * cell + 0.35)
-        block = [row[h * hs : (h + 1) * hs] for row in by_head]
-        w, _ = _grid(ax, x, y, block, cell, [row[h * hs : (h + 1) * hs] for row in feature])
-        ax.text(x - 0.08, y - num_tokens * cell / 2, f"h={h}", ha="right", va="center", fontsize=8)
-        ax.text(
-            x + w + 0.15,
-            y - num_tokens * cell / 2,
-            r"softmax$(q k^T / \sqrt{hs})\,v$",
-            ha="left",
-            va="center",
-            fontsize=7,
-        )
-    ax.text(x + hs * cell / 2, heads_top + 0.1, "(nh, T, hs)", ha="center", va="bottom", fontsize=8)
-    x += hs * cell + 2.3
-    arrow(x - 0.1, x + 1.8, ".transpose(0, 1)\n.reshape(T, d_out)")
+    _heads(ax, x, layout)
+    x += layout.hs * layout.cell + 2.3
+    _arrow(ax, x - 0.1, x + 1.8, mid, ".transpose(0, 1)\n.reshape(T, d_out)")
     x += 2.0
-    width, _ = _grid(ax, x, top, by_head, cell)
-    ax.text(x + width / 2, top + 0.1, "context_vec\n(T, d_out)", ha="center", va="bottom", fontsize=8)
-    arrow(x + width + 0.1, x + width + 1.3, "out_proj")
+    width = _labelled_grid(ax, x, layout, layout.colors(), None, "context_vec\n(T, d_out)")
+    _arrow(ax, x + width + 0.1, x + width + 1.3, mid, "out_proj")
     x += width + 1.5
-    width, _ = _grid(ax, x, top, [["0.45"] * d_out for _ in range(num_tokens)], cell)
-    output = figure_word("output", lang)
-    ax.text(x + width / 2, top + 0.1, f"{output}\n(T, d_out)", ha="center", va="bottom", fontsize=8)
+    grey = [["0.45"] * d_out for _ in range(num_tokens)]
+    width = _labelled_grid(ax, x, layout, grey, None, f"{figure_word('output', lang)}\n(T, d_out)")
     ax.set_xlim(-0.6, x + width + 0.2)
-    ax.set_ylim(heads_top - num_heads * (num_tokens * cell + 0.35) + 0.1, max(top, heads_top) + 0.6)
+    bottom = layout.heads_top - num_heads * (layout.height + layout.gap) + 0.1
+    ax.set_ylim(bottom, max(layout.top, layout.heads_top) + 0.6)
     ax.set_aspect("equal")
     ax.axis("off")
     return ax
@@ -185,15 +238,14 @@ def tile_diagram(num_tokens: int = 16, block_size: int = 4, ax=None, lang: str =
 
     Every ``(query i, key j)`` pair is a cell. Tiles below the diagonal are computed whole (blue); tiles on it are
     computed with the keys after their query hidden (orange, set to ``-inf``); tiles above it lie entirely in the
-    future and are skipped (white). ``lang``: the language of the title and axis names ("en" or "zh").
+    future and are skipped (white). ``lang``: the language of the title and axis names (one of
+    ``FIGURE_LANGUAGES``).
     Returns the ``Axes``; call ``plt.show()`` afterwards in a notebook.
     """
     from matplotlib.patches import Rectangle
 
     _checks.one_of("lang", lang, FIGURE_LANGUAGES)
-    for name, value in (("num_tokens", num_tokens), ("block_size", block_size)):
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    _check_positive_ints(num_tokens=num_tokens, block_size=block_size)
     if ax is None:
         _, ax = plt.subplots(figsize=(4.2, 4.2))
     blocks = -(-num_tokens // block_size)  # ceil: the last block may be shorter
@@ -229,17 +281,8 @@ def _two_decimals(x: float) -> str:
     return f"{round(float(x), 2) + 0.0:.2f}"  # + 0.0: -0.001 prints 0.00, not -0.00
 
 
-def attention_diagram(attn_scores_row, attn_weights_row, values, labels, query, causal=True, ax=None):
-    """Draw the attention of ONE query as a picture of the mechanism, not of a tensor.
-
-    Left to right: the query, a line to every key (thicker = more weight, dashed grey = hidden), the scaled
-    score of each key, its softmax weight as a bar, the value vectors, and the weighted average of the values:
-    the query's context vector. ``attn_scores_row`` (T,): the query's scaled scores; ``attn_weights_row`` (T,):
-    their (masked) softmax; ``values`` (T, d_v); ``labels``: T token strings; ``query``: the query's index.
-    ``causal``: the keys after the query are hidden, shown with the score the mask gives them, -inf (so is any
-    key whose score is -inf). All text is symbols, numbers, code names and the labels: no font beyond matplotlib's own.
-    Returns the ``Axes``; call ``plt.show()`` afterwards in a notebook.
-    """
+def _one_query(attn_scores_row, attn_weights_row, values, labels, query):
+    """``attention_diagram``'s inputs as arrays: scores (T,), weights (T,), values (T, d_v); checked to agree."""
     scores = _as_array(torch.as_tensor(attn_scores_row).reshape(1, -1))[0]
     weights = _as_array(torch.as_tensor(attn_weights_row).reshape(1, -1))[0]
     vals = _as_array(values)
@@ -251,42 +294,42 @@ def attention_diagram(attn_scores_row, attn_weights_row, values, labels, query, 
         )
     if not 0 <= query < num_tokens:
         raise ValueError(f"query={query} is not a key index 0..{num_tokens - 1}")
-    if ax is None:
-        _, ax = plt.subplots(figsize=(9, 3.8))
-    rows = num_tokens - 1 - np.arange(num_tokens)  # key 0 at the top
-    middle = (num_tokens - 1) / 2
-    box = {"boxstyle": "round,pad=0.3", "fc": "white"}
-    ax.text(0.3, middle, f"$q$\n{labels[query]}", ha="center", va="center", bbox={**box, "ec": "C1"})
-    context = weights @ vals  # (d_v,)
-    for j, y in enumerate(rows):
-        hidden = (causal and j > query) or scores[j] == -np.inf
-        style = {"color": "0.7", "ls": "--", "lw": 0.8} if hidden else {"color": "C0", "lw": 0.5 + 6 * weights[j]}
-        ax.plot([0.8, 2.2], [middle, y], **style)
-        ax.text(
-            2.9,
-            y,
-            f"$k_{{{j}}}$ {labels[j]}",
-            ha="center",
-            va="center",
-            color="0.6" if hidden else "black",
-            bbox={**box, "ec": "0.7" if hidden else "C0"},
+    return scores, weights, vals
+
+
+_BOX = {"boxstyle": "round,pad=0.3", "fc": "white"}
+
+
+def _key_row(ax, j, y, middle, label, score, weight, value, hidden):
+    """Key ``j``'s row at height ``y``: its line from the query (at ``middle``), its box, its score, its weight as
+    a bar and a number, its value vector and, if it has weight, its arrow into the context vector."""
+    style = {"color": "0.7", "ls": "--", "lw": 0.8} if hidden else {"color": "C0", "lw": 0.5 + 6 * weight}
+    ax.plot([0.8, 2.2], [middle, y], **style)
+    ax.text(
+        2.9,
+        y,
+        f"$k_{{{j}}}$ {label}",
+        ha="center",
+        va="center",
+        color="0.6" if hidden else "black",
+        bbox={**_BOX, "ec": "0.7" if hidden else "C0"},
+    )
+    ax.text(4.4, y, "$-\\infty$" if hidden else f"{score:.2f}", ha="center", va="center")
+    ax.barh(y, 1.2 * weight, left=5.1, height=0.5, color="C0")
+    ax.text(6.4, y, f"{weight:.2f}", ha="left", va="center")
+    vector = ", ".join(_two_decimals(x) for x in value)
+    ax.text(7.3, y, f"$v_{{{j}}}$ = ({vector})", ha="left", va="center", alpha=1.0 if weight > 0 else 0.4)
+    if weight > 0:
+        ax.annotate(
+            "",
+            xy=(10.6, middle),
+            xytext=(9.8, y),
+            arrowprops={"arrowstyle": "->", "color": "C0", "lw": 0.5 + 3 * weight},
         )
-        ax.text(4.4, y, "$-\\infty$" if hidden else f"{scores[j]:.2f}", ha="center", va="center")
-        ax.barh(y, 1.2 * weights[j], left=5.1, height=0.5, color="C0")
-        ax.text(6.4, y, f"{weights[j]:.2f}", ha="left", va="center")
-        vector = ", ".join(_two_decimals(x) for x in vals[j])
-        ax.text(7.3, y, f"$v_{{{j}}}$ = ({vector})", ha="left", va="center", alpha=1.0 if weights[j] > 0 else 0.4)
-        if weights[j] > 0:
-            ax.annotate(
-                "",
-                xy=(10.6, middle),
-                xytext=(9.8, y),
-                arrowprops={"arrowstyle": "->", "color": "C0", "lw": 0.5 + 3 * weights[j]},
-            )
-    vector = ", ".join(_two_decimals(x) for x in context)
-    ax.text(11.7, middle, f"$\\sum_j\\, w_j v_j$\n({vector})", ha="center", va="center", bbox={**box, "ec": "C1"})
-    top = num_tokens - 0.2
-    # the column heads are the code names of the notebooks: no word needs a translation
+
+
+def _column_heads(ax, query, top):
+    """The columns' names above the rows: the code names of the notebooks, so no word needs a translation."""
     heads = (
         (0.3, f"queries[{query}]"),
         (2.9, "keys"),
@@ -297,6 +340,33 @@ def attention_diagram(attn_scores_row, attn_weights_row, values, labels, query, 
     )
     for x, head in heads:
         ax.text(x, top, head, ha="center", va="bottom", fontsize=9, color="0.3")
+
+
+def attention_diagram(attn_scores_row, attn_weights_row, values, labels, query, causal=True, ax=None):
+    """Draw the attention of ONE query as a picture of the mechanism, not of a tensor.
+
+    Left to right: the query, a line to every key (thicker = more weight, dashed grey = hidden), the scaled
+    score of each key, its softmax weight as a bar, the value vectors, and the weighted average of the values:
+    the query's context vector. ``attn_scores_row`` (T,): the query's scaled scores; ``attn_weights_row`` (T,):
+    their (masked) softmax; ``values`` (T, d_v); ``labels``: T token strings; ``query``: the query's index.
+    ``causal``: the keys after the query are hidden, shown with the score the mask gives them, -inf (so is any
+    key whose score is -inf). All text is symbols, numbers, code names and the labels: no font beyond matplotlib's own.
+    Returns the ``Axes``; call ``plt.show()`` afterwards in a notebook.
+    """
+    scores, weights, vals = _one_query(attn_scores_row, attn_weights_row, values, labels, query)
+    num_tokens = len(scores)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 3.8))
+    rows = num_tokens - 1 - np.arange(num_tokens)  # key 0 at the top
+    middle = (num_tokens - 1) / 2
+    ax.text(0.3, middle, f"$q$\n{labels[query]}", ha="center", va="center", bbox={**_BOX, "ec": "C1"})
+    context = weights @ vals  # (d_v,)
+    for j, y in enumerate(rows):
+        hidden = (causal and j > query) or scores[j] == -np.inf
+        _key_row(ax, j, y, middle, labels[j], scores[j], weights[j], vals[j], hidden)
+    vector = ", ".join(_two_decimals(x) for x in context)
+    ax.text(11.7, middle, f"$\\sum_j\\, w_j v_j$\n({vector})", ha="center", va="center", bbox={**_BOX, "ec": "C1"})
+    _column_heads(ax, query, num_tokens - 0.2)
     ax.set_xlim(-0.4, 12.9)
     ax.set_ylim(-0.7, num_tokens + 0.3)
     ax.axis("off")

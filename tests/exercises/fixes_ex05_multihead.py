@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (the planted and fixed lines read better unbroken)
-"""Notebook 05's second-step fixes (multi-head attention, padded heads, the fused qkv split): each mistake planted in a
-correct solution written as source text, and the fix that undoes it. The multi-head class is notebook 04's single
-head with the heads split and merged, so it takes 04's cases too.
+"""Notebook 05's second-step fixes of llm_lab/exercises/_ex05_multihead.py (multi-head attention, the fused qkv
+split): each mistake planted in a correct solution written as source text, and the fix that undoes it. The
+multi-head class is notebook 04's single head with the heads split and merged, so it takes 04's cases too.
 
 Read by tests/exercises/test_fixes.py: ``FIX_TEMPLATES`` (exercise -> a correct solution as source text) and
 ``FIX_CASES`` ((exercise, hint, [(correct, wrong) ...], [(wrong, fixed) ...] or None: undo the plant)).
@@ -27,22 +27,6 @@ MULTIHEAD = (
         "        return self.out_proj(context_vec)\n",
     )
 )
-
-PADDED = """
-import torch
-
-
-def fixed(queries, keys, values, key_padding_mask):
-    num_tokens = queries.shape[-2]
-    T = num_tokens
-    causal = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
-    hidden = causal | key_padding_mask[:, None, None, :]
-    attn_scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5
-    attn_weights = torch.softmax(attn_scores.masked_fill(hidden, float("-inf")), dim=-1)
-    attn_weights = attn_weights.masked_fill(hidden.all(dim=-1, keepdim=True), 0.0)
-    return attn_weights @ values
-"""
-
 
 SPLIT_QKV = """
 def fixed(qkv, num_heads, num_kv_heads):
@@ -102,55 +86,6 @@ MHA_CASES = [
     ),
 ]
 
-PADDED_SCORES = "attn_scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5"
-PADDED_HIDDEN = "hidden = causal | key_padding_mask[:, None, None, :]"
-PADDED_ZERO = "attn_weights = attn_weights.masked_fill(hidden.all(dim=-1, keepdim=True), 0.0)"
-PADDED_CASES = [
-    ("nan_rows", [(PADDED_ZERO, "attn_weights = attn_weights")], None),
-    ("padding_ignored", [(PADDED_HIDDEN, "hidden = causal")], None),
-    ("padding_heads_axis", [(PADDED_HIDDEN, "hidden = causal | key_padding_mask[:, None, :]")], None),
-    ("padding_wrong_axis", [(PADDED_HIDDEN, "hidden = causal | key_padding_mask[:, None, :, None]")], None),
-    (
-        "padded_queries_zeroed",
-        [
-            (
-                "return attn_weights @ values",
-                "return (attn_weights @ values).masked_fill(key_padding_mask[:, None, :, None], 0.0)",
-            )
-        ],
-        None,
-    ),
-    (
-        "future_open",
-        [
-            (
-                "causal = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)",
-                "causal = torch.zeros(T, T, dtype=torch.bool)",
-            )
-        ],
-        None,
-    ),
-    ("diagonal_masked", [("dtype=torch.bool), diagonal=1)", "dtype=torch.bool), diagonal=0)")], None),
-    ("scale_missing", [(PADDED_SCORES, "attn_scores = queries @ keys.transpose(-2, -1)")], None),
-    ("scale_twice", [(PADDED_SCORES, "attn_scores = queries @ keys.transpose(-2, -1) / keys.shape[-1]")], None),
-    (
-        "scale_uses_d_out",
-        [(PADDED_SCORES, PADDED_SCORES.replace("keys.shape[-1]", "(queries.shape[1] * keys.shape[-1])"))],
-        None,
-    ),
-    ("scale_uses_T", [(PADDED_SCORES, PADDED_SCORES.replace("shape[-1]", "shape[-2]"))], None),
-    (
-        "fully_masked_not_zero",
-        [('float("-inf")), dim=-1)', "-1e9), dim=-1)"), (PADDED_ZERO, "attn_weights = attn_weights")],
-        None,
-    ),
-    (
-        "input_modified",
-        [(PADDED_SCORES, "queries /= keys.shape[-1] ** 0.5\n    attn_scores = queries @ keys.transpose(-2, -1)")],
-        [("queries /= keys.shape[-1] ** 0.5", "queries = queries / queries.shape[-1] ** 0.5")],
-    ),
-]
-
 QKV_SPLIT = "t.reshape(b, num_tokens, heads, head_dim).transpose(1, 2)"
 QKV_HD = "head_dim = qkv.shape[-1] // (num_heads + 2 * num_kv_heads)"
 QKV_BLOCKS = "qkv.split([num_heads * head_dim, num_kv_heads * head_dim, num_kv_heads * head_dim], dim=-1)"
@@ -204,11 +139,9 @@ SPLIT_QKV_CASES = [
     ),
 ]
 
-FIX_TEMPLATES = {"multihead": MULTIHEAD, "padded_attention": PADDED, "split_qkv": SPLIT_QKV}
-FIX_CASES = (
-    [("multihead", *c) for c in MASKED_FILL_CASES + MODULE_CASES + MHA_CASES]
-    + [("padded_attention", *c) for c in PADDED_CASES]
-    + [("split_qkv", *c) for c in SPLIT_QKV_CASES]
-)
+FIX_TEMPLATES = {"multihead": MULTIHEAD, "split_qkv": SPLIT_QKV}
+FIX_CASES = [("multihead", *c) for c in MASKED_FILL_CASES + MODULE_CASES + MHA_CASES] + [
+    ("split_qkv", *c) for c in SPLIT_QKV_CASES
+]
 # The one fix of these exercises that holds no code to apply: a sentence about the order of two dimensions.
 FIXES_WITHOUT_CODE = [("multihead", "heads_interleaved")]

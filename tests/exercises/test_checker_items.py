@@ -10,7 +10,8 @@ import torch.nn.functional as F
 from _exercise_solutions import flex
 from _exercise_tables import SOLUTIONS
 from solutions_ex04_causal import _scores_dropout_class, additive_class
-from solutions_ex05_multihead import padded_with, qkv_lesson_07, qkv_per_group, split_qkv
+from solutions_ex05_multihead import qkv_lesson_07, qkv_per_group, split_qkv
+from solutions_ex05_padding import padded_with
 from solutions_ex06_data import docs_factory, docs_target_crosses, document_windows, embeddings
 from solutions_ex07_tiled import blocked, full_scores, whole_rows
 

@@ -1,55 +1,15 @@
-"""Notebook 05's exercises (a fused qkv split, grouped-query kv heads, multi-head attention, padded heads): padded
-heads' hints and fixes, splits written differently, inputs left alone, llm_lab's helpers (the solutions and planted
+"""Notebook 05's exercises of llm_lab/exercises/_ex05_multihead.py (a fused qkv split, grouped-query kv heads,
+multi-head attention): splits written differently, inputs left alone, llm_lab's helpers (the solutions and planted
 mistakes: solutions_ex05_multihead.py)."""
 
 import pytest
 import torch
 from _exercise_solutions import with_mistake
-from solutions_ex05_multihead import MultiHeadAttention, _blocks, padded_with, qkv_thirds, split_qkv
+from solutions_ex05_multihead import MultiHeadAttention, _blocks, qkv_thirds, split_qkv
 
 from llm_lab import exercises as ex
 
 pytestmark = pytest.mark.usefixtures("english")  # the checkers speak English here (tests/conftest.py)
-
-
-# ---- padded heads: hints and fixes; split/merge with reshape/permute/flatten; inputs; helpers ---------------------
-
-
-PADDED_HINTS = [
-    ("padded_queries_zeroed", padded_with(zero_padded_queries=True)),
-    ("padding_wrong_axis", padded_with(mask_index=(slice(None), None, slice(None), None))),
-    ("padding_heads_axis", padded_with(mask_index=(slice(None), None, slice(None)))),
-    ("diagonal_masked", padded_with(diagonal=0)),
-    ("scale_uses_T", padded_with(scale=lambda q: q.shape[-2])),
-    ("scale_uses_d_out", padded_with(scale=lambda q: q.shape[1] * q.shape[-1])),
-    ("input_modified", padded_with(inplace=True)),
-]
-
-
-@pytest.mark.parametrize(("hint", "fn"), PADDED_HINTS, ids=[h for h, _ in PADDED_HINTS])
-def test_padded_mistakes_are_named(hint, fn):
-    result = ex.grade("padded_attention", fn)
-    assert (result.status, result.hint) == ("fail", hint), result.message
-    ex.set_language("zh")
-    assert ex.evaluate("padded_attention", fn).hint == hint
-
-
-@pytest.mark.parametrize(
-    "fn",
-    [padded_with(num_tokens=lambda q: q.shape[1]), padded_with(keys_t=(1, 2))],
-    ids=["T-from-the-heads-axis", "keys-transposed-over-heads"],
-)
-def test_a_size_error_is_not_called_the_heads_axis_unless_it_is(fn):
-    result = ex.grade("padded_attention", fn)
-    assert (result.status, result.hint) == ("error", "exception"), result.message
-    assert "RuntimeError" in result.message
-
-
-def test_padding_fixes_are_written_for_four_dimensional_scores():
-    for hint in ("padding_ignored", "padding_wrong_axis", "padding_heads_axis"):
-        fix = ex.REGISTRY["padded_attention"].fixes[hint]
-        assert "key_padding_mask[:, None, None, :]" in fix["en"] and "key_padding_mask[:, None, None, :]" in fix["zh"]
-        assert "unsqueeze(-2)" not in fix["en"]
 
 
 def test_split_qkv_must_leave_its_input_alone():
@@ -102,7 +62,7 @@ def test_the_class_of_exercise_4_as_given_is_named_by_its_merge_then_by_its_scal
 
 def test_internal_helpers_are_references():
     from llm_lab import MultiHeadAttention
-    from llm_lab.exercises import _ex05_multihead, _shared
+    from llm_lab.exercises import _ex05_multihead
 
     cases = [
         (
@@ -114,22 +74,6 @@ def test_internal_helpers_are_references():
         ),
         ("split_qkv", lambda qkv, nh, n_kv: tuple(_ex05_multihead.split(t, h) for t, h in _blocks(qkv, nh, n_kv))),
         ("split_qkv", _ex05_multihead.split_qkv_ref),
-        (
-            "padded_attention",
-            lambda q, k, v, m: _ex05_multihead._padded_ref(
-                q, k, v, torch.ones(q.shape[-2], q.shape[-2], dtype=torch.bool).triu(1) | m[:, None, None, :]
-            ),
-        ),
-        (
-            "padded_attention",
-            lambda q, k, v, m: (
-                _shared.softmax_masked(
-                    q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5,
-                    torch.ones(q.shape[-2], q.shape[-2], dtype=torch.bool).triu(1) | m[:, None, None, :],
-                ).nan_to_num()
-                @ v
-            ),
-        ),
     ]
     for exercise, fn in cases:
         result = ex.grade(exercise, fn)

@@ -47,8 +47,8 @@ def test_importing_llm_lab_does_not_import_widgets():
     # nor any subpackage, nor the old path: `import llm_lab` loads the book's modules only
     code = (
         "import sys, llm_lab; bad = {'ipywidgets', 'llm_lab.explore', 'llm_lab.bench', 'llm_lab.dev', "
-        "'llm_lab.widgets'} & set(sys.modules); assert not bad, bad"
-    )  # llm_lab.widgets: the old path
+        "'llm_lab.widgets'} & set(sys.modules); assert not bad, bad"  # llm_lab.widgets: the old path
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

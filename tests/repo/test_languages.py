@@ -27,6 +27,8 @@ KNOWN_CODES = {"en", "zh", "ja", "ko", "fr", "de", "es", "pt", "ru", "it", "vi"}
 
 def test_one_language_list():
     assert tuple(_messages.LANGUAGES) == tuple(course.LANGS)
+    # the site's per-language records (its title, its switch's names, which also head the README's columns)
+    assert tuple(lang.code for lang in course.site_module().LANGS) == tuple(course.LANGS)
     assert course.LANGS[0] == "en", "English first: the sources are written in it, the others are twins"
 
 

@@ -1,1 +1,2 @@
-"""Writing the series: nbtool (sources -> notebooks), learner (the learner versions), build_site, train."""
+"""Writing the series: nbtool (sources -> notebooks), colab (the badge, the setup cell, the GPU check notebook),
+learner (the learner versions), build_site, train."""

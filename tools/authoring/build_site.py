@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 from tools import course as _course
-from tools.authoring.nbtool import SETUP_MARK
+from tools.authoring.colab import SETUP_MARK
 from tools.course import BEGIN_HIDDEN, END_HIDDEN
 
 ROOT = _course.ROOT

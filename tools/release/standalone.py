@@ -158,7 +158,7 @@ def select(langs: list[str], only: str | None, versions=("learner",)) -> list[Pa
     return found
 
 
-def main(argv=None) -> int:
+def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "--reqs", help="a full venv (.venv-wheel-<name>) from this requirements file, e.g. Colab's versions"
@@ -188,14 +188,61 @@ def main(argv=None) -> int:
         help="with --perturb: each notebook once, the sign in turn by language (en 1, zh -1)",
     )
     ap.add_argument("pytest_args", nargs="*", help="extra arguments for pytest (after --)")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
 
+
+def chosen(args: argparse.Namespace) -> list[Path]:
+    """The notebooks ``--langs``, ``--only`` and ``--versions`` select, less the ``--skip`` version/lang pairs."""
     notebooks = select(args.langs.split(","), args.only, tuple(args.versions.split(",")))
     skip = {tuple(pair.split("/")) for pair in args.skip.split(",") if pair}
     bad = [p for p in skip if len(p) != 2 or p[0] not in VERSION_DIRS or p[1] not in LANGS]
     if bad:
         raise SystemExit(f"--skip: expected version/lang pairs such as instructor/en, got {sorted(bad)}")
-    notebooks = [p for p in notebooks if not any(p.parent == VERSION_DIRS[v] / lang for v, lang in skip)]
+    return [p for p in notebooks if not any(p.parent == VERSION_DIRS[v] / lang for v, lang in skip)]
+
+
+def kernel_env(tmp: Path, perturb: bool) -> dict[str, str]:
+    """The environment nbval's kernels run in: nothing of this checkout, the data from the wheel; with ``perturb``,
+    an IPython profile in ``tmp`` whose startup file installs the float32 nudge."""
+    env = dict(os.environ, PYTHONNOUSERSITE="1")
+    env.pop("PYTHONPATH", None)
+    env.pop("LLM_LAB_DATA", None)  # the data must come from the wheel
+    if perturb:
+        ipython_dir = tmp / "ipython"
+        startup = ipython_dir / "profile_default" / "startup"
+        startup.mkdir(parents=True)
+        nudge = Path(shutil.copy2(NUDGE, tmp / "float_nudge.py"))
+        (startup / "00-float-nudge.py").write_text(STARTUP.format(path=str(nudge), sign_file=SIGN_FILE))
+        env["IPYTHONDIR"] = str(ipython_dir)
+    return env
+
+
+def nbval_command(python: Path, tmp: Path, staged: list[Path], pytest_args: list[str]) -> list[str]:
+    """pytest with nbval over the ``staged`` notebooks, in the venv's ``python`` and its own kernel, rooted in
+    ``tmp`` (so no configuration of this checkout applies)."""
+    return [
+        str(python),
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        str(tmp),
+        "--nbval",
+        "--nbval-current-env",
+        "--nbval-kernel-startup-timeout",
+        "300",
+        "--nbval-sanitize-with",
+        str(SANITIZE),
+        *pytest_args,
+        *map(str, staged),
+    ]
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    notebooks = chosen(args)
     env = envs.resolve("wheel", reqs=args.reqs, python=args.python, main_venv=args.main_venv)
     wheel = build_wheel(Path(sys.executable), ROOT / "build" / "dist")
     python = envs.ensure(env, args.main_venv, wheel=wheel)
@@ -206,40 +253,14 @@ def main(argv=None) -> int:
         empty.mkdir()
         check_isolation(python, empty, wheel)
         staged = stage(notebooks, tmp / "notebooks", args.signs if args.perturb else (), args.signs_by_lang)
-        env = dict(os.environ, PYTHONNOUSERSITE="1")
-        env.pop("PYTHONPATH", None)
-        env.pop("LLM_LAB_DATA", None)  # the data must come from the wheel
-        if args.perturb:
-            ipython_dir = tmp / "ipython"
-            startup = ipython_dir / "profile_default" / "startup"
-            startup.mkdir(parents=True)
-            nudge = Path(shutil.copy2(NUDGE, tmp / "float_nudge.py"))
-            (startup / "00-float-nudge.py").write_text(STARTUP.format(path=str(nudge), sign_file=SIGN_FILE))
-            env["IPYTHONDIR"] = str(ipython_dir)
+        kernels = kernel_env(tmp, args.perturb)
         signs = ", ".join(f"{s:+d}" for s in args.signs)
         what = f"float32 results nudged with sign {signs}, " if args.perturb else ""
         print(
             f"standalone: nbval over {len(staged)} notebooks ({what}installed wheel, one empty folder each)", flush=True
         )
-        cmd = [
-            str(python),
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "--rootdir",
-            str(tmp),
-            "--nbval",
-            "--nbval-current-env",
-            "--nbval-kernel-startup-timeout",
-            "300",
-            "--nbval-sanitize-with",
-            str(SANITIZE),
-            *args.pytest_args,
-            *map(str, staged),
-        ]
-        return subprocess.run(cmd, cwd=tmp / "notebooks", env=env).returncode
+        cmd = nbval_command(python, tmp, staged, args.pytest_args)
+        return subprocess.run(cmd, cwd=tmp / "notebooks", env=kernels).returncode
 
 
 if __name__ == "__main__":

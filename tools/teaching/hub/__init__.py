@@ -1,1 +1,2 @@
-"""The course on a local JupyterHub (hub.py) and its configuration (jupyterhub_config.py)."""
+"""The course on a local JupyterHub (hub.py), its JupyterHub process (process.py) and its configuration
+(jupyterhub_config.py)."""

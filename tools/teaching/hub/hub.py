@@ -25,7 +25,7 @@ What ``start`` sets up, then runs until Ctrl-C (or ``hub.py stop``, or SIGTERM),
 - **JupyterHub** (``.venv``'s, run as root so it can start servers as the users) on ``127.0.0.1:PORT``, its
   proxy (configurable-http-proxy from the npm registry, ``--proxy``) on PORT+2, the hub API on PORT+1. Its
   PID is written to ``DIR/state/jupyterhub.pid``; stopping sends SIGTERM to that PID only (JupyterHub then stops
-  the proxy and every single-user server it started) and waits for it.
+  the proxy and every single-user server it started) and waits for it (tools/teaching/hub/process.py).
 
 ``remove`` stops the hub, deletes the users this tool created (``DIR/state/users.json``) with their homes, and
 ``DIR``. Everything listens on 127.0.0.1 only.
@@ -47,12 +47,15 @@ from pathlib import Path
 
 from tools import course as _course
 from tools import envs
+from tools.teaching.hub import process
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 
 DEFAULT_DIR = Path("/srv/llm-lab-hub")
 COURSE_ID = "llm-lab"
+# The language whose stubs the course's nbgrader_config.py holds; the other languages' go on the command line.
+CONFIG_LANG = _course.LANGS[0]
 PROXY = ROOT / "build" / "hub" / "proxy" / "node_modules" / ".bin" / "configurable-http-proxy"
 LEARNER_PAGE_CONFIG = {
     "disabledExtensions": {
@@ -84,11 +87,11 @@ def run(cmd, **kw) -> subprocess.CompletedProcess:
 
 
 def stub_args(lang: str) -> list[str]:
-    """nbgrader's command-line options for the stubs of ``lang``'s notebooks (none for English: the course's
-    nbgrader_config.py has them)."""
+    """nbgrader's command-line options for the stubs of ``lang``'s notebooks (none for ``CONFIG_LANG``: the
+    course's nbgrader_config.py has them)."""
     from tools.teaching import student
 
-    if lang == "en":
+    if lang == CONFIG_LANG:
         return []
     c = student.nbgrader_config(lang).ClearSolutions
     return [f"--ClearSolutions.code_stub=python={c.code_stub['python']}", f"--ClearSolutions.text_stub={c.text_stub}"]
@@ -318,10 +321,10 @@ class Hub:
         shutil.rmtree(tmp, ignore_errors=True)
         student.write_sources(self.notebooks, tmp, only=self.notebook)
         (course / "nbgrader_config.py").write_text(
-            "# the llm-lab course (written by tools/teaching/hub/hub.py); stubs of the English notebooks\n"
+            f"# the llm-lab course (written by tools/teaching/hub/hub.py); stubs of the {CONFIG_LANG!r} notebooks\n"
             "c = get_config()  # noqa: F821\n"
             f"c.CourseDirectory.course_id = {COURSE_ID!r}\n"
-            "c.Execute.timeout = 120\n" + student.config_file_text("en").split("\n", 2)[2],
+            "c.Execute.timeout = 120\n" + student.config_file_text(CONFIG_LANG).split("\n", 2)[2],
             encoding="utf-8",
         )
         for lang in _course.LANGS:
@@ -340,79 +343,18 @@ class Hub:
             self.generate(f"{self.assignment}-{lang}", lang)
 
     def generate(self, assignment: str, lang: str) -> None:
-        """``nbgrader generate_assignment`` as the instructor; the Chinese stubs given on the command line (it
-        outranks the course's nbgrader_config.py, which holds the English ones)."""
+        """``nbgrader generate_assignment`` as the instructor; the stubs of ``lang`` given on the command line (it
+        outranks the course's nbgrader_config.py, which holds those of ``CONFIG_LANG``)."""
         self.nbgrader(self.instructor, "generate_assignment", assignment, "--force", *stub_args(lang), cwd=self.course)
 
     # ---- run -----------------------------------------------------------------------------------------
     def start(self, timeout: float = 120) -> None:
         """Start JupyterHub (a child process) and wait until it answers."""
-        import urllib.request
-
-        if not self.proxy.exists():
-            raise SystemExit(f"hub: {self.proxy} is missing: make hub installs configurable-http-proxy (npm)")
-        env = {
-            **os.environ,
-            "LLM_LAB_HUB_SETTINGS": str(self.state / "settings.json"),
-            "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",
-        }
-        logf = (self.state / "jupyterhub.log").open("ab")
-        self.proc = subprocess.Popen(
-            [Path(sys.executable).parent / "jupyterhub", "-f", HERE / "jupyterhub_config.py"],
-            cwd=self.state,
-            env=env,
-            stdout=logf,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        (self.state / "jupyterhub.pid").write_text(str(self.proc.pid))
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"jupyterhub exited ({self.proc.returncode}); see {self.state / 'jupyterhub.log'}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/hub/api/", timeout=5) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(1)
-        self.stop()
-        raise RuntimeError(f"jupyterhub did not answer on {self.url} within {timeout:.0f} s")
+        self.proc = process.start(self.state, self.proxy, self.url, timeout)
 
     def stop(self, timeout: float = 60) -> None:
         """SIGTERM to the PID we started (JupyterHub stops its proxy and servers), SIGKILL to it after timeout."""
-        pid = self.proc.pid if self.proc else None
-        pidfile = self.state / "jupyterhub.pid"
-        if pid is None and pidfile.is_file():
-            pid = int(pidfile.read_text())
-        if pid is None:
-            return
-        try:  # a stale PID file may name a reused PID: signal it only if it is still our jupyterhub
-            if self.proc is None and b"jupyterhub" not in Path(f"/proc/{pid}/cmdline").read_bytes():
-                pidfile.unlink(missing_ok=True)
-                return
-        except OSError:
-            pidfile.unlink(missing_ok=True)
-            return
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pidfile.unlink(missing_ok=True)
-            return
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc is not None:
-                if self.proc.poll() is not None:
-                    break
-            elif not Path(f"/proc/{pid}").exists():
-                break
-            time.sleep(0.5)
-        else:
-            os.kill(pid, signal.SIGKILL)
-            if self.proc is not None:
-                self.proc.wait(10)
-        pidfile.unlink(missing_ok=True)
+        process.stop(self.proc, self.state / "jupyterhub.pid", timeout)
 
     def remove_users_and_state(self) -> None:
         """Stop the hub, delete the users this tool created (and their homes), the exchange, state and config;
