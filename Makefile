@@ -169,12 +169,12 @@ student: instructor-setup ## student copies without solutions in build/student/ 
 # kernel runs in a bubblewrap sandbox; the verdicts are computed outside it (docs/instructors.md).
 grade: instructor-setup ## grade a folder of submissions, sandboxed: SUBMISSIONS=dir [OUT=dir NB=04]
 	@test -n "$(SUBMISSIONS)" || (echo "usage: make grade SUBMISSIONS=folder [OUT=folder] [NB=04]"; exit 2)
-	$(BIN)/python -m tools.teaching.grade "$(SUBMISSIONS)" $(if $(OUT),--out "$(OUT)") $(if $(NB),--notebook $(NB))
+	$(BIN)/python -m tools.teaching.grader "$(SUBMISSIONS)" $(if $(OUT),--out "$(OUT)") $(if $(NB),--notebook $(NB))
 
 # An nbgrader course graded the trusted way (instead of `nbgrader autograde`): scores into its gradebook.
 grade-nbgrader: instructor-setup ## grade an nbgrader course into its gradebook: COURSE=dir ASSIGNMENT=ps1
 	@test -n "$(COURSE)" -a -n "$(ASSIGNMENT)" || (echo "usage: make grade-nbgrader COURSE=folder ASSIGNMENT=ps1"; exit 2)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m tools.teaching.grade_nbgrader "$(COURSE)" "$(ASSIGNMENT)"
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m tools.teaching.grader.nbgrader_course "$(COURSE)" "$(ASSIGNMENT)"
 
 ##@ Benchmarks and the trained model
 
@@ -264,6 +264,6 @@ hub-remove: hub-setup ## delete the hub's users and HUB_DIR
 	$(BIN)/python -m tools.teaching.hub.hub remove $(HUB_ARGS)
 
 # The semester loop on that hub, in headless Chromium where it says so (tests/hub/): release, fetch, submit,
-# collect, grade (tools/teaching/grade_nbgrader.py, sandboxed), feedback; isolation. Own HUB_DIR and users, removed after.
+# collect, grade (tools/teaching/grader/nbgrader_course.py, sandboxed), feedback; isolation. Own HUB_DIR and users, removed after.
 test-hub: hub-setup browser-setup $(HUB_PROXY) ## the semester loop on that hub (root, node): release to feedback
 	LLM_LAB_TEST_HUB=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/hub

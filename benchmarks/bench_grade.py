@@ -24,7 +24,8 @@ import nbformat
 
 from benchmarks import report as _report
 from tools import course as _course
-from tools.teaching import grade, student
+from tools.teaching import student
+from tools.teaching.grader import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -81,7 +82,7 @@ def main(argv=None) -> int:
         for sandboxed in (True, False):  # the sandbox is what `make grade` uses; the other run shows its cost
             load_before = os.getloadavg()[0]
             start = time.perf_counter()
-            results = grade.grade(
+            results = cli.grade(
                 subs, Path(tmp) / "out", args.notebook, args.jobs, echo=lambda *a: None, sandboxed=sandboxed
             )
             runs[sandboxed] = (time.perf_counter() - start, load_before, os.getloadavg()[0], results)

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tools.teaching import sandbox
+from tools.teaching.grader import sandbox
 
 PREFIX = "sandboxed grading"
 HOW = (

@@ -167,9 +167,10 @@ def points(exercise: str) -> int:
 
 
 @dataclass(frozen=True)
-class Exercise:
-    """One autograded exercise of a notebook: ``key`` (the checked object's name, unique in the notebook),
-    ``exercise`` (the checker's name), the index of its checker cell and of the solution cells it grades."""
+class ExerciseCells:
+    """Where one autograded exercise is in a notebook: ``key`` (the checked object's name, unique in the notebook),
+    ``exercise`` (the checker's name, a key of ``llm_lab.exercises.REGISTRY``), the index of its checker cell and
+    of the solution cells it grades."""
 
     key: str
     exercise: str
@@ -177,7 +178,7 @@ class Exercise:
     solutions: tuple[int, ...]
 
 
-def exercises(cells) -> list[Exercise]:
+def exercises(cells) -> list[ExerciseCells]:
     """The autograded exercises of a notebook's cells, in order (see the module docstring)."""
     found, pending = [], []
     for i, cell in enumerate(cells):
@@ -187,7 +188,7 @@ def exercises(cells) -> list[Exercise]:
             call = checker_call(cell.source if hasattr(cell, "source") else cell["source"])
             if call is None:
                 continue  # e.g. the cell that sets the checkers' language
-            found.append(Exercise(call[1], call[0], i, tuple(pending)))
+            found.append(ExerciseCells(call[1], call[0], i, tuple(pending)))
             pending = []
     keys = [e.key for e in found]
     dup = sorted({k for k in keys if keys.count(k) > 1})

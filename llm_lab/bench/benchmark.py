@@ -221,7 +221,7 @@ def plot_sweep(sweep_results: dict[int, dict[str, Result]], title: str = "", lan
     """
     import matplotlib.pyplot as plt
 
-    from ..explore._figure_words import FIGURE_LANGUAGES, figure_word
+    from ..explore.figure_words import FIGURE_LANGUAGES, figure_word
 
     _checks.one_of("lang", lang, FIGURE_LANGUAGES)
     lengths = sorted(sweep_results)

@@ -11,7 +11,7 @@ only when the same mistake comes back in the same exercise (state kept per kerne
     set_language("zh")          # or "en"
     check_causal_mask(my_causal_mask)
 
-**Graders** (nbgrader test cells, ``tools/teaching/grade.py``) use:
+**Graders** (``tools/teaching/grader``, nbgrader's hidden tests) use:
 
 - ``grade(exercise, obj, *, lang="en", timeout=TIMEOUT, secret=None) -> CheckResult``: deterministic (fixed
   seeds inside ``torch.random.fork_rng``; the notebook's random stream is untouched; ``secret``: the inputs,
@@ -28,23 +28,16 @@ only when the same mistake comes back in the same exercise (state kept per kerne
 - ``points(exercise) -> int``; ``EXERCISES`` (names, in notebook order); ``REGISTRY`` (name -> ``Exercise``
   record: ``notebook``, ``points``, ``takes`` (``"function"``/``"class"``), ``signature``, ``hints``, ...);
   ``exercises_of(notebook)`` (names for ``"05"``); ``HINTS`` (every mistake id with a message).
-- ``fresh()``: a new copy of this package AND of the llm_lab reference code it compares with, loaded from the
-  package files under a private module name, never through ``sys.modules["llm_lab..."]``. A learner's cell that
-  redefines ``check_*``, patches ``llm_lab.exercises.grade``/``evaluate`` or ``llm_lab.causal_mask`` cannot reach
-  it. Use it in graded test cells: ``ex = fresh(); result = ex.grade("multihead", MultiHeadAttentionFixed)``.
-- ``audit(namespace) -> list[str]``: what the learner's cells tampered with: ``check_*`` names in the notebook's
-  namespace (pass ``globals()``) that are not ours, attributes of the imported ``llm_lab.exercises`` modules
-  and of llm_lab's reference functions/classes that differ from the files, torch functions the checkers rely
-  on that were replaced. Empty list: nothing found. Call it on the fresh copy: ``fresh().audit(globals())``.
+- ``fresh()``, ``audit(namespace) -> list[str]``: the defence for plain ``nbgrader autograde`` only, whose hidden
+  tests run in the learner's kernel: ``fresh().grade(...)`` uses a copy of the checkers loaded from the package
+  files, which a learner's cell cannot have patched, and ``fresh().audit(globals())`` names what the notebook
+  replaced (``grading/autograde_guard.py`` says what it stops and what it cannot). ``make grade`` does not rely on
+  it: it runs the checkers in its own process (``llm_lab.exercises.grading``).
 
-Limits (documented, not hidden): all of this runs in the learner's own Python process, so a determined learner
-can still patch torch or the import system itself before the test cell runs; ``audit`` catches the common
-cases. Reaching ``fresh`` through the live module (``llm_lab.exercises.fresh()``) trusts that attribute: a
-learner who replaced it controls what comes back (a genuine fresh copy's ``audit`` names the replacement).
-The time limit cannot interrupt one long C call (a single huge torch op runs to its end first). A real
-Ctrl-C (or Jupyter's stop button, or nbclient's cell timeout) during a check is re-raised, so the user can
-always stop a cell; a ``KeyboardInterrupt`` or ``SystemExit`` raised by the learner's code itself is
-caught and reported. ``evaluate(exercise, obj)`` is ``grade`` in the current ``set_language`` language.
+Limits (documented, not hidden): the time limit cannot interrupt one long C call (a single huge torch op runs to
+its end first). A real Ctrl-C (or Jupyter's stop button, or nbclient's cell timeout) during a check is re-raised,
+so the user can always stop a cell; a ``KeyboardInterrupt`` or ``SystemExit`` raised by the learner's code itself
+is caught and reported. ``evaluate(exercise, obj)`` is ``grade`` in the current ``set_language`` language.
 
 **Adding an exercise** touches one module, its solutions in the tests and one ``.nbsrc``: append an ``Exercise``
 record (its body, points, signature, hints) to ``RECORDS`` in ``_exNN_<concept>.py``, with the hint texts no other
@@ -59,11 +52,11 @@ from the record and the cell tags.
 
 from __future__ import annotations
 
-from . import _fresh
-from ._core import STATUSES, CheckResult, Exercise, check_language, get_language, set_language, word
-from ._fresh import audit, fresh
+from ._core import STATUSES, CheckResult, Exercise, get_language, known_language, set_language, word
 from ._messages import MESSAGES
-from ._registry import REGISTRY, check_result, record
+from ._registry import REGISTRY, record, run_check
+from .grading import autograde_guard
+from .grading.autograde_guard import audit, fresh
 
 TIMEOUT = 10.0  # seconds per check; every correct solution needs well under one
 
@@ -90,7 +83,7 @@ def grade(
     ``secret`` (an int the grader keeps to itself): the checkers' inputs are drawn from it, not from the public
     fixed seeds, so answers recorded from the public checks do not fit them."""
     record(exercise)
-    return check_result(exercise, obj, lang=check_language(lang), timeout=timeout, secret=secret)
+    return run_check(exercise, obj, lang=known_language(lang), timeout=timeout, secret=secret)
 
 
 def evaluate(exercise: str, obj, *, timeout: float | None = TIMEOUT) -> CheckResult:
@@ -122,7 +115,7 @@ from . import checkers  # noqa: E402  (after check: the checkers call it)
 from .checkers import *  # noqa: E402, F403  (check_<name> for every exercise, generated from the records)
 
 _CHECKS = {name: getattr(checkers, name) for name in checkers.__all__}
-_fresh.remember(__name__)
+autograde_guard.remember(__name__)
 
 __all__ = [
     "EXERCISES",

@@ -28,7 +28,8 @@ def get_language() -> str:
     return _state["lang"]
 
 
-def check_language(lang: str) -> str:
+def known_language(lang: str) -> str:
+    """``lang`` if the checkers have messages in it; ValueError otherwise."""
     if lang not in LANGUAGES:
         raise ValueError(f"lang must be one of {LANGUAGES}, got {lang!r}")
     return lang
@@ -191,13 +192,14 @@ def as_tensor(out, case: str) -> torch.Tensor:
 
 
 def diagnose(
-    out: torch.Tensor, variants: Iterable[tuple[str, Callable[[], torch.Tensor]]], want: torch.Tensor, **params
+    out: torch.Tensor, mistakes: Iterable[tuple[str, Callable[[], torch.Tensor]]], want: torch.Tensor, **params
 ) -> None:
-    """Raise Fail(hint) for the first wrong variant that ``out`` matches (skipping variants equal to ``want``)."""
-    for hint, make in variants:
+    """Raise Fail(hint) for the first known mistake whose output ``out`` matches: ``mistakes`` are ``(hint,
+    make)`` pairs, ``make()`` computing what that mistake gives on this input (those equal to ``want`` skipped)."""
+    for hint, make in mistakes:
         try:
             candidate = make()
-        except Exception:  # a variant that cannot be computed on this input cannot match
+        except Exception:  # a mistake that cannot be computed on this input cannot match
             continue
         if same(candidate, want):
             continue
@@ -205,12 +207,13 @@ def diagnose(
             raise Fail(hint, **params)
 
 
-def compare(out, want: torch.Tensor, case: str, variants=(), atol: float = 1e-5, **params) -> None:
-    """Fail unless ``out`` equals ``want``: first a diagnosed mistake, else shape, dtype, NaN or values."""
+def compare(out, want: torch.Tensor, case: str, mistakes=(), atol: float = 1e-5, **params) -> None:
+    """Fail unless ``out`` equals ``want``: first a diagnosed mistake (``diagnose``), else shape, dtype, NaN or
+    values."""
     out = as_tensor(out, case)
     if same(out, want, atol=atol):
         return
-    diagnose(out, variants, want, case=case, **params)
+    diagnose(out, mistakes, want, case=case, **params)
     if out.shape != want.shape:
         raise Fail("wrong_shape", expected=shape_str(want.shape), got=shape_str(out.shape), case=case)
     if want.dtype == torch.bool and out.dtype != torch.bool:

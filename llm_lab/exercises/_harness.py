@@ -11,7 +11,7 @@
   Neither can interrupt one long C call: a single huge torch op (or a C extension's loop) runs to its end,
   then the limit strikes; nor code that disables tracing itself or swallows the exception in a context
   manager's ``__exit__``. In grading the kernel is also killed from outside after the whole submission's
-  time limit (``tools/teaching/_grade_kernel.py``). ``Deadline`` derives from ``BaseException`` so
+  time limit (``tools/teaching/grader/kernel.py``). ``Deadline`` derives from ``BaseException`` so
   ``except Exception`` lets it through.
 - catch ``SystemExit`` and a ``KeyboardInterrupt`` that the learner's code raises itself. A real Ctrl-C
   (SIGINT, also what Jupyter's stop button and nbclient's cell timeout send) during a check is the user
@@ -41,9 +41,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import _deadline, _remote
+from . import _deadline
 from ._core import LearnerError, NotImplementedYet, TimedOut
 from ._observe import observing
+from .grading.proxies import Proxy
 
 MAX_OUTPUT_LINES = 20
 MAX_OUTPUT_CHARS = 4000
@@ -113,7 +114,7 @@ def call(fn, *args, case: str, seed: int | None = None, **kwargs):
     not passed on): also record the largest tensor and the torch ops of the call (``_observe``), read
     afterwards with ``last_observed()``."""
     r = _runs[-1] if _runs else _Run(None, None, Watch())
-    if _remote.is_remote(fn):  # grading: the learner's code runs in a sandboxed kernel, not here
+    if isinstance(fn, Proxy):  # grading: the learner's code runs in a sandboxed kernel, not here
         return _call_remote(r, fn, args, kwargs, case=case, seed=seed)
     observe = bool(kwargs.pop("observe", False))
     try:
@@ -142,24 +143,14 @@ def call(fn, *args, case: str, seed: int | None = None, **kwargs):
         raise LearnerError(exc, case) from None
 
 
-def _call_remote(r: _Run, fn, args, kwargs, *, case: str, seed):
-    """``call`` for an object in another process (``_remote``): the same outcomes, from the kernel's reply."""
+def _call_remote(r: _Run, fn: Proxy, args, kwargs, *, case: str, seed):
+    """``call`` for an object in another process (``grading.proxies``): the same outcomes, from the kernel's reply."""
     observe = bool(kwargs.pop("observe", False))
     left = None if r.end is None else r.end - time.monotonic()
     if left is not None and left <= 0:
         raise TimedOut(r.seconds, case)
-    module = isinstance(fn, _remote.RemoteModule)
     try:
-        reply = fn._remote_call(
-            args,
-            kwargs,
-            case=case,
-            seed=seed,
-            timeout=left,
-            observe=observe,
-            sync=fn.sync_state() if module else None,
-            training=fn.training if module else None,
-        )
+        reply = fn.call_in_kernel(args, kwargs, case=case, seed=seed, timeout=left, observe=observe)
     except TimeoutError:
         raise TimedOut(r.seconds or 0.0, case) from None
     r.out.write(reply["printed"])

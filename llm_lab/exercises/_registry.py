@@ -2,7 +2,7 @@
 
 Every module ``_exNN_<concept>.py`` in this package holds the exercises of notebook NN as ``RECORDS``, a list
 of :class:`Exercise`; the registry is their concatenation in file order, so adding an exercise touches one
-module. ``check_result`` never raises except for a real Ctrl-C (see ``_harness``).
+module. ``run_check`` never raises except for a real Ctrl-C (see ``_harness``).
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def _precheck(ex: Exercise, obj, watch: _harness.Watch) -> None:
             raise _IsReference(hit[0])
 
 
-def check_result(name: str, obj, *, lang: str, timeout: float | None, secret: int | None = None) -> CheckResult:
+def run_check(name: str, obj, *, lang: str, timeout: float | None, secret: int | None = None) -> CheckResult:
     """Check ``obj`` for exercise ``name``; deterministic, prints nothing, uses no hint state. ``secret``: the
     inputs drawn from it instead of the public seeds (``_shared.secret_inputs``)."""
     ex = record(name)

@@ -8,9 +8,11 @@ Every random draw uses the ``torch.Generator`` it is given.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -58,7 +60,9 @@ class CopyTask:
     probability ``copy_rate``: a run of ``min_run .. max_run`` tokens repeats tokens from earlier in the row. A
     share ``short_share`` of the copies repeat from 2 to 7 tokens back (overlapping: a short pattern again and
     again, over fewer than ``2 * min_told_twice`` tokens); the others copy a run that ended 1 to ``max_gap``
-    tokens before the copy starts. Rows where a run of ``min_told_twice`` or more tokens is followed at once by
+    tokens before the copy starts. A share ``end_share`` of the rows also ends inside a short pattern (the last
+    ``min_run .. min_run + 5`` tokens repeat from 2 or 3 back), so that the keys of the last rows are read
+    often enough to learn from. Rows where a run of ``min_told_twice`` or more tokens is followed at once by
     itself are drawn again, so that placement (a segment told twice in a row, as in :data:`PROBES`) never occurs
     in training.
     """
@@ -69,16 +73,24 @@ class CopyTask:
     short_share: float = 0.5
     max_gap: int = 24
     min_told_twice: int = 8
+    end_share: float = 0.7
 
     def __post_init__(self):
         if not (isinstance(self.copy_rate, float) and 0.0 < self.copy_rate < 1.0):
             raise ValueError(f"copy_rate={self.copy_rate!r} must be a float in (0, 1)")
-        if not (isinstance(self.short_share, float) and 0.0 <= self.short_share <= 1.0):
-            raise ValueError(f"short_share={self.short_share!r} must be a float in [0, 1]")
+        for name in ("short_share", "end_share"):
+            value = getattr(self, name)
+            if not (isinstance(value, float) and 0.0 <= value <= 1.0):
+                raise ValueError(f"{name}={value!r} must be a float in [0, 1]")
         for name in ("min_run", "max_run", "max_gap", "min_told_twice"):
             _checks.positive_int(name, getattr(self, name))
         if self.min_run > self.max_run:
             raise ValueError(f"min_run={self.min_run} must not exceed max_run={self.max_run}")
+        if self.min_run + 8 >= 2 * self.min_told_twice:
+            raise ValueError(
+                f"min_run={self.min_run} and min_told_twice={self.min_told_twice}: the end pattern (3 back, up to "
+                f"min_run + 5 tokens) must stay under 2 * min_told_twice tokens: min_run < 2 * min_told_twice - 8"
+            )
 
 
 def copy_batch(
@@ -103,38 +115,56 @@ def copy_batch(
 
 
 def _with_copies(n: int, config: InductionConfig, g: torch.Generator, task: CopyTask) -> torch.Tensor:
+    """The scan of :class:`CopyTask` for ``n`` rows at once, one copy per step (each row's copies follow each
+    other left to right, so a copy may repeat an earlier copy). The draws come from ``g``; the bookkeeping is
+    NumPy's, whose small operations cost a microsecond where torch's cost ten."""
     t = config.context_length
-    rows = torch.randint(0, config.vocab_size, (n, t), generator=g).tolist()
-    draws = torch.rand(n, t, 4, generator=g).tolist()  # per position: start?, length, kind, offset
-    span = task.max_run - task.min_run + 1
-    for x, row_draws in zip(rows, draws, strict=True):
-        i = 2
-        while i < t - 1:
-            start, u_len, u_kind, u_off = row_draws[i]
-            length = min(task.min_run + int(u_len * span), t - i)
-            short = u_kind < task.short_share
-            if start >= task.copy_rate or (not short and i < length + 1):
-                i += 1
-                continue
-            # the offset back to the source: 2 .. 7 (overlapping), or the run's length plus a gap of 1 .. max_gap
-            d = 2 + int(u_off * min(6, i - 1)) if short else length + 1 + int(u_off * min(task.max_gap, i - length))
-            if short:  # a pattern of d tokens repeated over d + length < 2 * min_told_twice tokens is never told twice
-                length = min(length, 2 * task.min_told_twice - 1 - d)
-            for k in range(length):
-                x[i + k] = x[i + k - d]
-            i += length + 1
-    return torch.tensor(rows)
+    ids = torch.randint(0, config.vocab_size, (n, t), generator=g).numpy()  # (n, T), shares torch's memory
+    draws = torch.rand(t, 4, n, generator=g, dtype=torch.float64).numpy()  # per step: start, length, kind, offset
+    ends = torch.rand(3, n, generator=g, dtype=torch.float64).numpy()  # the end pattern: whether, how far back, length
+    at = np.full(n, 2)  # (n,): where each row's scan stands
+    for start, u_len, u_kind, u_off in draws:  # each step places a copy or moves past a refused one
+        at = at + np.floor(np.log1p(-start) / math.log1p(-task.copy_rate)).astype(np.int64)  # geometric gap
+        if not (at < t - 1).any():
+            break
+        length = np.minimum(task.min_run + (u_len * (task.max_run - task.min_run + 1)).astype(np.int64), t - at)
+        short = u_kind < task.short_share
+        short_back = 2 + (u_off * np.minimum(at - 1, 6)).astype(np.int64)
+        long_back = length + 1 + (u_off * np.clip(at - length, 0, task.max_gap)).astype(np.int64)
+        back = np.where(short, short_back, long_back)  # (n,): how far back the source starts
+        length = np.where(short, np.minimum(length, 2 * task.min_told_twice - 1 - short_back), length)
+        place = (at < t - 1) & (short | (at >= length + 1))  # (n,): a long copy needs room for its source
+        _copy(ids, at, length, back, place, task.max_run)
+        at = at + np.where(place, length + 1, 1)
+    length = task.min_run + (ends[2] * 6).astype(np.int64)  # (n,): the last min_run .. min_run + 5 tokens
+    _copy(ids, t - length, length, 2 + (ends[1] < 0.5), ends[0] < task.end_share, task.min_run + 5)
+    return torch.from_numpy(ids)
+
+
+def _copy(ids, at, length, back, place, width):
+    """In rows where ``place``: ``ids[at + k] = ids[at - back + k % back]`` for ``k < length`` (a run ``back``
+    tokens back; an overlapping one, ``back < length``, repeats its pattern as a left-to-right copy would)."""
+    k = np.arange(width)  # (width,)
+    target = at[:, None] + k  # (n, width)
+    keep = place[:, None] & (k < length[:, None]) & (target < ids.shape[1])
+    source = at[:, None] - back[:, None] + k % np.maximum(back, 1)[:, None]
+    row = np.broadcast_to(np.arange(ids.shape[0])[:, None], target.shape)[keep]
+    ids[row, target[keep]] = ids[row, source[keep]]
 
 
 def told_twice(ids: torch.Tensor, min_length: int) -> torch.Tensor:
     """``(B, T)`` -> ``(B,)`` bool: the row holds a run of ``min_length`` or more tokens followed at once by itself."""
     _checks.positive_int("min_length", min_length)
-    found = torch.zeros(ids.shape[0], dtype=torch.bool)
-    for d in range(min_length, ids.shape[1] // 2 + 1):
-        same = (ids[:, d:] == ids[:, :-d]).int()  # (B, T - d): x[i + d] == x[i]
-        runs = F.pad(same.cumsum(dim=1), (1, 0))
-        found |= ((runs[:, d:] - runs[:, :-d]) == d).any(dim=1)  # d equal in a row: x[i : i+d] == x[i+d : i+2d]
-    return found
+    t = ids.shape[1]
+    if min_length > t // 2:  # no run that long fits twice
+        return torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)
+    d = torch.arange(min_length, t // 2 + 1, device=ids.device)[:, None]  # (nd, 1): the run lengths to try
+    i = torch.arange(t, device=ids.device)  # (T,)
+    ahead = i + d  # (nd, T)
+    same = (ids[:, ahead.clamp(max=t - 1)] == ids[:, None, :]) & (ahead < t)  # (B, nd, T): x[i + d] == x[i]
+    runs = F.pad(same.int().cumsum(dim=-1), (1, 0))  # (B, nd, T + 1): equal pairs before each position
+    count = runs.gather(-1, ahead.clamp(max=t).expand(ids.shape[0], -1, -1)) - runs[..., :t]  # equal in i .. i+d-1
+    return (count == d).any(dim=(1, 2))  # d equal in a row: x[i : i+d] == x[i+d : i+2d]
 
 
 PROBES = {

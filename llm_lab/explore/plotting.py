@@ -19,7 +19,7 @@ import torch
 from matplotlib import font_manager
 
 from .. import _checks, resources
-from ._figure_words import FIGURE_LANGUAGES, FIGURE_WORDS, figure_word  # noqa: F401 (FIGURE_WORDS: re-exported)
+from .figure_words import FIGURE_LANGUAGES, FIGURE_WORDS, figure_word  # noqa: F401 (FIGURE_WORDS: re-exported)
 
 
 @cache

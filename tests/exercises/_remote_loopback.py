@@ -1,5 +1,5 @@
-"""Grading through ``llm_lab.exercises._remote`` with the kernel's side served in this process: a loopback link, as
-``tools/teaching/grade.py`` has with a sandboxed kernel, without the kernel (tests/exercises/test_remote.py)."""
+"""Grading through ``llm_lab.exercises.grading`` with the kernel's side served in this process: a loopback link, as
+``tools/teaching/grader`` has with a sandboxed kernel, without the kernel (tests/exercises/test_remote.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import io
 import json
 
 from llm_lab import exercises as ex
-from llm_lab.exercises import _remote
+from llm_lab.exercises.grading import kernel, proxies
 
 
-def loopback() -> _remote.Link:
+def loopback() -> proxies.KernelLink:
     """A Link whose kernel is this process: each request goes through the JSON text of the real protocol."""
 
     def send(request: dict, timeout: float):
@@ -20,15 +20,15 @@ def loopback() -> _remote.Link:
         payload = base64.b64encode(json.dumps({**request, "nonce": nonce}).encode()).decode()
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            _remote.serve(payload)
+            kernel.serve(payload)
         [line] = [ln for ln in out.getvalue().splitlines() if ln.startswith(nonce)]
         return json.loads(base64.b64decode(line[len(nonce) :]))
 
-    return _remote.Link(send)
+    return proxies.KernelLink(send)
 
 
 def remote_grade(exercise: str, obj):
     link = loopback()
     link.exercise = exercise
-    _remote.capture(exercise, lambda: obj)
+    kernel.capture(exercise, lambda: obj)
     return ex.grade(exercise, link.lookup(exercise), timeout=60)

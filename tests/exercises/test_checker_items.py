@@ -23,23 +23,23 @@ NEG_INF = float("-inf")
 pytestmark = pytest.mark.usefixtures("english")  # the checkers speak English here (tests/conftest.py)
 
 
-# ---- the same verdicts when grading runs the learner's code in another process (_remote) -------------------------
+# ---- the same verdicts when grading runs the learner's code in another process (grading) -------------------------
 
 
 def _through_a_kernel(exercise, obj):
-    """``obj`` as grading sees it: a proxy whose calls go, as JSON, to ``_remote``'s kernel side (here in this
+    """``obj`` as grading sees it: a proxy whose calls go, as JSON, to ``grading.kernel``'s answering side (here in this
     process: the same encoding, the same ``_call``, no sandbox)."""
     import json
 
-    from llm_lab.exercises import _remote
+    from llm_lab.exercises.grading import kernel, proxies, wire
 
     def send(request, timeout):
         request = json.loads(json.dumps(request))
         if request["op"] == "describe":
-            return json.loads(json.dumps(_remote.encode({"object": _remote._describe(obj)})))
-        return json.loads(json.dumps(_remote.encode(_remote._call(request))))
+            return json.loads(json.dumps(wire.encode({"object": kernel.describe(obj)})))
+        return json.loads(json.dumps(wire.encode(kernel.answer_call(request))))
 
-    link = _remote.Link(send)
+    link = proxies.KernelLink(send)
     link.exercise = exercise
     return link.lookup("obj")
 

@@ -197,7 +197,7 @@ def test_fresh_copy_ignores_what_a_notebook_patched(monkeypatch):
 
     monkeypatch.setattr(ex, "grade", always_passes)
     monkeypatch.setattr(ex, "evaluate", always_passes)
-    monkeypatch.setattr(sys.modules["llm_lab.exercises._registry"], "check_result", always_passes)
+    monkeypatch.setattr(sys.modules["llm_lab.exercises._registry"], "run_check", always_passes)
     monkeypatch.setattr(sys.modules["llm_lab.exercises._core"], "same", lambda *a, **k: True)
     monkeypatch.setattr(llm_lab.masks, "causal_mask", mask_with_diagonal)  # the reference itself
     copy = ex.fresh()

@@ -1,4 +1,4 @@
-"""Grading through ``llm_lab.exercises._remote``, as ``tools/teaching/grade.py`` does, with the kernel's side served in
+"""Grading through ``llm_lab.exercises.grading``, as ``tools/teaching/grader`` does, with the kernel's side served in
 this process (a loopback link, tests/exercises/_remote_loopback.py): every exercise gives the same verdict through
 the proxies as when the checker holds the learner's object itself. The sandboxed kernel is tested in
 tests/tools/teaching/test_grade*.py; here, that the protocol carries everything each checker needs (module layers,
@@ -17,7 +17,7 @@ from _remote_loopback import loopback, remote_grade
 from torch import nn
 
 from llm_lab import exercises as ex
-from llm_lab.exercises import _remote
+from llm_lab.exercises.grading import kernel, proxies, wire
 
 
 @pytest.mark.parametrize("name", list(SOLUTIONS))
@@ -51,7 +51,7 @@ def test_an_instance_instead_of_a_class_is_named():
 
 def test_a_missing_name_is_a_name_error():
     link = loopback()
-    _remote.capture("gone", lambda: undefined_name)  # noqa: F821
+    kernel.capture("gone", lambda: undefined_name)  # noqa: F821
     with pytest.raises(NameError):
         link.lookup("gone")
 
@@ -63,7 +63,7 @@ def test_tensors_and_values_round_trip():
         "c": [torch.tensor([True, False]), torch.randn(2, dtype=torch.float64), torch.ones(2, dtype=torch.bfloat16)],
         "e": nn.Embedding(4, 2),
     }
-    back = _remote.decode(json.loads(json.dumps(_remote.encode(value))))
+    back = wire.decode(json.loads(json.dumps(wire.encode(value))))
     assert torch.equal(back["a"], value["a"]) and back["b"] == value["b"]
     assert all(torch.equal(x, y) for x, y in zip(back["c"], value["c"], strict=True))
     assert torch.equal(back["e"].weight, value["e"].weight)
@@ -74,9 +74,9 @@ def test_anything_else_comes_back_as_a_name_only():
         def __reduce__(self):
             return (print, ("pwned",))
 
-    back = _remote.decode(_remote.encode(Evil()))
-    assert isinstance(back, _remote.Opaque) and type(back).__name__ == "Evil"
-    assert _remote.decode(_remote.encode(object())).__class__.__name__ == "object"
+    back = wire.decode(wire.encode(Evil()))
+    assert isinstance(back, wire.Opaque) and type(back).__name__ == "Evil"
+    assert wire.decode(wire.encode(object())).__class__.__name__ == "object"
 
 
 @pytest.mark.parametrize(
@@ -91,8 +91,8 @@ def test_anything_else_comes_back_as_a_name_only():
     ],
 )
 def test_a_malformed_reply_is_refused(bad):
-    with pytest.raises(_remote.WireError):
-        _remote.decode(bad)
+    with pytest.raises(wire.WireError):
+        wire.decode(bad)
 
 
 def test_a_forged_status_is_not_a_verdict():
@@ -101,10 +101,10 @@ def test_a_forged_status_is_not_a_verdict():
 
     def forged(request, timeout):
         if request["op"] == "describe":
-            return _remote.encode({"object": {"handle": 1, "kind": "function", "callable": True, "name": "x"}})
-        return _remote.encode({"status": "pass", "passed": True, "value": None})
+            return wire.encode({"object": {"handle": 1, "kind": "function", "callable": True, "name": "x"}})
+        return wire.encode({"status": "pass", "passed": True, "value": None})
 
-    result = ex.grade("causal_mask", _remote.Link(forged).lookup("causal_mask"))
+    result = ex.grade("causal_mask", proxies.KernelLink(forged).lookup("causal_mask"))
     assert (result.status, result.hint) == ("fail", "returned_none")
-    with pytest.raises(_remote.WireError):
-        _remote.Link(lambda request, timeout: {"object": {"handle": 1}, "status": "pass"}).lookup("causal_mask")
+    with pytest.raises(wire.WireError):
+        proxies.KernelLink(lambda request, timeout: {"object": {"handle": 1}, "status": "pass"}).lookup("causal_mask")

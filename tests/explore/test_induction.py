@@ -15,6 +15,30 @@ SMALL = induction.InductionConfig(vocab_size=16, context_length=12, d_model=16, 
 # ---- configuration and data ------------------------------------------------------------------------------------
 
 
+def test_told_twice_agrees_with_its_definition_on_random_rows():
+    def by_definition(row, m):  # some i, d >= m: row[i : i + d] == row[i + d : i + 2 * d]
+        t = len(row)
+        return any(row[i : i + d] == row[i + d : i + 2 * d] for d in range(m, t // 2 + 1) for i in range(t - 2 * d + 1))
+
+    g = torch.Generator().manual_seed(5)
+    for vocab, t, m in [(2, 12, 2), (3, 17, 3), (2, 20, 4), (4, 9, 1)]:
+        ids = torch.randint(0, vocab, (300, t), generator=g)
+        expected = torch.tensor([by_definition(row, m) for row in ids.tolist()])
+        assert expected.any() and not expected.all()  # both answers occur, so the comparison means something
+        assert torch.equal(induction.told_twice(ids, m), expected), (vocab, t, m)
+
+
+def test_most_rows_end_inside_a_short_pattern():
+    """CopyTask.end_share: the last 4 .. 9 tokens repeat from 2 or 3 back, so the last keys are read too."""
+    ids = induction.copy_batch(2000, CONFIG, torch.Generator().manual_seed(1))
+    tail = ids[:, -4:]
+    ends = (tail == ids[:, -6:-2]).all(dim=1) | (tail == ids[:, -7:-3]).all(dim=1)  # 2 or 3 back
+    share = induction.CopyTask().end_share
+    assert share < float(ends.float().mean()) < share + 0.1  # + the short copies that happen to end there
+    alone = induction.copy_batch(2000, CONFIG, torch.Generator().manual_seed(1), induction.CopyTask(end_share=0.0))
+    assert float(((alone[:, -4:] == alone[:, -6:-2]).all(dim=1)).float().mean()) < 0.1
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
@@ -78,6 +102,8 @@ def test_told_twice_finds_a_segment_repeated_at_once_only():
         ({"copy_rate": 1.5}, r"copy_rate=1.5 must be a float in \(0, 1\)"),
         ({"min_run": 9, "max_run": 8}, "min_run=9 must not exceed max_run=8"),
         ({"max_gap": 0}, "max_gap must be a positive int"),
+        ({"end_share": 1}, r"end_share=1 must be a float in \[0, 1\]"),
+        ({"min_run": 8}, "the end pattern .* must stay under 2 \\* min_told_twice tokens"),
     ],
 )
 def test_copy_task_names_bad_settings(kwargs, message):

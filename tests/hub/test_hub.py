@@ -5,8 +5,8 @@ into ``ps1-en`` and ``ps1-zh``. The instructor releases both; three students fet
 alice in headless Chromium through the hub's pages (log in, Assignments tab: Fetch, Submit, Fetch Feedback),
 bob (Chinese, a partial answer) and mallory (a hostile notebook) through their servers' REST API (nbgrader's
 assignment-list handlers, called with a hub service token). The instructor collects, grades with
-tools/teaching/grade_nbgrader.py (each submission in the bubblewrap sandbox; run as the instructor's Unix user), checks
-the scores in formgrader in Chromium, generates and releases feedback; each student fetches their own
+tools/teaching/grader/nbgrader_course.py (each submission in the bubblewrap sandbox; run as the instructor's Unix
+user), checks the scores in formgrader in Chromium, generates and releases feedback; each student fetches their own
 feedback and no one else's. Isolation and the exchange's permissions are checked as the users themselves.
 Memory per user (server alone; server + kernel after running the notebook) and timings are written to
 build/hub/sizing.json (docs/hub-sizing.md quotes them).
@@ -254,7 +254,7 @@ def test_06_collect_and_grade_the_trusted_way(hub):
             TEACHER,
             hub.venv / "bin" / "python",
             "-m",
-            "tools.teaching.grade_nbgrader",
+            "tools.teaching.grader.nbgrader_course",
             hub.course,
             assignment,
             "--src",
@@ -306,8 +306,8 @@ def test_07_formgrader_in_chromium_shows_the_scores(hub):
 
 
 def test_08_feedback_reaches_each_student_only(hub):
-    # release_feedback reads autograded/<student>/<assignment>/submission_secret.txt: tools/teaching/grade_nbgrader.py
-    # put it there, as nbgrader autograde does
+    # release_feedback reads autograded/<student>/<assignment>/submission_secret.txt:
+    # tools/teaching/grader/nbgrader_course.py put it there, as nbgrader autograde does
     for assignment in (EN, ZH):
         hub.nbgrader(TEACHER, "generate_feedback", assignment, cwd=hub.course)
         hub.nbgrader(TEACHER, "release_feedback", assignment, cwd=hub.course)

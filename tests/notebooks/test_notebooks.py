@@ -238,7 +238,7 @@ def test_chinese_in_code_is_the_zh_figures_words_only(src):
 
 def test_library_figures_carry_no_chinese():
     """The figures llm_lab draws (heatmaps, diagrams, explorers) take their words from one table per language,
-    llm_lab/explore/_figure_words.py: no Chinese in a matplotlib text call itself."""
+    llm_lab/explore/figure_words.py: no Chinese in a matplotlib text call itself."""
     for path in sorted((ROOT / "llm_lab").rglob("*.py")):
         for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if FIGURE_TEXT.search(line):

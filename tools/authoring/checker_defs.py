@@ -42,7 +42,7 @@ def check_{name}(obj) -> None:
 
 
 def render() -> str:
-    from llm_lab.exercises._registry import REGISTRY
+    from llm_lab.exercises import REGISTRY
 
     names = "\n".join(f'    "check_{name}",' for name in REGISTRY)
     parts = [HEADER.format(names=names)]

@@ -53,7 +53,7 @@ def _shown(literal: str) -> str:
 def figure_strings(lang: str = "zh") -> list[tuple[str, str]]:
     """(where, text) of every string in ``lang``'s notebook code that holds CJK characters (figure titles, axis
     labels, legends: the notebooks print no Chinese from code) and of ``lang``'s figure words in llm_lab."""
-    from llm_lab.explore import _figure_words as plotting_words
+    from llm_lab.explore import figure_words as plotting_words
 
     found = []
     for src in _all_sources():
@@ -63,7 +63,7 @@ def figure_strings(lang: str = "zh") -> list[tuple[str, str]]:
             code = nbtool.localize_code(cell["source"], lang, cell["at"]).replace("{{LANG}}", f'"{lang}"')
             found += [(cell["at"], _shown(s)) for s in nbtool.code_and_strings(code)[1] if nbtool.CJK.search(s)]
     found += [
-        (f"llm_lab.explore._figure_words.FIGURE_WORDS[{key!r}]", words[lang])
+        (f"llm_lab.explore.figure_words.FIGURE_WORDS[{key!r}]", words[lang])
         for key, words in plotting_words.FIGURE_WORDS.items()
     ]
     return found

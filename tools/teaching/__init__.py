@@ -1,1 +1,2 @@
-"""Running a course: student copies, grading in the sandbox, nbgrader courses, the local JupyterHub (hub/)."""
+"""Running a course: student copies (``student``), grading in the sandbox (``grader``), the local JupyterHub
+(``hub``)."""

@@ -1,4 +1,4 @@
-"""make grade (tools/teaching/grade.py): a synthetic class of submissions, each a careless or bad case, asserted totals.
+"""make grade (tools/teaching/grader): a synthetic class of submissions, each a careless or bad case, asserted totals.
 
 The class hands in the small fixture course's 01_demo (two autograded exercises, 2 points each, see
 tests/_course_fixture.py); grading it once takes about a minute on 2 cores, shared by every test below.
@@ -19,7 +19,7 @@ import nbformat
 import pytest
 
 from tools.authoring import learner
-from tools.teaching import grade
+from tools.teaching.grader import cli, judging, matching, submissions
 
 LOOP_FN = "def mask_and_renormalize(attn_weights):\n    while True:\n        pass\n"
 PATCH_EVALUATE = (
@@ -142,7 +142,7 @@ def graded(tmp_path_factory, sandbox_required):
     expect = class_of(notebooks, subs)
     before = digest(subs)
     out = root / "out"
-    results = grade.grade(subs, out, cell_timeout=10, src=notebooks, echo=lambda *a: None)
+    results = cli.grade(subs, out, cell_timeout=10, src=notebooks, echo=lambda *a: None)
     return {
         "expect": expect,
         "results": {r.student: r for r in results},
@@ -261,7 +261,7 @@ def test_gradebook_feedback_and_report(graded):
 
 
 def test_cli_reports_a_missing_folder(tmp_path, capsys):
-    assert grade.main([str(tmp_path / "nope")]) == 1
+    assert cli.main([str(tmp_path / "nope")]) == 1
     assert "is not a folder" in capsys.readouterr().err
 
 
@@ -269,10 +269,10 @@ def test_load_names_the_problem(tmp_path):
     p = tmp_path / "x.ipynb"
     p.write_text(json.dumps({"cells": [{"cell_type": "code"}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     with pytest.raises(ValueError, match="not a valid Jupyter notebook"):
-        grade.load(p)
+        submissions.load(p)
     p.write_text("[1, 2]")
     with pytest.raises(ValueError, match="not a Jupyter notebook"):
-        grade.load(p)
+        submissions.load(p)
 
 
 def test_grading_cells_are_derived_from_tags_not_a_list():
@@ -289,13 +289,13 @@ def test_grading_cells_are_derived_from_tags_not_a_list():
     nb.cells[0].metadata["tags"], nb.cells[1].metadata["tags"] = ["solution"], ["checker"]
     [ex] = _course.exercises(nb.cells)
     assert (ex.key, ex.exercise, ex.checker, ex.solutions) == ("brand_new", "something_new", 1, (0,))
-    code = grade.capture_code(ex)
+    code = matching.capture_code(ex)
     compile(code, "<capture cell>", "exec")
-    assert "_llm_lab_remote.capture('brand_new', lambda: brand_new)" in code
+    assert "_llm_lab_kernel.capture('brand_new', lambda: brand_new)" in code
 
 
 def test_the_check_budget_stretches_with_the_load_and_no_further_than_four_times(monkeypatch):
     cores = os.cpu_count() or 1
     for load, factor in ((0.0, 1.0), (cores * 2.5, 2.5), (cores * 9.0, 4.0)):
         monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
-        assert grade.check_budget(30.0) == pytest.approx(30.0 * factor)
+        assert judging.exercise_budget(30.0) == pytest.approx(30.0 * factor)

@@ -1,4 +1,4 @@
-"""What the class hands in is read safely (tools/teaching/_grade_files.py): only regular files inside the
+"""What the class hands in is read safely (tools/teaching/grader/submissions.py): only regular files inside the
 submission folder, never through a link, never a pipe or a device, at most MAX_FILE_BYTES; every such entry is
 that student's problem row, on both paths (make grade, make grade-nbgrader's collect), and the class is graded.
 The class test runs its one honest kernel unsandboxed (what is tested is the reading, before any kernel);
@@ -15,7 +15,7 @@ import _hostile
 import nbformat
 import pytest
 
-from tools.teaching import _grade_files, grade, grade_nbgrader
+from tools.teaching.grader import cli, nbgrader_course, submissions
 
 
 def host(tmp_path):
@@ -45,13 +45,13 @@ def test_each_special_entry_is_a_problem_row_and_is_never_opened(tmp_path, name)
     _, h = host(tmp_path)
     subs = tmp_path / "subs"
     _hostile.plant(h, subs / name, name)
-    found = in_time(_grade_files.find, subs)["value"]
+    found = in_time(submissions.find, subs)["value"]
     assert {f.student for f in found} == {name}
     rows = [f for f in found if f.problem]
     if name == "deep":  # a regular file: found, and refused when it is read
         [f] = found
         with pytest.raises(ValueError, match="nested too deep|RecursionError"):
-            _grade_files.load(f.path, subs)
+            submissions.load(f.path, subs)
         return
     assert rows and not [f for f in found if not f.problem], found
     kinds = {"pipe": "a named pipe", "key_inside": "a symbolic link"}
@@ -65,31 +65,31 @@ def test_read_follows_no_link_anywhere_on_the_way(tmp_path):
     subs = tmp_path / "subs"
     (subs / "eve").mkdir(parents=True)
     (subs / "eve" / "inner").symlink_to(real, target_is_directory=True)  # a folder swapped for a link
-    with pytest.raises(_grade_files.Unreadable, match="symbolic link"):
-        _grade_files.read(subs / "eve" / "inner" / "x.ipynb", subs)
-    with pytest.raises(_grade_files.Unreadable, match="outside"):
-        _grade_files.read(real / "x.ipynb", subs)
-    assert _grade_files.read(subs / "eve" / "inner" / "x.ipynb", tmp_path / "subs" / "eve" / "inner") == b"{}"
+    with pytest.raises(submissions.Unreadable, match="symbolic link"):
+        submissions.read(subs / "eve" / "inner" / "x.ipynb", subs)
+    with pytest.raises(submissions.Unreadable, match="outside"):
+        submissions.read(real / "x.ipynb", subs)
+    assert submissions.read(subs / "eve" / "inner" / "x.ipynb", tmp_path / "subs" / "eve" / "inner") == b"{}"
 
 
 def test_a_pipe_is_never_waited_on_and_a_big_file_never_read(tmp_path):
     os.mkfifo(tmp_path / "pipe.ipynb")
-    out = in_time(_grade_files.read, tmp_path / "pipe.ipynb", tmp_path)
-    assert isinstance(out.get("error"), _grade_files.Unreadable) and "named pipe" in str(out["error"])
+    out = in_time(submissions.read, tmp_path / "pipe.ipynb", tmp_path)
+    assert isinstance(out.get("error"), submissions.Unreadable) and "named pipe" in str(out["error"])
     big = tmp_path / "big.ipynb"
     with big.open("wb") as f:  # sparse: 60 MB that cost nothing to make
-        f.truncate(_grade_files.MAX_FILE_BYTES + 1)
-    with pytest.raises(_grade_files.Unreadable, match="more than 50 MB"):
-        _grade_files.read(big, tmp_path)
+        f.truncate(submissions.MAX_FILE_BYTES + 1)
+    with pytest.raises(submissions.Unreadable, match="more than 50 MB"):
+        submissions.read(big, tmp_path)
 
 
 def test_json_nested_100000_deep_is_that_files_problem_not_the_classs(tmp_path):
     _, h = host(tmp_path)
     _hostile.plant(h, tmp_path / "subs" / "deep", "deep")
-    results = grade.discover(tmp_path / "subs")
-    assert grade.expected_notebook(results, {}, None) == (None, None)  # was a RecursionError for everyone
+    results = submissions.find(tmp_path / "subs")
+    assert cli.expected_notebook(results, {}, None) == (None, None)  # was a RecursionError for everyone
     with pytest.raises(ValueError, match="nested too deep"):
-        grade.load(results[0].path, results[0].root)
+        submissions.load(results[0].path, results[0].root)
 
 
 def test_nbgrader_collect_copies_only_regular_files(tmp_path):
@@ -110,7 +110,7 @@ def test_nbgrader_collect_copies_only_regular_files(tmp_path):
     (submitted / "bob" / "ps1" / "timestamp.txt").symlink_to("/dev/zero")
     into = tmp_path / "into"
     into.mkdir()
-    stamps, refused = in_time(grade_nbgrader.collect, course, "ps1", into)["value"]
+    stamps, refused = in_time(nbgrader_course.collect, course, "ps1", into)["value"]
     assert stamps["alice"] == "2026-12-01 09:00:00 UTC" and stamps["bob"] == ""
     assert sorted(p.relative_to(into).as_posix() for p in into.rglob("*")) == [
         "alice",
@@ -136,7 +136,7 @@ def test_a_class_with_hostile_files_is_graded_and_reported(tmp_path):
         (subs / f"{name}.txt").write_text("my answers are in the email")
     out = tmp_path / "out"
     results = in_time(
-        lambda: grade.grade(subs, out, cell_timeout=10, src=notebooks, echo=lambda *a: None, sandboxed=False),
+        lambda: cli.grade(subs, out, cell_timeout=10, src=notebooks, echo=lambda *a: None, sandboxed=False),
         seconds=300,
     )["value"]
     by = {r.student: r for r in results}

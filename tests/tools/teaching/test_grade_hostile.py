@@ -14,7 +14,7 @@ import _hostile
 import nbformat
 import pytest
 
-from tools.teaching import grade
+from tools.teaching.grader import cli
 
 pytestmark = pytest.mark.usefixtures("sandbox_required")  # skipped with how to run it, failed under CI
 
@@ -48,7 +48,7 @@ def hostile(tmp_path_factory):
     before = host.digest()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     try:
-        results = grade.grade(subs, root / "out", cell_timeout=10, src=notebooks, echo=lambda *a: None, max_seconds=120)
+        results = cli.grade(subs, root / "out", cell_timeout=10, src=notebooks, echo=lambda *a: None, max_seconds=120)
     finally:
         host.stop()
         os.environ.pop("LLM_LAB_TEST_SECRET", None)
@@ -153,7 +153,7 @@ def test_no_sandbox_mode_says_so_in_every_report(tmp_path):
     subs = tmp_path / "subs"
     subs.mkdir()
     nbformat.write(fx.filled(notebooks), str(subs / "alice.ipynb"))
-    [r] = grade.grade(subs, tmp_path / "out", src=notebooks, echo=lambda *a: None, sandboxed=False)
+    [r] = cli.grade(subs, tmp_path / "out", src=notebooks, echo=lambda *a: None, sandboxed=False)
     assert r.total == sum(fx.points(notebooks).values())
     assert any("WITHOUT the sandbox" in n for n in r.notes)
     assert "WITHOUT the sandbox" in (tmp_path / "out" / "feedback" / "alice.html").read_text(encoding="utf-8")

@@ -1,5 +1,5 @@
 # ruff: noqa: E501  (each submission's trick is source code in a string: it reads better unbroken)
-"""Limits that hold per submission and across graders (tools/teaching/sandbox.py, _sandbox_limits.py).
+"""Limits that hold per submission and across graders (tools/teaching/grader/sandbox.py, sandbox_limits.py).
 
 - Two graders at once on one machine (an instructor grading while CI grades), each with a fork storm in its
   class: every sandbox of both has a uid of its own (each submission writes a file named after its uid, which
@@ -26,7 +26,7 @@ import _course_fixture as fx
 import nbformat
 import pytest
 
-from tools.teaching import _sandbox_limits, grade
+from tools.teaching.grader import cli, sandbox_limits
 
 pytestmark = pytest.mark.usefixtures("sandbox_required")
 ROOT = Path(__file__).resolve().parents[3]
@@ -55,9 +55,9 @@ for pid in kids:
 ONE_GRADER = """
 import json, sys
 from pathlib import Path
-from tools.teaching import grade
+from tools.teaching.grader import cli
 subs, out, src = map(Path, sys.argv[1:4])
-results = grade.grade(subs, out, jobs=3, cell_timeout=90, src=src, echo=lambda *a: None, max_seconds=300)
+results = cli.grade(subs, out, jobs=3, cell_timeout=90, src=src, echo=lambda *a: None, max_seconds=300)
 print("RESULTS " + json.dumps({r.student: [r.total, r.notes, r.problem] for r in results}))
 """
 
@@ -115,7 +115,7 @@ def test_two_graders_at_once_each_with_a_fork_storm(tmp_path):
     print(f"two graders, 6 submissions at once: {time.monotonic() - start:.0f} s")
     if os.geteuid() == 0:  # as root each sandbox has a uid of its own, on the whole machine
         assert len(set(uids)) == 6, uids
-        assert all(u in _sandbox_limits.UIDS for u in uids), uids
+        assert all(u in sandbox_limits.UIDS for u in uids), uids
 
 
 # Each trick below hands in the right causal_mask only if it got through (LEAK): a trick that is stopped scores 0.
@@ -178,7 +178,7 @@ def test_files_in_tmp_and_the_connection_folder_are_bounded_per_submission(tmp_p
         nbformat.write(nb, str(subs / f"{student}.ipynb"))
     results = {
         r.student: r
-        for r in grade.grade(
+        for r in cli.grade(
             subs, tmp_path / "out", jobs=2, cell_timeout=60, src=notebooks, echo=lambda *a: None, max_seconds=300
         )
     }
@@ -188,7 +188,7 @@ def test_files_in_tmp_and_the_connection_folder_are_bounded_per_submission(tmp_p
     assert "junk" not in writes, writes  # read-only once the kernel's sockets were bound: nothing landed there
 
 
-@pytest.mark.skipif(_sandbox_limits.cgroup_problem() is not None, reason=str(_sandbox_limits.cgroup_problem()))
+@pytest.mark.skipif(sandbox_limits.cgroup_problem() is not None, reason=str(sandbox_limits.cgroup_problem()))
 def test_memory_together_is_limited_per_submission(tmp_path):
     notebooks = fx.build_course(tmp_path / "course")
     subs = tmp_path / "subs"
@@ -202,12 +202,12 @@ def test_memory_together_is_limited_per_submission(tmp_path):
         nbformat.write(nb, str(subs / f"{student}.ipynb"))
     results = {
         r.student: r
-        for r in grade.grade(
+        for r in cli.grade(
             subs, tmp_path / "out", jobs=2, cell_timeout=120, src=notebooks, echo=lambda *a: None, max_seconds=300
         )
     }
     assert results["alice"].total == sum(pts.values()) and results["carol"].total == pts["mask_and_renormalize"]
     r = results["allocate_together"]
     assert r.total == 0 and any("GiB together" in n and "were stopped" in n for n in r.notes), r.notes
-    parent = _sandbox_limits.CGROUP_FS / _sandbox_limits.CGROUP_PARENT
+    parent = sandbox_limits.CGROUP_FS / sandbox_limits.CGROUP_PARENT
     assert not [g for g in parent.iterdir() if g.is_dir() and g.name.startswith(f"{os.getpid()}-")]

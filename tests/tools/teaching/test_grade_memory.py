@@ -1,5 +1,5 @@
-"""Nothing a kernel sends makes the grader allocate past a fixed budget (tools/teaching/_grade_kernel.py and the
-wire format, llm_lab/exercises/_remote.py): tensor sizes are checked from their shapes (meta tensors too)
+"""Nothing a kernel sends makes the grader allocate past a fixed budget (tools/teaching/grader/kernel.py and the
+wire format, llm_lab/exercises/grading/wire.py): tensor sizes are checked from their shapes (meta tensors too)
 before anything is built, a reply's text is counted before it is parsed, comm (widget) messages and display
 updates are dropped, and output is capped per cell and per submission. The hostile class
 (tests/tools/teaching/test_grade_hostile.py) sends the same through a real sandboxed kernel."""
@@ -15,8 +15,8 @@ from _remote_loopback import loopback
 from torch import nn
 
 from llm_lab import exercises as ex
-from llm_lab.exercises import _remote
-from tools.teaching import _grade_kernel
+from llm_lab.exercises.grading import kernel, wire
+from tools.teaching.grader import kernel as grader_kernel
 
 
 class Big(nn.Module):
@@ -31,8 +31,8 @@ class Big(nn.Module):
 
 
 def test_a_meta_tensor_is_sized_before_it_is_built():
-    with pytest.raises(_remote.WireError, match="bytes"):
-        _remote.decode(_remote.encode(torch.empty(23170, 23170, device="meta")))
+    with pytest.raises(wire.WireError, match="bytes"):
+        wire.decode(wire.encode(torch.empty(23170, 23170, device="meta")))
 
 
 def test_a_meta_layer_handed_back_costs_the_grader_nothing(monkeypatch):
@@ -40,12 +40,12 @@ def test_a_meta_layer_handed_back_costs_the_grader_nothing(monkeypatch):
     real_init = nn.Linear.__init__
 
     def init(self, in_features, out_features, *args, device=None, **kwargs):
-        if in_features * out_features > _remote.MAX_BYTES and str(device) != "meta":
+        if in_features * out_features > wire.MAX_BYTES and str(device) != "meta":
             built.append((in_features, out_features))  # what the grader would have allocated: refused here
             raise MemoryError("the test refuses a 2 GiB layer in the grader")
         real_init(self, in_features, out_features, *args, device=device, **kwargs)
 
-    _remote.capture("causal_mask", lambda: lambda n: Big())  # built in "the kernel", on the meta device
+    kernel.capture("causal_mask", lambda: lambda n: Big())  # built in "the kernel", on the meta device
     monkeypatch.setattr(nn.Linear, "__init__", init)
     link = loopback()
     link.exercise = "causal_mask"
@@ -66,24 +66,24 @@ def test_a_small_meta_layer_stays_meta_and_is_named():
             return x
 
     link = loopback()
-    _remote.capture("causal_attention", lambda: MetaModule)
+    kernel.capture("causal_attention", lambda: MetaModule)
     link.exercise = "causal_attention"
     result = ex.grade("causal_attention", link.lookup("causal_attention"), timeout=60)
     assert (result.status, result.hint) == ("fail", "meta_tensor")
 
 
 def test_all_tensors_of_one_reply_share_one_budget():
-    many = [torch.empty(_remote.MAX_BYTES // 4, device="meta") for _ in range(5)]  # 5 x 64 MiB, each allowed
-    with pytest.raises(_remote.WireError, match="more than"):
-        _remote.decode(_remote.encode(many))
+    many = [torch.empty(wire.MAX_BYTES // 4, device="meta") for _ in range(5)]  # 5 x 64 MiB, each allowed
+    with pytest.raises(wire.WireError, match="more than"):
+        wire.decode(wire.encode(many))
 
 
 @pytest.mark.parametrize(
-    "text", [b"[" + b"[]," * 300_000 + b"[]]", b"[" * 5000 + b"]" * 5000, b"x" * (_remote.MAX_REPLY_BYTES + 1)]
+    "text", [b"[" + b"[]," * 300_000 + b"[]]", b"[" * 5000 + b"]" * 5000, b"x" * (wire.MAX_REPLY_BYTES + 1)]
 )
 def test_a_reply_is_counted_before_it_is_parsed(text):
-    with pytest.raises(_remote.WireError):
-        _remote.parse(text)
+    with pytest.raises(wire.WireError):
+        wire.parse(text)
 
 
 def message(kind: str, content: dict) -> dict:
@@ -97,10 +97,10 @@ def message(kind: str, content: dict) -> dict:
     }
 
 
-def client(cells: int = 1, max_output: int = 10_000) -> _grade_kernel.CappedClient:
+def client(cells: int = 1, max_output: int = 10_000) -> grader_kernel.CappedClient:
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("") for _ in range(cells)]
-    c = _grade_kernel.CappedClient(nb, max_output)
+    c = grader_kernel.CappedClient(nb, max_output)
     c.reset_execution_trackers()  # what nbclient does before a run, and before each cell
     c.clear_before_next_output = False
     return c
@@ -125,26 +125,26 @@ def test_display_updates_do_not_replace_counted_output():
 
 
 def test_output_is_capped_per_submission_and_a_cells_error_is_kept():
-    cells = _grade_kernel.MAX_TOTAL_CELLS + 10
+    cells = grader_kernel.MAX_TOTAL_CELLS + 10
     c = client(cells)
     for i in range(cells):
         c.process_message(message("stream", {"name": "stdout", "text": "x" * 9_000}), c.nb.cells[i], i)
     kept = sum(len(o.get("text", "")) for cell in c.nb.cells for o in cell.outputs)
-    assert kept <= _grade_kernel.MAX_TOTAL_CELLS * 10_000
+    assert kept <= grader_kernel.MAX_TOTAL_CELLS * 10_000
     c.process_message(
         message("error", {"ename": "ValueError", "evalue": "v" * 5000, "traceback": ["t" * 10**6]}),
         c.nb.cells[-1],
         cells - 1,
     )
-    assert _grade_kernel.cell_error(c.nb.cells[-1]).startswith("ValueError: vvv")
+    assert grader_kernel.cell_error(c.nb.cells[-1]).startswith("ValueError: vvv")
 
 
 def test_the_grader_receives_no_frame_past_the_cap():
-    kc = _grade_kernel.CappedKernelClient()
+    kc = grader_kernel.CappedKernelClient()
     import zmq
 
-    assert kc.context.getsockopt(zmq.MAXMSGSIZE) == _grade_kernel.MAX_FRAME
+    assert kc.context.getsockopt(zmq.MAXMSGSIZE) == grader_kernel.MAX_FRAME
     socket = kc.context.socket(zmq.SUB)
-    assert socket.getsockopt(zmq.MAXMSGSIZE) == _grade_kernel.MAX_FRAME
+    assert socket.getsockopt(zmq.MAXMSGSIZE) == grader_kernel.MAX_FRAME
     socket.close()
     kc.context.term()

@@ -1,4 +1,4 @@
-"""What grading writes cannot be forged by a student id, a file name or a message (tools/teaching/_grade_report.py):
+"""What grading writes cannot be forged by a student id, a file name or a message (tools/teaching/grader/report.py):
 feedback file names unique per student, no CSV cell a spreadsheet reads as a formula, no Markdown or HTML
 from the class in report.md or the feedback pages, bidirectional controls shown, not obeyed."""
 
@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from tools.teaching import _grade_report as report
-from tools.teaching import grade
+from tools.teaching.grader import report, submissions
 
 
-def result(student: str, file: str = "", problem: str = "", notes=()) -> grade.Result:
-    return grade.Result(student, Path(file or f"{student}.ipynb"), problem=problem, notes=list(notes))
+def result(student: str, file: str = "", problem: str = "", notes=()) -> submissions.Submission:
+    return submissions.Submission(student, Path(file or f"{student}.ipynb"), problem=problem, notes=list(notes))
 
 
 def test_feedback_names_are_unique_per_student_even_on_a_case_insensitive_disk():

@@ -1,4 +1,4 @@
-"""The grader's reading of a submission's source (tools/teaching/_grade_source.py, _grade_names.py): every cell,
+"""The grader's reading of a submission's source (tools/teaching/grader/source_checks.py, source_names.py): every cell,
 added ones too, read after IPython's own transformation; an exercise scores only when the learner's own
 ``def``/``class`` defines it and nothing rebinds it; llm_lab's answer is found through every import route; code
 the grader cannot read counts against the submission. Parsed, never run: no kernel here, so these run in
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tools import course
-from tools.teaching import _grade_names, _grade_source, grade
+from tools.teaching.grader import matching, source_checks, source_names
 
 # notebook 01's course cell binds both exercises' names before the exercises, as the fixture's does
 COURSE = (
@@ -104,11 +104,11 @@ CASES = [
 
 def verdict(learner: list[str], key: str = "causal_mask", exercise: str = "causal_mask", lang: str = "en"):
     cells = [
-        _grade_source.Cell(COURSE, False),
-        *(_grade_source.Cell(c, True) for c in learner),
-        _grade_source.Cell(f"_llm_lab_remote.capture({key!r}, lambda: {key})", False),
+        source_checks.Cell(COURSE, False),
+        *(source_checks.Cell(c, True) for c in learner),
+        source_checks.Cell(f"_llm_lab_kernel.capture({key!r}, lambda: {key})", False),
     ]
-    return _grade_source.Reading(cells).verdict(key, exercise, len(cells) - 1, lang)
+    return source_checks.Reading(cells).verdict(key, exercise, len(cells) - 1, lang)
 
 
 @pytest.mark.parametrize(("name", "learner", "status"), CASES, ids=[c[0] for c in CASES])
@@ -144,13 +144,13 @@ def test_every_message_of_the_source_is_in_one_language(learner):
 def test_a_later_exercise_is_judged_by_the_cells_before_its_own_checker():
     """An unreadable cell after the first checker costs only the exercises after it."""
     cells = [
-        _grade_source.Cell(COURSE, False),
-        _grade_source.Cell(RIGHT, True),
-        _grade_source.Cell("_llm_lab_remote.capture('causal_mask', lambda: causal_mask)", False),
-        _grade_source.Cell("def mask_and_renormalize(w:\n", True),
-        _grade_source.Cell("_llm_lab_remote.capture('mask_and_renormalize', lambda: x)", False),
+        source_checks.Cell(COURSE, False),
+        source_checks.Cell(RIGHT, True),
+        source_checks.Cell("_llm_lab_kernel.capture('causal_mask', lambda: causal_mask)", False),
+        source_checks.Cell("def mask_and_renormalize(w:\n", True),
+        source_checks.Cell("_llm_lab_kernel.capture('mask_and_renormalize', lambda: x)", False),
     ]
-    reading = _grade_source.Reading(cells)
+    reading = source_checks.Reading(cells)
     assert reading.verdict("causal_mask", "causal_mask", 2) is None
     assert reading.verdict("mask_and_renormalize", "renormalize", 4).status == "error"
 
@@ -161,18 +161,39 @@ def test_the_course_binding_is_named_as_the_courses():
 
 
 def test_cell_magics_that_run_python_are_read_in_place():
-    tree = _grade_source.parse("%%time\nfrom llm_lab import causal_mask\n")
-    assert [b[0] for s in tree.body for b in _grade_names.bindings(s)] == ["causal_mask"]
+    tree = source_checks.parse("%%time\nfrom llm_lab import causal_mask\n")
+    assert [b[0] for s in tree.body for b in source_names.bindings(s)] == ["causal_mask"]
 
 
 def test_every_course_notebook_with_its_own_solutions_reads_clean():
     """The instructor solutions of every notebook, both languages: the source decides nothing (the checkers do),
     so no course cell binds an exercise's name between its solution and its checker, and no solution uses a
     construct the grader refuses."""
-    course = grade.load_course()
+    course = matching.load_course()
     assert course
     for (lang, nn), cn in sorted(course.items()):
-        p = grade.plan(cn, cn.nb)
-        reading = _grade_source.read(p.nb.cells, p.learner)
+        p = matching.build_plan(cn, cn.nb)
+        reading = source_checks.read(p.nb.cells, p.learner)
         found = {ex.key: reading.verdict(ex.key, ex.exercise, p.grading[ex.key]) for ex in cn.exercises}
         assert {k: v for k, v in found.items() if v} == {}, (lang, nn)
+
+
+@pytest.mark.parametrize(
+    ("cell", "tampered"),
+    [
+        ("import llm_lab.exercises._harness as h\n", True),
+        ("from llm_lab.exercises.grading.kernel import serve\n", True),  # a public module of the machinery
+        ("from llm_lab.exercises import grading\n", True),
+        ("import llm_lab.exercises as e\ng = e.grading\n", True),
+        ("x = __import__('llm_lab.exercises._registry')\n", True),
+        ("from llm_lab.exercises import check_causal_mask, set_language\n", False),  # the learner's own API
+        ("class A(torch.nn.Module):\n    def names(self):\n        return list(self._modules)\n", False),
+    ],
+)
+def test_the_machinery_names_come_from_the_package(cell, tampered):
+    """Every private module of llm_lab.exercises and the grading package are reached names, found by walking the
+    package (a module added later counts at once); a name every nn.Module has (``_modules``) is not."""
+    assert "llm_lab.exercises._harness" in source_names.MACHINERY_MODULES
+    assert "llm_lab.exercises.grading.kernel" in source_names.MACHINERY_MODULES
+    found = verdict([cell + RIGHT])
+    assert (found is not None and found.status == "tampered") == tampered, found

@@ -1,6 +1,6 @@
 """nbgrader, unchanged, on our notebooks, graded the trusted way: generate_assignment releases exactly what
-`make student` writes; tools/teaching/grade_nbgrader.py (make grade-nbgrader) grades the submitted/ folder in the
-sandbox
+`make student` writes; tools/teaching/grader/nbgrader_course.py (make grade-nbgrader) grades the submitted/ folder in
+the sandbox
 and writes the scores into nbgrader's gradebook and autograded/; generate_feedback and export then work as after
 autograde. The class (a temporary course, the fixture's 01_demo: two autograded exercises and one written
 answer) holds honest, careless and hostile submissions; the hostile ones score 0 for their wrong answers."""
@@ -143,7 +143,15 @@ def course(tmp_path_factory):
     before = host.digest()
     env = {**os.environ, "MPLBACKEND": "Agg", "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", "")}
     proc = subprocess.run(
-        [sys.executable, "-m", "tools.teaching.grade_nbgrader", str(course), ASSIGNMENT, "--src", str(notebooks)],
+        [
+            sys.executable,
+            "-m",
+            "tools.teaching.grader.nbgrader_course",
+            str(course),
+            ASSIGNMENT,
+            "--src",
+            str(notebooks),
+        ],
         capture_output=True,
         text=True,
         env=env,

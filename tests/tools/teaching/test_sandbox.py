@@ -1,4 +1,5 @@
-"""tools/teaching/sandbox.py: what the grading sandbox binds and limits, and the one sentence when it cannot run."""
+"""tools/teaching/grader/sandbox.py: what the grading sandbox binds and limits, and the one sentence when it cannot
+run."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import _course_fixture as fx
 import pytest
 
-from tools.teaching import _sandbox_limits, grade, sandbox
+from tools.teaching.grader import cli, sandbox, sandbox_limits
 
 
 def test_without_bubblewrap_grading_stops_with_what_to_install(monkeypatch, tmp_path, capsys):
@@ -22,7 +23,7 @@ def test_without_bubblewrap_grading_stops_with_what_to_install(monkeypatch, tmp_
     assert "bubblewrap" in reason and "apt-get install bubblewrap" in reason and "--no-sandbox" in reason
     (tmp_path / "subs").mkdir()
     (tmp_path / "subs" / "a.ipynb").write_text("{}")
-    assert grade.main([str(tmp_path / "subs")]) == 1
+    assert cli.main([str(tmp_path / "subs")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: sandboxed grading needs bubblewrap") and err.count("\n") == 1
 
@@ -76,7 +77,7 @@ def test_inside_the_sandbox(sandbox_required):
 
 
 def _lease_in_a_new_process() -> int:
-    code = "from tools.teaching import sandbox\nprint(sandbox.Box().uid)"
+    code = "from tools.teaching.grader import sandbox\nprint(sandbox.Box().uid)"
     return int(
         subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=fx.ROOT, timeout=60
@@ -99,12 +100,12 @@ def _fake_cgroup_v2(tmp_path, monkeypatch, controllers="cpu memory pids"):
     (fs / "cgroup.controllers").write_text(controllers + "\n")
     (fs / "cgroup.subtree_control").write_text("\n")
     (tmp_path / "mounts").write_text(f"proc /proc proc rw 0 0\ncgroup2 {fs} cgroup2 rw,nosuid 0 0\n")
-    monkeypatch.setattr(_sandbox_limits, "CGROUP_FS", fs)
-    monkeypatch.setattr(_sandbox_limits, "MOUNTS", tmp_path / "mounts")
-    monkeypatch.setattr(_sandbox_limits, "_rmdir", lambda p: shutil.rmtree(p))  # a real group has no files to delete
+    monkeypatch.setattr(sandbox_limits, "CGROUP_FS", fs)
+    monkeypatch.setattr(sandbox_limits, "MOUNTS", tmp_path / "mounts")
+    monkeypatch.setattr(sandbox_limits, "_rmdir", lambda p: shutil.rmtree(p))  # a real group has no files to delete
     monkeypatch.setattr(os, "geteuid", lambda: 0)
-    monkeypatch.setattr(_sandbox_limits, "UidLease", _FakeLease)
-    _sandbox_limits.cgroup_problem.cache_clear()
+    monkeypatch.setattr(sandbox_limits, "UidLease", _FakeLease)
+    sandbox_limits.cgroup_problem.cache_clear()
     return fs
 
 
@@ -118,7 +119,7 @@ class _FakeLease:
 def test_with_cgroup_v2_each_sandbox_has_a_group_of_its_own(tmp_path, monkeypatch):
     fs = _fake_cgroup_v2(tmp_path, monkeypatch)
     try:
-        assert _sandbox_limits.cgroup_problem() is None
+        assert sandbox_limits.cgroup_problem() is None
         assert "cgroup of its own" in sandbox.limits() and "2 GiB" in sandbox.limits()
         assert (fs / "llm-lab-grading" / "cgroup.subtree_control").read_text() == "+memory +pids"
         with sandbox.Box() as box:
@@ -132,7 +133,7 @@ def test_with_cgroup_v2_each_sandbox_has_a_group_of_its_own(tmp_path, monkeypatc
             assert (group / "cgroup.procs").read_text().strip() == joined.stdout.strip()  # the same process
         assert not group.exists() and (fs / "llm-lab-grading").is_dir()  # the group is removed afterwards
     finally:
-        _sandbox_limits.cgroup_problem.cache_clear()
+        sandbox_limits.cgroup_problem.cache_clear()
 
 
 @pytest.mark.parametrize("case", ["v1", "no pids"])
@@ -141,7 +142,7 @@ def test_without_cgroup_v2_the_limits_are_per_process_and_say_so(tmp_path, monke
     if case == "v1":
         (tmp_path / "mounts").write_text(f"cgroup {fs}/memory cgroup rw,memory 0 0\n")
     try:
-        problem = _sandbox_limits.cgroup_problem()
+        problem = sandbox_limits.cgroup_problem()
         assert (
             problem
             == {
@@ -154,7 +155,7 @@ def test_without_cgroup_v2_the_limits_are_per_process_and_say_so(tmp_path, monke
             assert box.cgroup is None and box.wrap(["true"], [])[0] == "bwrap"
         assert not (fs / "llm-lab-grading").exists()
     finally:
-        _sandbox_limits.cgroup_problem.cache_clear()
+        sandbox_limits.cgroup_problem.cache_clear()
 
 
 def test_once_sealed_the_connection_folder_is_read_only_and_tmp_holds_few_files(sandbox_required, tmp_path):

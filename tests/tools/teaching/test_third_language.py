@@ -20,7 +20,7 @@ import pytest
 
 from llm_lab.exercises import _messages
 from tools import course
-from tools.teaching import _grade_report, grade
+from tools.teaching.grader import cli, matching, report
 
 FAKE = "ja"
 WRONG_RENORMALIZE = (
@@ -63,7 +63,7 @@ def add_language(monkeypatch) -> None:
     for module in ours():
         for value in list(vars(module).values()):
             fill(value)
-    monkeypatch.setitem(_grade_report.HTML_LANG, FAKE, FAKE)  # the translator's entry: the page's language tag
+    monkeypatch.setitem(report.HTML_LANG, FAKE, FAKE)  # the translator's entry: the page's language tag
 
 
 def translate(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -107,13 +107,13 @@ def class_in_ja(tmp_path_factory):
         for cell in no_ids.cells:
             cell.id = f"x{len(cell.source)}-{id(cell)}"  # an editor that renumbered the cells: known by the title
         nbformat.write(no_ids, str(subs / "sho.ipynb"))
-        course_map = grade.load_course(notebooks)
+        course_map = matching.load_course(notebooks)
         untitled = hand_in(ja)
         untitled.cells[0].source = "# my homework"  # known by its cell ids alone
-        results = grade.grade(subs, root / "out", src=notebooks, sandboxed=False, cell_timeout=20, echo=lambda *a: None)
+        results = cli.grade(subs, root / "out", src=notebooks, sandboxed=False, cell_timeout=20, echo=lambda *a: None)
         yield {
             "course": course_map,
-            "untitled": grade.identify(untitled, course_map),
+            "untitled": matching.identify(untitled, course_map),
             "out": root / "out",
             "results": {r.student: r for r in results},
             "full": sum(fx.points(notebooks).values()),

@@ -15,7 +15,7 @@ What the graded code gets (``Box.wrap``):
 - **a private writable /tmp** (a tmpfs of ``TMP_BYTES``, the kernel's home and working folder, gone afterwards),
   plus the one folder that holds its connection file and sockets;
 - **limits**: as root (CI, a course server) the kernel runs as an unprivileged uid of its own, unique on the
-  machine (``Box``; tools/teaching/_sandbox_limits.py), with no capabilities, so ``RLIMIT_NPROC`` caps its
+  machine (``Box``; ``sandbox_limits``), with no capabilities, so ``RLIMIT_NPROC`` caps its
   processes (a fork storm stops at ``NPROC`` and cannot starve the other submissions' kernels, nor another
   grader's); where cgroup v2 offers the memory and pids controllers, each sandbox also gets a cgroup of its own
   (``MEMORY_MAX`` for all its processes, its /tmp files and their kernel memory together; ``PIDS``), removed
@@ -42,11 +42,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tools.teaching import _sandbox_limits
+from tools.teaching.grader import sandbox_limits
 
 NPROC = 64
 MEMORY_BYTES = 6 * 2**30  # address space per process: torch maps ~1.5 GiB at import; a notebook needs < 2 GiB
-MEMORY_MAX = _sandbox_limits.MEMORY_MAX  # all of one sandbox together, where it has a cgroup
+MEMORY_MAX = sandbox_limits.MEMORY_MAX  # all of one sandbox together, where it has a cgroup
 PIDS = NPROC + 8  # processes and threads of one sandbox, where it has a cgroup (bwrap's own two included)
 FILE_BYTES = 64 * 2**20
 TMP_BYTES = 256 * 2**20
@@ -153,7 +153,7 @@ def available() -> str | None:
 
 def limits() -> str:
     """One line: the limits every submission gets here (what the grader prints when it starts)."""
-    problem = _sandbox_limits.cgroup_problem()
+    problem = sandbox_limits.cgroup_problem()
     if problem is None:
         return (
             f"each in a cgroup of its own: {MEMORY_MAX / 2**30:g} GiB of memory in all (its /tmp files and "
@@ -181,12 +181,12 @@ class Box:
     ``with`` block) removes the cgroup with anything left in it and lets the uid go."""
 
     def __init__(self):
-        self._lease = _sandbox_limits.UidLease() if os.geteuid() == 0 else None
+        self._lease = sandbox_limits.UidLease() if os.geteuid() == 0 else None
         self.uid = self._lease.uid if self._lease else os.getuid()
         self.cgroup = None
         try:
-            if _sandbox_limits.cgroup_problem() is None:
-                self.cgroup = _sandbox_limits.Cgroup(MEMORY_MAX, PIDS)
+            if sandbox_limits.cgroup_problem() is None:
+                self.cgroup = sandbox_limits.Cgroup(MEMORY_MAX, PIDS)
         except BaseException:
             self.close()
             raise
@@ -219,46 +219,46 @@ def wrap(argv: list[str], writable: list[str], env: dict[str, str] | None = None
     root = os.geteuid() == 0
     if root and uid is None:
         raise ValueError("as root, wrap() needs the uid of a Box (sandbox.Box().wrap(...)): a uid of its own")
-    cmd = [
-        "bwrap",
-        "--die-with-parent",
-        "--new-session",
-        "--unshare-pid",
-        "--unshare-net",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-        "--hostname",
-        "sandbox",
+    binds, _, _ = _layout()
+    return [
+        *_namespaces(root),
+        *_filesystem(binds, writable),
+        *_environment(binds, env),
+        "--",
+        *_limits(uid if root else None),
+        *argv,
     ]
-    if not root:
-        cmd += ["--unshare-user", "--disable-userns"]
-    cmd += [
-        "--symlink",
-        "usr/lib",
-        "/lib",
-        "--symlink",
-        "usr/lib64",
-        "/lib64",
-        "--symlink",
-        "usr/bin",
-        "/bin",
-        "--symlink",
-        "usr/sbin",
-        "/sbin",
-    ]
+
+
+def _namespaces(root: bool) -> list[str]:
+    """bwrap and the namespaces it makes: processes, network, IPC, host name, cgroups; a user namespace unless
+    running as root."""
+    cmd = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc"]
+    cmd += ["--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
+    return cmd if root else [*cmd, "--unshare-user", "--disable-userns"]
+
+
+def _filesystem(binds: list[tuple[str, str]], writable: list[str]) -> list[str]:
+    """What the sandbox sees: the system's folders and the layout's binds read-only, a private /tmp, its own /proc
+    and /dev, the ``writable`` folders read-write."""
+    cmd = []
+    for target, link in (("usr/lib", "/lib"), ("usr/lib64", "/lib64"), ("usr/bin", "/bin"), ("usr/sbin", "/sbin")):
+        cmd += ["--symlink", target, link]
     # the private /tmp first: binds below it (the connection folder is under the grader's /tmp) come after
     cmd += ["--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
-    for p in SYSTEM:
-        if os.path.exists(p):
-            cmd += ["--ro-bind", p, p]
-    binds, _, _ = _layout()
+    for path in SYSTEM:
+        if os.path.exists(path):
+            cmd += ["--ro-bind", path, path]
     for host, inside in binds:
         cmd += [*_dirs_to(inside), "--ro-bind", host, inside]
     cmd += ["--proc", "/proc", "--dev", "/dev"]
-    for w in writable:
-        cmd += [*_dirs_to(w), "--bind", w, w]
-    cmd += ["--chdir", "/tmp", "--clearenv"]
+    for folder in writable:
+        cmd += [*_dirs_to(folder), "--bind", folder, folder]
+    return cmd
+
+
+def _environment(binds: list[tuple[str, str]], env: dict[str, str] | None) -> list[str]:
+    """A cleared environment with only what the kernel needs (``env`` added), working in /tmp."""
     python_bin = os.path.dirname(_layout()[1])
     base_env = {
         "PATH": f"{python_bin}:/usr/bin:/bin",
@@ -272,24 +272,23 @@ def wrap(argv: list[str], writable: list[str], env: dict[str, str] | None = None
     }
     if any(inside == PYTHON for _, inside in binds):  # its libpython was linked with the path it came from
         base_env["LD_LIBRARY_PATH"] = f"{PYTHON}/lib"
+    cmd = ["--chdir", "/tmp", "--clearenv"]
     for key, value in {**base_env, **(env or {})}.items():
         cmd += ["--setenv", key, value]
-    cmd.append("--")
-    if root:
-        cmd += [
-            "setpriv",
-            f"--reuid={uid}",
-            f"--regid={uid}",
-            "--clear-groups",
-            "--inh-caps=-all",
-            "--bounding-set=-all",
-            "--no-new-privs",
-        ]
+    return cmd
+
+
+def _limits(uid: int | None) -> list[str]:
+    """What runs inside before the code: as root (``uid`` given) ``setpriv`` to that uid with no capabilities;
+    then ``prlimit``'s caps on processes, address space, file size and core dumps."""
+    cmd = []
+    if uid is not None:
+        cmd += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+        cmd += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
         nproc = NPROC
     else:
         nproc = NPROC + _processes_of(os.getuid())
-    cmd += ["prlimit", f"--nproc={nproc}", f"--as={MEMORY_BYTES}", f"--fsize={FILE_BYTES}", "--core=0", "--"]
-    return cmd + list(argv)
+    return [*cmd, "prlimit", f"--nproc={nproc}", f"--as={MEMORY_BYTES}", f"--fsize={FILE_BYTES}", "--core=0", "--"]
 
 
 def _processes_of(uid: int) -> int:

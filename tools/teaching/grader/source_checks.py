@@ -5,9 +5,9 @@ the learner added) is read the way IPython reads it: through IPython's own ``Tra
 ``?``), then parsed. :class:`Reading` holds the parsed cells; ``Reading.verdict`` says, for one exercise, what
 in the source decides it before any kernel is asked (``None``: nothing, the checkers' verdict stands):
 
-- ``tampered``: code that changes the checkers or the watch on them (``tools/teaching/_grade_names.py``'s
-  ``tampering``: a ``check_*`` redefined, llm_lab's attributes set, its grading internals, ``sys.modules``,
-  IPython's input hooks, ``sys.setprofile``/``settrace`` and the threading hooks, threads and forks);
+- ``tampered``: code that changes the checkers or the watch on them (``source_names.tampering``: a ``check_*``
+  redefined, llm_lab's attributes set, its grading machinery, ``sys.modules``, IPython's input hooks,
+  ``sys.setprofile``/``settrace`` and the threading hooks, threads and forks);
 - ``error`` (``unreadable``): a learner cell before the exercise's checker that still cannot be parsed, or that
   runs code the grader cannot read (``exec``, ``globals()``, a computed import, an IPython call other than the
   magics it writes itself, a magic that runs code elsewhere, a module that is not installed): it counts against
@@ -19,7 +19,7 @@ in the source decides it before any kernel is asked (``None``: nothing, the chec
   after that definition binds it again (a course cell that bound it before the exercise does not count).
 
 Code that hides a name (``getattr`` with a computed string) is not found here; the kernel's own report of what
-ran is the second check (``llm_lab.exercises._registry.watch_for``). Used by tools/teaching/grade.py.
+ran is the second check (the watch ``llm_lab.exercises.grading.kernel`` runs each call under). Used by ``judging``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import importlib.util
 import re
 from dataclasses import dataclass, field
 
-from tools.teaching import _grade_names
+from tools.teaching.grader import source_names
 
 # IPython magics whose argument is Python run in the notebook's namespace (read in place when they are a statement
 # of their own), and those that run nothing there (shell, other languages, display); any other magic, or one of
@@ -255,7 +255,7 @@ class Reading:
     """The parsed cells of the executed notebook, in order (``learner``: a cell the learner wrote)."""
 
     cells: list[Cell]
-    names: _grade_names.Names = field(init=False)
+    names: source_names.Names = field(init=False)
 
     def __post_init__(self):
         for cell in self.cells:
@@ -271,10 +271,10 @@ class Reading:
             if cell.learner:
                 try:
                     cell.unreadable = hidden(cell.tree)
-                    cell.tampering = _grade_names.tampering([cell.tree])
+                    cell.tampering = source_names.tampering([cell.tree])
                 except RecursionError:  # an expression nested past what the reading follows
                     cell.unreadable = "nested too deeply to read"
-        self.names = _grade_names.Names([(c.tree, c.learner) for c in self.cells])
+        self.names = source_names.Names([(c.tree, c.learner) for c in self.cells])
 
     def verdict(self, key: str, exercise: str, until: int, lang: str = "en") -> Finding | None:
         """What the source decides for exercise ``exercise`` (object ``key``) checked at cell ``until``; the

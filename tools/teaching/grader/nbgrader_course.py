@@ -1,11 +1,11 @@
 """Grade an nbgrader course's submissions the trusted way and write the scores into its gradebook.
 
-``make grade-nbgrader COURSE=dir ASSIGNMENT=ps1`` (or ``python -m tools.teaching.grade_nbgrader COURSE ASSIGNMENT``) is
-the replacement for ``nbgrader autograde`` in an llm-lab course. ``nbgrader autograde`` runs the hidden tests
-inside each learner's kernel, with the instructor's rights: a submission can rewrite them, fake their output or
-read the course. This command grades ``COURSE/submitted/<student>/ASSIGNMENT/*.ipynb`` with ``tools/teaching/grade.py``
-(each kernel in the bubblewrap sandbox, every verdict computed in the grader's own process) and then, through
-nbgrader's own API:
+``make grade-nbgrader COURSE=dir ASSIGNMENT=ps1`` (or ``python -m tools.teaching.grader.nbgrader_course COURSE
+ASSIGNMENT``) is the replacement for ``nbgrader autograde`` in an llm-lab course. ``nbgrader autograde`` runs the
+hidden tests inside each learner's kernel, with the instructor's rights: a submission can rewrite them, fake their
+output or read the course. This command grades ``COURSE/submitted/<student>/ASSIGNMENT/*.ipynb`` with the grader
+(``cli``: each kernel in the bubblewrap sandbox, every verdict computed in the grader's own process) and then,
+through nbgrader's own API:
 
 - records each submission in the gradebook (``COURSE/gradebook.db`` or the configured ``db_url``) with the
   score of every autograded cell, and the verdict as the comment of the exercise's solution cell;
@@ -17,7 +17,7 @@ nbgrader's own API:
 
 Then formgrader (manual grading of the written answers), ``nbgrader generate_feedback``, ``release_feedback``
 and ``export`` work as after ``autograde``. The assignment must have been generated first (``nbgrader
-generate_assignment``), as for autograde. ``tools/teaching/grade.py``'s own gradebook, feedback and class report are
+generate_assignment``), as for autograde. The grader's own gradebook, feedback and class report are
 written to ``COURSE/llm-lab-grades/ASSIGNMENT/``.
 """
 
@@ -33,7 +33,7 @@ from pathlib import Path
 import nbformat
 
 from tools import course as _course
-from tools.teaching import _grade_files, _grade_report, grade
+from tools.teaching.grader import cli, judging, report, submissions
 
 STUB_TEXT = "# (graded by llm-lab's sandboxed grader)"
 
@@ -51,13 +51,13 @@ def course_config(course: Path) -> tuple[str, str]:
     return db_url, course_id
 
 
-def collect(course: Path, assignment: str, into: Path) -> tuple[dict[str, str], list[grade.Result]]:
-    """Lay ``submitted/<student>/<assignment>/`` out as grade.py's SUBMISSIONS (one folder per student),
-    copying only regular files read safely (``_grade_files.read``: no link followed, no pipe or device opened,
+def collect(course: Path, assignment: str, into: Path) -> tuple[dict[str, str], list[submissions.Submission]]:
+    """Lay ``submitted/<student>/<assignment>/`` out as the grader's SUBMISSIONS (one folder per student),
+    copying only regular files read safely (``submissions.read``: no link followed, no pipe or device opened,
     at most MAX_FILE_BYTES); returns ({student: timestamp}, a problem Result for everything else)."""
     submitted = course / "submitted"
     stamps: dict[str, str] = {}
-    refused: list[grade.Result] = []
+    refused: list[submissions.Submission] = []
     for student in sorted(os.listdir(submitted)) if submitted.is_dir() else []:
         folder = submitted / student / assignment
         problem = (
@@ -67,7 +67,7 @@ def collect(course: Path, assignment: str, into: Path) -> tuple[dict[str, str], 
             continue  # nothing handed in for this assignment
         stamps[student] = ""
         if problem:
-            refused.append(grade.Result(student, folder, problem=problem))
+            refused.append(submissions.Submission(student, folder, problem=problem))
             continue
         before = len(refused)
         (into / student).mkdir(parents=True)  # left empty: "no .ipynb notebook in the folder"
@@ -75,9 +75,9 @@ def collect(course: Path, assignment: str, into: Path) -> tuple[dict[str, str], 
             if not name.endswith(".ipynb"):
                 continue
             try:
-                (into / student / name).write_bytes(_grade_files.read(folder / name, submitted))
-            except (_grade_files.Unreadable, OSError) as exc:
-                refused.append(grade.Result(student, folder / name, problem=str(exc)))
+                (into / student / name).write_bytes(submissions.read(folder / name, submitted))
+            except (submissions.Unreadable, OSError) as exc:
+                refused.append(submissions.Submission(student, folder / name, problem=str(exc)))
         if len(refused) > before and not any((into / student).iterdir()):
             (into / student).rmdir()  # its refused files are its rows
         stamps[student] = small_file(folder / "timestamp.txt", submitted).decode("utf-8", "replace").strip()
@@ -94,7 +94,7 @@ def _not_a_folder(root: Path, *rels: Path) -> str | None:
         except OSError as exc:
             return f"submitted/{rel}: could not be looked at ({exc.strerror})"
         if not stat.S_ISDIR(mode):
-            return _grade_files.refused(f"submitted/{rel}", mode)
+            return submissions.refused(f"submitted/{rel}", mode)
     return ""
 
 
@@ -102,22 +102,22 @@ def small_file(path: Path, root: Path, limit: int = 4096) -> bytes:
     """A small regular file inside ``root`` (timestamp.txt, submission_secret.txt), read safely; b"" if it is
     missing, a link, a pipe or larger than ``limit``."""
     try:
-        return _grade_files.read(path, root, limit)
-    except (_grade_files.Unreadable, OSError):
+        return submissions.read(path, root, limit)
+    except (submissions.Unreadable, OSError):
         return b""
 
 
 def autograded_copy(
-    release: Path, sub: nbformat.NotebookNode | None, verdicts: dict[str, grade.Verdict]
+    release: Path, sub: nbformat.NotebookNode | None, verdicts: dict[str, judging.Verdict]
 ) -> nbformat.NotebookNode:
     """The released notebook with the learner's solution/answer cells (by nbgrader grade_id) and the verdicts;
     ``sub`` None (the submission could not be read): the release's stubs stay."""
     nb = nbformat.read(str(release), as_version=4)
     theirs = {}
-    for c in sub.cells if sub is not None else []:
-        meta = c.metadata.get("nbgrader")  # the learner's: anything at all
+    for handed_in in sub.cells if sub is not None else []:
+        meta = handed_in.metadata.get("nbgrader")  # the learner's: anything at all
         if isinstance(meta, dict) and isinstance(meta.get("grade_id"), str):
-            theirs[meta["grade_id"]] = c
+            theirs[meta["grade_id"]] = handed_in
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         gid = meta.get("grade_id")
@@ -127,77 +127,92 @@ def autograded_copy(
             cell.outputs, cell.execution_count = [], None
             if meta.get("grade") and not meta.get("solution"):  # a checker cell: its verdict
                 call = _course.checker_call(cell.source)
-                v = verdicts.get(call[1]) if call else None
-                if v is not None:
-                    icon = _grade_report.ICON.get(v.status, "")
-                    text = f"{icon} {v.points}/{v.max_points}: {_grade_report.visible(v.message or v.status)}\n"
+                verdict = verdicts.get(call[1]) if call else None
+                if verdict is not None:
+                    icon = report.ICON.get(verdict.status, "")
+                    said = report.visible(verdict.message or verdict.status)
+                    text = f"{icon} {verdict.points}/{verdict.max_points}: {said}\n"
                     cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
     return nb
 
 
-def write_gradebook(course: Path, assignment: str, results: list[grade.Result], stamps: dict[str, str]) -> int:
+def write_gradebook(
+    course: Path, assignment: str, results: list[submissions.Submission], stamps: dict[str, str]
+) -> int:
     """Put every graded notebook's scores into the gradebook and autograded/; returns how many were written."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import Gradebook
 
     db_url, course_id = course_config(course)
     written = 0
-    with Gradebook(db_url, course_id) as gb:
-        known = {nb.name for nb in gb.find_assignment(assignment).notebooks}
-        for r in results:
-            name = r.path.stem
-            if name not in known:
+    with Gradebook(db_url, course_id) as gradebook:
+        known = {nb.name for nb in gradebook.find_assignment(assignment).notebooks}
+        for submission in results:
+            if submission.path.stem not in known:
                 continue
-            gb.update_or_create_student(r.student)
-            try:
-                gb.find_submission(assignment, r.student)
-            except MissingEntry:
-                try:
-                    gb.add_submission(
-                        assignment, r.student, **({"timestamp": stamps[r.student]} if stamps.get(r.student) else {})
-                    )
-                except (ValueError, OverflowError):  # a timestamp.txt nbgrader cannot read: recorded without it
-                    gb.db.rollback()
-                    gb.add_submission(assignment, r.student)
-            nn = name[:2]
-            by_key = {v.key: v for v in r.verdicts}
-            for cell in gb.find_notebook(name, assignment).grade_cells:
-                if not cell.name.endswith("-test"):
-                    continue  # a written answer: graded by hand in formgrader
-                key = cell.name[len(f"ex{nn}-") : -len("-test")]
-                g = gb.find_grade(cell.name, name, assignment, r.student)
-                v = by_key.get(key)
-                g.auto_score = float(v.points) if v else 0.0
-                try:
-                    c = gb.find_comment(f"ex{nn}-{key}", name, assignment, r.student)
-                    c.auto_comment = _grade_report.visible(
-                        (v.message or v.status) if v else (r.problem or "not graded")
-                    )
-                except MissingEntry:
-                    pass
-            gb.db.commit()
-            target = course / "autograded" / r.student / assignment
-            target.mkdir(parents=True, exist_ok=True)
-            try:
-                sub = None if r.problem else grade.load(r.path, course / "submitted")
-            except Exception:  # unreadable now: the release's stubs stay
-                sub = None
-            nbformat.write(
-                autograded_copy(course / "release" / assignment / r.path.name, sub, by_key), str(target / r.path.name)
-            )
-            if stamps.get(r.student):
-                (target / "timestamp.txt").write_text(stamps[r.student], encoding="utf-8")
-            secret = small_file(
-                course / "submitted" / r.student / assignment / "submission_secret.txt", course / "submitted"
-            )
-            if secret:  # release_feedback looks for it here, as after autograde
-                (target / "submission_secret.txt").write_bytes(secret)
+            _record_scores(gradebook, assignment, submission, stamps.get(submission.student, ""))
+            gradebook.db.commit()
+            _write_autograded(course, assignment, submission, stamps.get(submission.student, ""))
             written += 1
     return written
 
 
+def _record_scores(gradebook, assignment: str, submission: submissions.Submission, stamp: str) -> None:
+    """The student, the submission (with its timestamp when nbgrader can read it), each autograded cell's score
+    and the verdict as the comment of the exercise's solution cell."""
+    from nbgrader.api import MissingEntry
+
+    name, student = submission.path.stem, submission.student
+    gradebook.update_or_create_student(student)
+    try:
+        gradebook.find_submission(assignment, student)
+    except MissingEntry:
+        try:
+            gradebook.add_submission(assignment, student, **({"timestamp": stamp} if stamp else {}))
+        except (ValueError, OverflowError):  # a timestamp.txt nbgrader cannot read: recorded without it
+            gradebook.db.rollback()
+            gradebook.add_submission(assignment, student)
+    nn = name[:2]
+    by_key = {verdict.key: verdict for verdict in submission.verdicts}
+    for cell in gradebook.find_notebook(name, assignment).grade_cells:
+        if not cell.name.endswith("-test"):
+            continue  # a written answer: graded by hand in formgrader
+        key = cell.name[len(f"ex{nn}-") : -len("-test")]
+        verdict = by_key.get(key)
+        gradebook.find_grade(cell.name, name, assignment, student).auto_score = (
+            float(verdict.points) if verdict else 0.0
+        )
+        try:
+            comment = gradebook.find_comment(f"ex{nn}-{key}", name, assignment, student)
+        except MissingEntry:
+            continue
+        comment.auto_comment = report.visible(
+            (verdict.message or verdict.status) if verdict else (submission.problem or "not graded")
+        )
+
+
+def _write_autograded(course: Path, assignment: str, submission: submissions.Submission, stamp: str) -> None:
+    """``autograded/<student>/<assignment>/``: the autograded copy, and the timestamp and secret beside it."""
+    target = course / "autograded" / submission.student / assignment
+    target.mkdir(parents=True, exist_ok=True)
+    try:
+        handed_in = None if submission.problem else submissions.load(submission.path, course / "submitted")
+    except Exception:  # unreadable now: the release's stubs stay
+        handed_in = None
+    by_key = {verdict.key: verdict for verdict in submission.verdicts}
+    release = course / "release" / assignment / submission.path.name
+    nbformat.write(autograded_copy(release, handed_in, by_key), str(target / submission.path.name))
+    if stamp:
+        (target / "timestamp.txt").write_text(stamp, encoding="utf-8")
+    secret = small_file(
+        course / "submitted" / submission.student / assignment / "submission_secret.txt", course / "submitted"
+    )
+    if secret:  # release_feedback looks for it here, as after autograde
+        (target / "submission_secret.txt").write_bytes(secret)
+
+
 def run(
     course: Path, assignment: str, *, jobs: int | None = None, sandboxed: bool = True, echo=print, **kw
-) -> list[grade.Result]:
+) -> list[submissions.Submission]:
     if not (course / "release" / assignment).is_dir():
         raise FileNotFoundError(
             f"{course / 'release' / assignment} does not exist: run `nbgrader generate_assignment {assignment}` first"
@@ -208,7 +223,7 @@ def run(
         stamps, refused = collect(course, assignment, subs)
         if not stamps:
             raise FileNotFoundError(f"no submissions in {course / 'submitted'}/*/{assignment}")
-        results = grade.grade(
+        results = cli.grade(
             subs,
             course / "llm-lab-grades" / assignment,
             jobs=jobs,
@@ -217,10 +232,10 @@ def run(
             refused=refused,
             **kw,
         )
-        copied = {id(r) for r in results} - {id(r) for r in refused}
-        for r in results:  # the paths pointed into the temporary copy: keep them readable after it goes
-            if id(r) in copied:
-                r.path = course / "submitted" / r.student / assignment / r.path.name
+        copied = {id(submission) for submission in results} - {id(submission) for submission in refused}
+        for submission in results:  # the paths pointed into the temporary copy: keep them readable after it goes
+            if id(submission) in copied:
+                submission.path = course / "submitted" / submission.student / assignment / submission.path.name
         n = write_gradebook(course, assignment, results, stamps)
     echo(
         f"wrote {n} submission(s) into the gradebook and {course / 'autograded'}; next: nbgrader "
@@ -244,7 +259,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     try:
         run(args.course.resolve(), args.assignment, jobs=args.jobs, sandboxed=not args.no_sandbox, src=args.src)
-    except (FileNotFoundError, grade.SandboxMissing) as exc:
+    except (FileNotFoundError, cli.SandboxMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0

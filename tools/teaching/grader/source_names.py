@@ -1,13 +1,17 @@
 """Names in a notebook's parsed cells: where each is bound and to what, what the learner's code reaches through
 them (llm_lab's answer for an exercise), and code that changes the checkers. Read from the text, never run.
-Used by tools/teaching/_grade_source.py, which parses the cells."""
+Used by ``source_checks``, which parses the cells."""
 
 from __future__ import annotations
 
 import ast
+import pkgutil
 from dataclasses import dataclass, field
 
+from torch import nn
+
 import llm_lab.exercises as exercises
+from llm_lab.exercises import grading
 
 LLM_LAB = "llm_lab"
 # kinds of binding: "def" (a def/class statement of the cell itself: node is it), "assign" (name = value: node is
@@ -292,15 +296,24 @@ class _Walk:
 
 # ---- code that changes the checkers ---------------------------------------------------------------------------
 
-# llm_lab's grading internals, IPython's hooks that rewrite the cells the grader adds, and the hooks the kernel's
-# watch on the learner's calls runs on
-INTERNALS = (
-    "_remote",
-    "_llm_lab_remote",
-    "_harness",
-    "_registry",
-    "_fresh",
-    "_core",
+
+def _machinery_modules() -> frozenset[str]:
+    """Every module inside ``llm_lab.exercises`` (found by walking the package) but the learner's ``checkers``."""
+    found = pkgutil.walk_packages(exercises.__path__, exercises.__name__ + ".")
+    return frozenset(m.name for m in found) - {f"{exercises.__name__}.checkers"}
+
+
+# llm_lab.exercises' machinery, derived from the package: the modules a learner's code has no honest use for, and
+# the attribute names that reach them (the private modules' names, except one every nn.Module has, ``_modules``;
+# the grading package's; the name the grader's cells bind the kernel's side to)
+MACHINERY_MODULES = _machinery_modules()
+MACHINERY_NAMES = frozenset(
+    {name.rpartition(".")[2] for name in MACHINERY_MODULES if name.rpartition(".")[2].startswith("_")}
+    - set(dir(nn.Module()))
+) | {grading.__name__.rpartition(".")[2], grading.KERNEL_ALIAS}
+# the registry (its records are what the kernel watches for), IPython's hooks that rewrite the cells the grader
+# adds, and the hooks the kernel's watch on the learner's calls runs on
+HOOKS = (
     "REGISTRY",
     "input_transformers_cleanup",
     "input_transformers_post",
@@ -311,6 +324,7 @@ INTERNALS = (
     "settrace_all_threads",
     "_getframe",
 )
+INTERNALS = MACHINERY_NAMES | set(HOOKS)
 # threads and processes: what runs there is outside the watch on the learner's call
 THREADS = ("threading", "_thread", "multiprocessing", "concurrent")
 FORKS = ("fork", "forkpty", "register_at_fork")
@@ -383,14 +397,20 @@ def _tampered(node, rooted) -> list[str]:
         return [f"`{node.attr}` reached"]
     if isinstance(node, ast.alias) and any(part in INTERNALS for part in node.name.split(".")):
         return [f"`{node.name}` imported"]
+    if isinstance(node, ast.ImportFrom) and not node.level and _machinery(node.module or ""):
+        return [f"`{node.module}` imported"]
     module = node.name if isinstance(node, ast.alias) else _dynamic_import(node)
     if module.split(".")[0] in THREADS:
         return [f"`{module}` imported (threads run outside the checks' watch)"]
-    if any(part in INTERNALS for part in module.split(".")):
+    if any(part in INTERNALS for part in module.split(".")) or _machinery(module):
         return [f"`{module}` imported"]
     if isinstance(node, ast.ImportFrom) and node.module == "os" and any(a.name in FORKS for a in node.names):
         return [f"`{ast.unparse(node)}`"]
     return []
+
+
+def _machinery(module: str) -> bool:
+    return any(module == m or module.startswith(m + ".") for m in MACHINERY_MODULES)
 
 
 def _on(node: ast.Attribute, module: str, *attrs: str) -> bool:

@@ -1,5 +1,4 @@
-"""What tools/teaching/grade.py writes: the gradebook (grades.csv), one HTML feedback file per submission, the class
-report.
+"""What the grader writes: the gradebook (grades.csv), one HTML feedback file per submission, the class report.
 
 Student ids, file names and messages come from the class (a file name, what a kernel printed), so none of them
 can forge what the instructor reads: every one is written through ``visible`` (control and bidirectional
@@ -76,16 +75,20 @@ def rel(path: Path) -> str:
 def exercise_keys(course, expected) -> list[str]:
     """The gradebook's exercise columns: those of the assigned notebook (any language: the same keys)."""
     lang, nn = expected
-    for (_lg, n), cn in sorted(course.items(), key=lambda kv: (kv[0][0] != lang, kv[0])):
+    for (_lg, n), course_nb in sorted(course.items(), key=lambda kv: (kv[0][0] != lang, kv[0])):
         if n == nn:
-            return [ex.key for ex in cn.exercises]
+            return [ex.key for ex in course_nb.exercises]
     return []
 
 
 def max_points(course, expected) -> int:
     lang, nn = expected
-    cn = next((cn for (lg, n), cn in course.items() if n == nn), None)
-    return sum(int(cn.nb.cells[ex.checker].metadata["nbgrader"]["points"]) for ex in cn.exercises) if cn else 0
+    course_nb = next((course_nb for (lg, n), course_nb in course.items() if n == nn), None)
+    return (
+        sum(int(course_nb.nb.cells[ex.checker].metadata["nbgrader"]["points"]) for ex in course_nb.exercises)
+        if course_nb
+        else 0
+    )
 
 
 def visible(text, *, lines: bool = False) -> str:
@@ -125,14 +128,14 @@ def write_csv(results, keys, maximum, path: Path) -> None:
     with path.open("w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["student", "notebook", *keys, "total", "max"])
-        for r in results:
-            pts = {v.key: v.points for v in r.verdicts}
+        for submission in results:
+            pts = {verdict.key: verdict.points for verdict in submission.verdicts}
             w.writerow(
                 [
-                    csv_cell(r.student),
-                    csv_cell(r.notebook or r.path.name),
+                    csv_cell(submission.student),
+                    csv_cell(submission.notebook or submission.path.name),
                     *(pts.get(k, 0) for k in keys),
-                    r.total,
+                    submission.total,
                     maximum,
                 ]
             )
@@ -147,28 +150,30 @@ def _safe_name(text: str) -> str:
 
 
 def feedback_names(results) -> dict[int, str]:
-    """id(result) -> its feedback file: ``alice.html``, or ``alice--04_x.html`` when alice handed in several
+    """id(submission) -> its feedback file: ``alice.html``, or ``alice--04_x.html`` when alice handed in several
     files. Different students never share a file, not even on a case-insensitive disk ("twin~a", "twin_a"
     and "Twin_A" get three)."""
-    files = Counter(r.student for r in results)
+    files = Counter(submission.student for submission in results)
     names, taken = {}, set()
-    for r in results:
-        stem = _safe_name(r.student) + ("" if files[r.student] == 1 else "--" + _safe_name(r.path.stem))
+    for submission in results:
+        stem = _safe_name(submission.student) + (
+            "" if files[submission.student] == 1 else "--" + _safe_name(submission.path.stem)
+        )
         name, n = stem, 1
         while name.casefold() in taken:
             n += 1
             name = f"{stem}~{n}"
         taken.add(name.casefold())
-        names[id(r)] = name + ".html"
+        names[id(submission)] = name + ".html"
     return names
 
 
-def feedback_name(r, results) -> str:
-    return feedback_names(results)[id(r)]
+def feedback_name(submission, results) -> str:
+    return feedback_names(results)[id(submission)]
 
 
-def feedback_html(r, lang: str, maximum: int) -> str:
-    t = {k: v[lang] for k, v in WORDS.items()}
+def feedback_html(submission, lang: str, maximum: int) -> str:
+    t = {k: words[lang] for k, words in WORDS.items()}
 
     def e(text) -> str:
         return html.escape(visible(text, lines=True))
@@ -177,19 +182,22 @@ def feedback_html(r, lang: str, maximum: int) -> str:
         f"<tr><td><code>{e(v.key)}</code></td><td>{ICON.get(v.status, '❌')} "
         f"{e(STATUS.get(v.status, {}).get(lang, v.status))}</td><td>{v.points} / {v.max_points}</td>"
         f"<td>{e(v.message)}</td></tr>"
-        for v in r.verdicts
+        for v in submission.verdicts
     )
-    body = [f"<h1>{t['title']}: {e(r.student)}</h1>", f"<p><code>{e(r.notebook or r.path.name)}</code></p>"]
-    if r.problem:
-        body.append(f"<p><strong>{t['problem']}:</strong> {e(r.problem)}</p>")
+    body = [
+        f"<h1>{t['title']}: {e(submission.student)}</h1>",
+        f"<p><code>{e(submission.notebook or submission.path.name)}</code></p>",
+    ]
+    if submission.problem:
+        body.append(f"<p><strong>{t['problem']}:</strong> {e(submission.problem)}</p>")
     else:
         body.append(
             f"<table><tr><th>{t['exercise']}</th><th>{t['verdict']}</th><th>{t['points']}</th>"
             f"<th>{t['hint']}</th></tr>{rows}</table>"
         )
-    body.append(f"<p><strong>{t['total']}: {r.total} / {maximum}</strong></p>")
-    if r.notes:
-        body.append(f"<h2>{t['notes']}</h2><ul>" + "".join(f"<li>{e(n)}</li>" for n in r.notes) + "</ul>")
+    body.append(f"<p><strong>{t['total']}: {submission.total} / {maximum}</strong></p>")
+    if submission.notes:
+        body.append(f"<h2>{t['notes']}</h2><ul>" + "".join(f"<li>{e(n)}</li>" for n in submission.notes) + "</ul>")
     body.append(f"<p>{t['manual']}</p>")
     style = (
         "body{font-family:sans-serif;max-width:60em;margin:2em auto}table{border-collapse:collapse}"
@@ -197,19 +205,20 @@ def feedback_html(r, lang: str, maximum: int) -> str:
     )
     return (
         f'<!DOCTYPE html>\n<html lang="{HTML_LANG.get(lang, lang)}"><head><meta charset="utf-8">'
-        f"<title>{t['title']}: {e(r.student)}</title><style>{style}</style></head><body>\n"
+        f"<title>{t['title']}: {e(submission.student)}</title><style>{style}</style></head><body>\n"
         + "\n".join(body)
         + "\n</body></html>\n"
     )
 
 
 def class_report(results, keys, maximum) -> str:
-    graded = [r for r in results if not r.problem]
+    graded = [s for s in results if not s.problem]
+    mean = sum(s.total for s in results) / max(1, len(results))
     lines = [
         "# Class report",
         "",
         f"{len(results)} submission(s), {len(graded)} graded, {len(results) - len(graded)} not gradable. "
-        f"Autograded points: mean {sum(r.total for r in results) / max(1, len(results)):.1f} of {maximum}.",
+        f"Autograded points: mean {mean:.1f} of {maximum}.",
         "",
         "## Per exercise: what to teach again",
         "",
@@ -217,29 +226,30 @@ def class_report(results, keys, maximum) -> str:
         "| --- | --- | --- |",
     ]
     for key in keys:
-        vs = [v for r in graded for v in r.verdicts if v.key == key]
-        passed = sum(v.status == "pass" for v in vs)
-        mistakes = Counter(v.mistake or v.status for v in vs if v.status != "pass")
+        verdicts = [v for s in graded for v in s.verdicts if v.key == key]
+        passed = sum(v.status == "pass" for v in verdicts)
+        mistakes = Counter(v.mistake or v.status for v in verdicts if v.status != "pass")
         common = ", ".join(f"`{m}` ({n})" for m, n in mistakes.most_common(4)) or "none"
-        lines.append(f"| `{key}` | {passed} / {len(vs)} | {common} |")
+        lines.append(f"| `{key}` | {passed} / {len(verdicts)} | {common} |")
     examples = {}
-    for r in graded:
-        for v in r.verdicts:
-            wanted = r.lang == "en" or (v.key, v.mistake) not in examples  # an English example when there is one
-            if v.status != "pass" and v.mistake and v.message and wanted:
-                examples[(v.key, v.mistake)] = v.message
+    for submission in graded:
+        for verdict in submission.verdicts:
+            # an English example when there is one
+            wanted = submission.lang == "en" or (verdict.key, verdict.mistake) not in examples
+            if verdict.status != "pass" and verdict.mistake and verdict.message and wanted:
+                examples[(verdict.key, verdict.mistake)] = verdict.message
     if examples:
         lines += ["", "### What the named mistakes mean (one example hint each)", ""]
         lines += [f"- `{k}` / `{m}`: {md_text(msg)}" for (k, m), msg in sorted(examples.items())]
-    problems = [r for r in results if r.problem]
-    noted = [r for r in results if not r.problem and r.notes]
+    problems = [s for s in results if s.problem]
+    noted = [s for s in results if not s.problem and s.notes]
     lines += ["", "## Submissions that need a look", ""]
     if not problems and not noted:
         lines.append("None: every submission was graded normally.")
     lines += [
-        f"- **{md_text(r.student)}** ({md_code(r.path.name)}): not graded: {md_text(r.problem)}" for r in problems
+        f"- **{md_text(s.student)}** ({md_code(s.path.name)}): not graded: {md_text(s.problem)}" for s in problems
     ]
-    lines += [f"- **{md_text(r.student)}** ({md_code(r.path.name)}): {md_text('; '.join(r.notes))}" for r in noted]
+    lines += [f"- **{md_text(s.student)}** ({md_code(s.path.name)}): {md_text('; '.join(s.notes))}" for s in noted]
     lines += [
         "",
         "Written answers (Predict, Explain) are not autograded: read them in the submitted notebooks "
@@ -255,7 +265,9 @@ def write_all(results, course, expected, out: Path) -> None:
     write_csv(results, keys, maximum, out / "grades.csv")
     (out / "feedback").mkdir(exist_ok=True)
     names = feedback_names(results)
-    for r in results:
-        lang = r.lang or expected[0] or "en"
-        (out / "feedback" / names[id(r)]).write_text(feedback_html(r, lang, maximum), encoding="utf-8")
+    for submission in results:
+        lang = submission.lang or expected[0] or "en"
+        (out / "feedback" / names[id(submission)]).write_text(
+            feedback_html(submission, lang, maximum), encoding="utf-8"
+        )
     (out / "report.md").write_text(class_report(results, keys, maximum), encoding="utf-8")

@@ -1,4 +1,17 @@
-"""Checkers a learner's cell cannot have patched: a fresh copy loaded from the files, and an audit of tampering."""
+"""The defence for plain ``nbgrader autograde`` only: checkers a learner's cell cannot have patched, and an audit.
+
+``nbgrader autograde`` runs each checker cell's hidden tests (written by ``tools.course.verdict_code``) inside the
+learner's own kernel, after the learner's cells. There the hidden tests call ``fresh()`` (a copy of
+``llm_lab.exercises`` and of the llm_lab reference code it compares with, loaded from the package files under a
+private name, so a cell that redefined ``check_*`` or patched ``llm_lab.exercises.grade`` or ``llm_lab.causal_mask``
+cannot reach it) and its ``audit(globals())`` (what the notebook replaced: ``check_*`` names that are not ours,
+patched attributes of the imported modules, replaced torch functions), and score an exercise only if both agree.
+
+What it cannot do: it runs in the learner's process, so code that patches torch or the import system itself
+before the hidden tests run can still fool it; ``audit`` catches the common cases, not a determined learner.
+``make grade`` and ``make grade-nbgrader`` do not use it: they replace the checker cells (hidden tests included)
+and compute every verdict outside the kernel (``llm_lab.exercises.grading``).
+"""
 
 from __future__ import annotations
 
@@ -43,7 +56,7 @@ def fresh() -> types.ModuleType:
     """A new copy of ``llm_lab.exercises`` and of the llm_lab modules it uses, loaded from the package files
     under a private name (``_llm_lab_fresh_N``). ``sys.modules`` is used only while loading and holds no entry
     of the copy afterwards, so nothing the notebook did to ``llm_lab`` reaches it."""
-    root = Path(__file__).resolve().parent.parent  # the llm_lab package directory
+    root = Path(__file__).resolve().parents[2]  # the llm_lab package directory
     name = f"_llm_lab_fresh_{next(_counter)}"
     spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
     spec.submodule_search_locations = [str(root)]

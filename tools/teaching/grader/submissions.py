@@ -1,4 +1,4 @@
-"""Reading what students handed in, without trusting it (tools/teaching/grade.py, grade_nbgrader.py).
+"""Finding and reading what students handed in, without trusting it, and the record of each submitted file.
 
 A submission folder is written by the class: an entry may be a symbolic link (to the answer key, to
 ``/etc/shadow``, to ``/dev/zero``), a folder linked to the course's notebooks, a named pipe, a device, a file
@@ -12,6 +12,9 @@ of gigabytes or a JSON text nested 100,000 deep. So:
   folder are looked at;
 - anything else is a **problem row** for that student (0 points, the reason in the report), never an
   exception that stops the class.
+
+:class:`Submission` is one submitted file as the grader carries it from here to the report: who handed it in,
+where, which course notebook it is, its verdicts and notes, or the problem that kept it from being graded.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -39,12 +42,23 @@ class Unreadable(ValueError):
 
 
 @dataclass
-class Found:
-    """One entry of a submission folder: a notebook to grade (``problem`` empty) or why it is not one."""
+class Submission:
+    """One submitted file. ``problem`` set: it could not be graded at all (0 points), with the reason;
+    ``verdicts``: one ``judging.Verdict`` per exercise once graded."""
 
     student: str
     path: Path
+    notebook: str = ""
+    lang: str = ""
+    verdicts: list = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     problem: str = ""
+    seconds: float = 0.0
+    root: Path | None = None  # the folder it was handed in (read inside it only, links never followed)
+
+    @property
+    def total(self) -> int:
+        return sum(verdict.points for verdict in self.verdicts)
 
 
 def what(mode: int) -> str:
@@ -69,8 +83,9 @@ def refused(name: str, mode: int) -> str:
     )
 
 
-def find(submissions: Path) -> list[Found]:
-    """Every entry of SUBMISSIONS (one per student), looked at with lstat only: nothing is followed or opened."""
+def find(submissions: Path) -> list[Submission]:
+    """Every entry of SUBMISSIONS (one per student): a notebook to grade, or a problem (not a notebook, an empty
+    folder, a link, a pipe), looked at with lstat only: nothing is followed or opened."""
     found = []
     for name in sorted(os.listdir(submissions)):
         if name.startswith((".", "__MACOSX")):
@@ -80,20 +95,22 @@ def find(submissions: Path) -> list[Found]:
         try:
             mode = os.lstat(path).st_mode
         except OSError as exc:
-            found.append(Found(student, path, f"could not be looked at ({exc.strerror})"))
+            found.append(Submission(student, path, problem=f"could not be looked at ({exc.strerror})"))
             continue
         if stat.S_ISDIR(mode):
             found += folder(name, path)
         elif not stat.S_ISREG(mode):
-            found.append(Found(student, path, refused(name, mode)))
+            found.append(Submission(student, path, problem=refused(name, mode)))
         elif name.endswith(".ipynb"):
-            found.append(Found(student, path))
+            found.append(Submission(student, path))
         else:
-            found.append(Found(student, path, f"not a notebook: {name} (expected a .ipynb file)"))
+            found.append(Submission(student, path, problem=f"not a notebook: {name} (expected a .ipynb file)"))
+    for submission in found:
+        submission.root = submissions
     return found
 
 
-def folder(student: str, top: Path) -> list[Found]:
+def folder(student: str, top: Path) -> list[Submission]:
     """The notebooks in one student's folder (every level, hidden entries skipped), links and special files
     as problem rows; at most MAX_ENTRIES entries and MAX_DEPTH levels are looked at."""
     notebooks, problems, others, seen = [], [], [], 0
@@ -104,13 +121,17 @@ def folder(student: str, top: Path) -> list[Found]:
             with os.scandir(here) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
-            problems.append(Found(student, here, f"{here.name}: could not be listed ({exc.strerror})"))
+            problems.append(Submission(student, here, problem=f"{here.name}: could not be listed ({exc.strerror})"))
             continue
         for entry in entries:
             seen += 1
             if seen > MAX_ENTRIES:
                 problems.append(
-                    Found(student, top, f"more than {MAX_ENTRIES} entries in the folder: the rest were not looked at")
+                    Submission(
+                        student,
+                        top,
+                        problem=f"more than {MAX_ENTRIES} entries in the folder: the rest were not looked at",
+                    )
                 )
                 return sorted(notebooks, key=lambda f: f.path) + problems
             if entry.name.startswith("."):
@@ -124,14 +145,14 @@ def folder(student: str, top: Path) -> list[Found]:
                 if depth + 1 < MAX_DEPTH:
                     todo.append((path, depth + 1))
             elif not stat.S_ISREG(mode):
-                problems.append(Found(student, path, refused(str(path.relative_to(top.parent)), mode)))
+                problems.append(Submission(student, path, problem=refused(str(path.relative_to(top.parent)), mode)))
             elif entry.name.endswith(".ipynb"):
-                notebooks.append(Found(student, path))
+                notebooks.append(Submission(student, path))
             else:
                 others.append(entry.name)
     if not notebooks and not problems:
         listed = ", ".join(sorted(others)[:5]) or "nothing"
-        problems.append(Found(student, top, f"no .ipynb notebook in the folder (found: {listed})"))
+        problems.append(Submission(student, top, problem=f"no .ipynb notebook in the folder (found: {listed})"))
     return sorted(notebooks, key=lambda f: f.path) + problems
 
 

@@ -1,4 +1,4 @@
-"""Limits per submission that hold machine-wide (used by tools/teaching/sandbox.py, as root).
+"""Limits per submission that hold machine-wide (used by ``sandbox``, as root).
 
 - **A uid of its own, unique on the machine.** Each sandbox leases a uid from ``UIDS`` by taking an exclusive
   ``flock`` on the file named after it in ``UID_LOCKS`` (a root-owned folder of mode 0700); the lease ends when

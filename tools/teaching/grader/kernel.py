@@ -1,6 +1,7 @@
-"""One submission's kernel while it is graded (tools/teaching/grade.py): nbclient with a per-cell output cap, the kernel
-started in the bubblewrap sandbox (tools/teaching/sandbox.py), and the grader's round trip to it
-(``llm_lab.exercises._remote``)."""
+"""One submission's kernel while it is graded: nbclient with a per-cell output cap, the kernel started in the
+bubblewrap sandbox (``sandbox``), and the grader's round trip to it: each request of the checkers
+(``llm_lab.exercises.grading.proxies``) runs as a cell that calls the kernel's answering side
+(``llm_lab.exercises.grading.kernel``), whose printed reply is read back as data (``wire``)."""
 
 from __future__ import annotations
 
@@ -26,12 +27,12 @@ from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 from traitlets import default
 
-from llm_lab.exercises import _remote
-from tools.teaching import sandbox
+from llm_lab.exercises.grading import KERNEL_MODULE, kernel_cell, proxies, wire
+from tools.teaching.grader import sandbox
 
 # One frame the grader accepts from a kernel: the largest reply it reads, plus room for the message's
 # envelope. A larger frame closes that connection before it is read into memory (ZMQ's MAXMSGSIZE).
-MAX_FRAME = _remote.MAX_REPLY_BYTES + 2**20
+MAX_FRAME = wire.MAX_REPLY_BYTES + 2**20
 MAX_TOTAL_CELLS = 40  # output kept for a whole submission: this many cells' allowance (the rest dropped)
 
 
@@ -89,14 +90,14 @@ class CappedClient(NotebookClient):
 
 
 class Kernel:
-    """One submission's kernel: in the bubblewrap sandbox (``tools/teaching/sandbox.py``) unless ``sandboxed`` is False.
+    """One submission's kernel: in the bubblewrap sandbox (``sandbox``) unless ``sandboxed`` is False.
 
-    ``run()`` executes the plan's cells; ``send(request, timeout)`` is the grader's round trip to the kernel
-    (``llm_lab.exercises._remote``): one request cell, whose printed reply is read back as data. Used as a
+    ``run()`` executes the plan's cells (``plan``: a ``matching.ExecutionPlan``); ``send(request, timeout)`` is
+    the grader's round trip to the kernel: one request cell, whose printed reply is read back as data. Used as a
     context manager; leaving it ends the kernel and, with the sandbox, every process the submission started."""
 
-    def __init__(self, p, tmp: Path, cell_timeout: float, max_output: int, sandboxed: bool, max_seconds: float):
-        self.p, self.tmp, self.cell_timeout = p, tmp, cell_timeout
+    def __init__(self, plan, tmp: Path, cell_timeout: float, max_output: int, sandboxed: bool, max_seconds: float):
+        self.plan, self.tmp, self.cell_timeout = plan, tmp, cell_timeout
         self.sandboxed, self.max_seconds = sandboxed, max_seconds
         self.conn = tmp / "conn"
         self.conn.mkdir()
@@ -126,7 +127,7 @@ class Kernel:
         if sandboxed:
             sandbox.prepare(self.conn, self.box.uid)
         self.client = CappedClient(
-            p.nb,
+            plan.nb,
             max_output,
             km=self.km,
             timeout=math.ceil(cell_timeout),
@@ -140,7 +141,7 @@ class Kernel:
             },
             resources={"metadata": {"path": str(self.work)}},
         )
-        self.slot = len(p.nb.cells)
+        self.slot = len(plan.nb.cells)
         self.next = 0  # the next plan cell to run
         self.died = ""
         self._timer: threading.Timer | None = None
@@ -222,14 +223,14 @@ class Kernel:
                 break
         return sorted(found)
 
-    WARM_UP = "import torch\nimport llm_lab.exercises._remote"
+    WARM_UP = f"import torch\nimport {KERNEL_MODULE}"
 
     def _warm_up(self) -> None:
         """Import torch and the answering code before the first cell, with time to spare: on a busy machine a
         first cell's ``import torch`` can outlast the cell timeout, and an import interrupted half way leaves
         torch unusable for the rest of the notebook."""
         cell = nbformat.v4.new_code_cell(self.WARM_UP)
-        self.p.nb.cells.append(cell)
+        self.plan.nb.cells.append(cell)
         self.client.timeout = max(180, math.ceil(self.cell_timeout))
         try:
             self.client.execute_cell(cell, self.slot, store_history=False)
@@ -252,10 +253,10 @@ class Kernel:
     def run(self, until: int | None = None) -> None:
         """The plan's cells up to (not including) ``until``, from where the last run stopped; a cell that errs
         or times out does not stop the others."""
-        stop = len(self.p.nb.cells) if until is None else min(until, self.slot)
+        stop = len(self.plan.nb.cells) if until is None else min(until, self.slot)
         while self.next < stop and not self.died:
             try:
-                self.client.execute_cell(self.p.nb.cells[self.next], self.next)
+                self.client.execute_cell(self.plan.nb.cells[self.next], self.next)
             except DeadKernelError:
                 self.died = self.died or self._death()
             self.next += 1
@@ -263,23 +264,21 @@ class Kernel:
     def send(self, request: dict, timeout: float) -> object:
         """One round trip: the request as a cell that prints the kernel's reply; the reply as parsed JSON."""
         if self.died:
-            raise _remote.RemoteFailed(self.died)
+            raise proxies.RemoteFailed(self.died)
         nonce = "LLMLAB-REPLY-" + secrets.token_hex(8) + " "
         payload = base64.b64encode(json.dumps({**request, "nonce": nonce}).encode()).decode()
-        cell = nbformat.v4.new_code_cell(
-            f"import llm_lab.exercises._remote as _llm_lab_remote\n_llm_lab_remote.serve({payload!r})"
-        )
-        if len(self.p.nb.cells) == self.slot:
-            self.p.nb.cells.append(cell)
-        self.p.nb.cells[self.slot] = cell
+        cell = nbformat.v4.new_code_cell(kernel_cell(f"serve({payload!r})"))
+        if len(self.plan.nb.cells) == self.slot:
+            self.plan.nb.cells.append(cell)
+        self.plan.nb.cells[self.slot] = cell
         self.client.sizes[self.slot] = 0
-        self.client.limits[self.slot] = 4 * _remote.MAX_BYTES
+        self.client.limits[self.slot] = 4 * wire.MAX_BYTES
         self.client.timeout = max(1, math.ceil(timeout))  # nbclient wants whole seconds
         try:
             self.client.execute_cell(cell, self.slot, store_history=False)
         except DeadKernelError:
             self.died = self.died or self._death()
-            raise _remote.RemoteFailed(self.died) from None
+            raise proxies.RemoteFailed(self.died) from None
         finally:
             self.client.timeout = math.ceil(self.cell_timeout)
         text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
@@ -287,13 +286,13 @@ class Kernel:
         if not replies:
             if cell_error(cell) == "timeout":
                 raise TimeoutError
-            raise _remote.RemoteFailed(
+            raise proxies.RemoteFailed(
                 "the kernel did not answer" + (f" ({cell_error(cell)})" if cell_error(cell) else "")
             )
         try:
-            return _remote.parse(base64.b64decode(replies[-1], validate=True))
-        except (_remote.WireError, ValueError, binascii.Error) as exc:
-            raise _remote.RemoteFailed(f"the kernel's reply was not readable ({exc})"[:300]) from None
+            return wire.parse(base64.b64decode(replies[-1], validate=True))
+        except (wire.WireError, ValueError, binascii.Error) as exc:
+            raise proxies.RemoteFailed(f"the kernel's reply was not readable ({exc})"[:300]) from None
 
 
 def _regular(path: str) -> bool:

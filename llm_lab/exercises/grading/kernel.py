@@ -1,0 +1,160 @@
+"""The kernel's side of grading: the answering code that runs in the learner's (sandboxed) kernel.
+
+The grader writes two kinds of cells into the notebook it runs (``tools/teaching/grader/kernel.py``, through
+``llm_lab.exercises.grading.kernel_cell``): at each checker cell's place ``capture(key, lambda: key)`` remembers
+the object the exercise checks, as it is at that point of the notebook; then, once per request of the grader's
+checker, ``serve(request)`` answers: ``describe`` (what the captured object is: a function, a class, a module
+with its layers) or ``call`` (run the learner's object on the inputs the grader sent, inside the harness's check
+context, and send back what came out). Replies are data only (``wire``); nothing is judged here.
+
+What this side says about *how* the learner's code computed (``hit``: llm_lab's reference or a ruled-out
+function ran; ``observed``: the ops and the largest tensor) is the kernel's word: an honest submission that calls
+the reference is caught, a lying kernel is not (the grader's source check backs it up).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+
+import torch
+from torch import nn
+
+from .. import _harness
+from .._core import LearnerError, NotImplementedYet, TimedOut
+from .._registry import watch_for
+from .wire import clean_name, decode, encode, type_name
+
+_captured: dict[str, object] = {}
+_missing: dict[str, str] = {}
+_handles: dict[int, object] = {}
+
+
+def capture(key: str, get) -> None:
+    """Called at a checker cell's place: remember the object the exercise checks (``get()``), or why not."""
+    try:
+        _captured[key] = get()
+        _missing.pop(key, None)
+    except NameError as exc:
+        _missing[key] = str(exc)
+
+
+def describe(obj) -> dict:
+    """What the grader may know of ``obj``: a handle to it (kept here), its name and type, and its kind:
+    ``module`` (with its top-level ``nn.Linear`` layers, buffers and parameter names), ``class``, ``function`` or
+    ``value``."""
+    handle = id(obj)
+    _handles[handle] = obj
+    desc = {
+        "handle": handle,
+        "name": clean_name(getattr(obj, "__name__", "") or ""),
+        "type": type_name(obj),
+        "callable": callable(obj),
+    }
+    if isinstance(obj, nn.Module):
+        desc.update(kind="module", module=_module_state(obj))
+    elif isinstance(obj, type):
+        desc.update(kind="class", module_class=issubclass(obj, nn.Module))
+    else:
+        desc["kind"] = "function" if callable(obj) else "value"
+    return desc
+
+
+def _module_state(module: nn.Module) -> dict:
+    linears = {}
+    for name in dir(module):
+        if name.startswith("__"):
+            continue
+        try:
+            layer = getattr(module, name)
+        except Exception:  # a property that raises: not a layer
+            continue
+        if isinstance(layer, nn.Linear) and len(linears) < 64:
+            linears[name] = {
+                "in": int(layer.in_features),
+                "out": int(layer.out_features),
+                "weight": layer.weight,
+                "bias": layer.bias,
+            }
+    return {
+        "linears": linears,
+        "buffers": dict(module.named_buffers()),
+        "parameters": [n for n, _ in module.named_parameters()][:256],
+        "state_keys": list(module.state_dict().keys())[:256],
+        "training": bool(module.training),
+    }
+
+
+def _sync(module: nn.Module, linears: dict, training) -> None:
+    """Put the grader's copies of the layers (and its train/eval flag) into the learner's module."""
+    with torch.no_grad():
+        for name, state in linears.items():
+            layer = getattr(module, name, None)
+            if isinstance(layer, nn.Linear):
+                layer.weight.copy_(state["weight"])
+                if layer.bias is not None and state["bias"] is not None:
+                    layer.bias.copy_(state["bias"])
+    if training is not None:
+        module.train(bool(training))
+
+
+def answer_call(request: dict) -> dict:
+    """A ``call`` request answered: the learner's object (by its handle) run on the decoded inputs inside one
+    check (the harness's time limit and watch on that exercise's references), and what came out: ``value`` or
+    ``error``, the inputs as the call left them (``after``), what it printed, ``hit`` and ``observed``."""
+    obj = _handles[int(request["handle"])]
+    args, kwargs = decode(request.get("args", [])), decode(request.get("kwargs", {"__dict__": []}))
+    if isinstance(obj, nn.Module):
+        _sync(obj, decode(request.get("sync", {"__dict__": []})), request.get("training"))
+    exercise = request.get("exercise")
+    watch = watch_for(exercise) if exercise else _harness.Watch()
+    reply: dict = {}
+    with _harness.checking(request.get("timeout"), watch) as run:
+        try:
+            observe = {"observe": True} if request.get("observe") else {}
+            out = _harness.call(
+                obj, *args, case=str(request.get("case", "")), seed=request.get("seed"), **observe, **kwargs
+            )
+            if isinstance(out, nn.Module):
+                reply["value"] = {"__module__": describe(out)}
+            else:
+                reply["value"] = out
+            reply["after"] = [a if isinstance(a, torch.Tensor) else None for a in args]
+            reply["observed"] = _harness.last_observed() if observe else None
+        except NotImplementedYet:
+            reply["error"] = {"kind": "not_implemented"}
+        except TimedOut:
+            reply["error"] = {"kind": "timeout"}
+        except LearnerError as err:
+            reply["error"] = {
+                "kind": "system_exit" if isinstance(err.exc, SystemExit) else "exception",
+                "type": type_name(err.exc),
+                "message": str(err.exc)[:2000],
+                "builtin": type(err.exc).__module__ == "builtins",
+            }
+    reply["printed"] = _harness.printed(run)
+    reply["hit"] = list(run.hit) if run.hit else None
+    return reply
+
+
+def serve(request_text: str) -> None:
+    """Answer one grader request (a base64 JSON string); prints ``nonce`` + the base64 JSON reply."""
+    request = json.loads(base64.b64decode(request_text))
+    op = request.get("op")
+    try:
+        if op == "describe":
+            key = request["key"]
+            if key in _captured:
+                reply = {"object": describe(_captured[key])}
+            else:
+                reply = {"missing": _missing.get(key, f"name {key!r} is not defined")}
+        elif op == "call":
+            reply = answer_call(request)
+        else:
+            reply = {"failed": f"unknown op {op!r}"}
+    except Exception as exc:  # the grader turns this into an error verdict
+        reply = {"failed": f"{type(exc).__name__}: {str(exc)[:500]}"}
+    text = base64.b64encode(json.dumps(encode(reply)).encode()).decode()
+    sys.__stdout__.flush()
+    print(request["nonce"] + text, flush=True)

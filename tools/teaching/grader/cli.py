@@ -1,0 +1,246 @@
+"""The grader's command: grade a folder of submitted notebooks, ``make grade SUBMISSIONS=dir [OUT=dir]``.
+
+SUBMISSIONS holds one entry per student; the student id is the entry's name:
+
+    SUBMISSIONS/alice.ipynb                        student "alice" (the file name without .ipynb)
+    SUBMISSIONS/bob/04_causal_attention_class.ipynb  student "bob" (the folder name; every .ipynb inside)
+
+(an LMS download such as ``alice_12345_04_causal_attention_class.ipynb`` gives the student id
+``alice_12345_04_causal_attention_class``: rename files or put them in one folder per student if you want
+shorter ids). Each notebook is matched to its course notebook and language by its cell ids (kept by Jupyter,
+JupyterHub and Colab) or its title, and graded the way nbgrader's autograde would, without a gradebook:
+
+- every cell except the learner's solution cells (and cells they added) comes from the instructor version,
+  so edited, deleted or reordered course cells are restored and checker cells cannot be changed;
+- each submission runs in a fresh kernel inside the bubblewrap sandbox (``sandbox``: no network, its
+  own processes only, a read-only view of Python and llm_lab, a private /tmp, limits; ``--no-sandbox`` runs it
+  with the grader's rights and every report says so), submissions in parallel on all cores; a cell that runs
+  past ``--cell-timeout`` seconds is interrupted (an endless loop costs that exercise only), a submission past
+  ``--max-seconds`` is stopped, output past ``--max-output`` bytes per cell is dropped; nothing in SUBMISSIONS
+  is ever written, and only regular files inside it are read (``submissions``: a link, a pipe or a device is
+  that student's problem line, never followed or opened);
+- each exercise is judged when the notebook has run up to its checker cell, by llm_lab's checkers running in
+  THIS process (``judging``): the kernel only calls the learner's object on the inputs the checker sends and
+  answers with data (``llm_lab.exercises.grading``), so nothing in the kernel can change a verdict; the inputs are drawn
+  from a secret seed chosen for this run (the notebook's own checkers keep their fixed, public ones), so a
+  table of the public answers is no answer; every cell's source is read too, as IPython reads it
+  (``source_checks``): an exercise scores only if the learner's own ``def``/``class`` defines it, and
+  llm_lab's answer handed in, code that changes the checkers or code the grader cannot read scores 0 with a note.
+
+Written into OUT (default ``build/grades``): ``grades.csv`` (``student, notebook, <one column per exercise>,
+total, max``), ``feedback/<student>[--<notebook>].html`` (each exercise's verdict and hint, in the
+notebook's language) and ``report.md`` (per exercise: how many passed, the most common named mistakes; then
+every submission that could not be graded normally, with the reason). Written Predict/Explain answers are
+graded by hand (docs/instructors.md). Exit status 0 unless SUBMISSIONS is missing or holds nothing.
+
+Usage: python -m tools.teaching.grader SUBMISSIONS [--out DIR] [--notebook 04] [--jobs N] [--cell-timeout S]
+       [--no-sandbox]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import NamedTuple
+
+from tools import course as _course
+from tools.teaching.grader import judging, matching, report, sandbox, submissions
+from tools.teaching.grader.kernel import Kernel
+
+DEFAULT_OUT = _course.ROOT / "build" / "grades"
+
+
+class KernelSettings(NamedTuple):
+    """The limits one submission's kernel runs under (``kernel.Kernel``'s arguments after the plan and folder)."""
+
+    cell_timeout: float
+    max_output: int
+    sandboxed: bool
+    max_seconds: float
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def grade_submission(
+    submission: submissions.Submission,
+    course,
+    expected: tuple[str | None, str | None],
+    cell_timeout: float,
+    max_output: int,
+    sandboxed: bool = True,
+    max_seconds: float = 600.0,
+) -> submissions.Submission:
+    """Grade one submitted file in place (never raises)."""
+    start = time.monotonic()
+    try:
+        nb = submissions.load(submission.path, submission.root)
+        key = matching.identify(nb, course)
+        if key is None:
+            submission.problem = "not one of the course notebooks (no matching cell ids or title)"
+            return submission
+        submission.lang, submission.notebook = key[0], course[key].path.name
+        want_lang, want_nn = expected
+        if want_nn and key[1] != want_nn:
+            submission.problem = (
+                f"wrong notebook: this is {course[key].path.name}, the assignment is notebook {want_nn}"
+            )
+            return submission
+        if want_lang and key[0] != want_lang:
+            submission.notes.append(f"the {key[0]} copy (the class uses {want_lang}): graded, feedback in {key[0]}")
+        plan = matching.build_plan(course[key], nb)
+        submission.notes += plan.notes
+        if not sandboxed:
+            submission.notes.append("graded WITHOUT the sandbox (--no-sandbox): the code ran with the grader's rights")
+        _run(submission, course[key], plan, KernelSettings(cell_timeout, max_output, sandboxed, max_seconds))
+    except ValueError as exc:
+        submission.problem = str(exc)
+    except Exception as exc:  # a grader bug must cost one line, not the class's run
+        submission.problem = f"could not be graded ({type(exc).__name__}: {_one_line(str(exc))})"
+    finally:
+        submission.seconds = time.monotonic() - start
+    return submission
+
+
+def _run(submission: submissions.Submission, course_nb, plan, settings: KernelSettings) -> None:
+    """Execute ``plan`` in a kernel of its own, judge each exercise on the way, and note what else happened: files
+    the code wrote, output cut, a kernel that died."""
+    with tempfile.TemporaryDirectory(prefix="llm-lab-grade-") as tmp:
+        with Kernel(plan, Path(tmp), *settings) as kernel:
+            submission.verdicts = judging.judge(course_nb, plan, kernel)
+            cut, died = kernel.client.cut - {kernel.slot}, kernel.died
+            try:
+                written = kernel.written()
+            except OSError:  # the sandbox went away while we looked
+                written = []
+        written += sorted(
+            str(f.relative_to(tmp))
+            for f in Path(tmp).rglob("*")
+            if f.is_file()
+            and not f.is_symlink()
+            and f.parent.name not in ("kernels", "work")
+            and f.name != "kernel.json"
+        )
+    if written:
+        submission.notes.append(f"the code wrote files (discarded): {', '.join(written[:5])}")
+    if cut:
+        submission.notes.append(f"output cut at {settings.max_output // 1000} kB in {len(cut)} cell(s)")
+    if died:
+        submission.notes.append(died)
+
+
+def expected_notebook(found, course, notebook: str | None) -> tuple[str | None, str | None]:
+    """(language, number) the class was asked for: --notebook if given, else the most common submission."""
+    keys = []
+    for submission in found:
+        if not submission.problem:
+            try:
+                keys.append(matching.identify(submissions.load(submission.path, submission.root), course))
+            except Exception:  # grade_submission names the reason in that student's row
+                pass
+    counts = Counter(k for k in keys if k)
+    lang = counts.most_common(1)[0][0][0] if counts else None
+    if notebook:
+        return lang, notebook.zfill(2)
+    return lang, (Counter(k[1] for k in counts.elements()).most_common(1)[0][0] if counts else None)
+
+
+class SandboxMissing(RuntimeError):
+    """The sandbox cannot run here; the message names what to install (or --no-sandbox)."""
+
+
+def grade(
+    folder: Path,
+    out: Path,
+    notebook: str | None = None,
+    jobs: int | None = None,
+    cell_timeout: float = 30.0,
+    max_output: int = 200_000,
+    src: Path = _course.INSTRUCTOR,
+    echo=print,
+    sandboxed: bool = True,
+    max_seconds: float = 600.0,
+    refused=(),
+) -> list[submissions.Submission]:
+    """Grade every submission in ``folder`` and write grades.csv, feedback/ and report.md into ``out``.
+    Each submission's kernel runs in the bubblewrap sandbox (``sandboxed=False``: as the grader, noted in
+    every feedback file); the verdicts are computed here. ``refused``: problem Submissions found elsewhere
+    (nbgrader_course's links and pipes), reported with the rest."""
+    if not folder.is_dir():
+        raise FileNotFoundError(f"SUBMISSIONS={folder} is not a folder of submitted notebooks")
+    if sandboxed:
+        missing = sandbox.available()
+        if missing:
+            raise SandboxMissing(missing)
+    course = matching.load_course(src)
+    found = submissions.find(folder) + list(refused)
+    if not found:
+        raise FileNotFoundError(f"{folder} holds no submissions")
+    expected = expected_notebook(found, course, notebook)
+    todo = [s for s in found if not s.problem]
+    os.environ.setdefault("MPLBACKEND", "Agg")  # an unsandboxed kernel inherits it: no figure windows
+    jobs = jobs or os.cpu_count() or 1
+    mode = f"in the bubblewrap sandbox, {sandbox.limits()}" if sandboxed else "WITHOUT a sandbox (--no-sandbox)"
+    echo(f"grading {len(todo)} notebook(s) from {folder} with {jobs} kernel(s) in parallel, {mode}")
+
+    def one(submission):
+        return grade_submission(submission, course, expected, cell_timeout, max_output, sandboxed, max_seconds)
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for done in pool.map(one, todo):
+            mark = done.problem or f"{done.total}/{sum(v.max_points for v in done.verdicts)}"
+            echo(report.visible(f"  {done.student:<24} {done.path.name:<40} {mark}"))
+    if out.exists():
+        shutil.rmtree(out / "feedback", ignore_errors=True)
+    report.write_all(found, course, expected, out)
+    echo(
+        f"wrote {report.rel(out / 'grades.csv')}, {report.rel(out / 'report.md')} and "
+        f"{len(found)} feedback file(s) in {report.rel(out / 'feedback')}"
+    )
+    return found
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tools.teaching.grader", description=__doc__.split("\n\n")[0])
+    ap.add_argument("submissions", type=Path, help="folder with one notebook (or one folder) per student")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default: build/grades)")
+    ap.add_argument("--notebook", help="the assigned notebook's number, e.g. 04 (default: the most common one)")
+    ap.add_argument("--jobs", type=int, help="notebooks graded at once (default: all cores)")
+    ap.add_argument("--cell-timeout", type=float, default=30.0, help="seconds per cell (default: 30)")
+    ap.add_argument(
+        "--max-seconds",
+        type=float,
+        default=600.0,
+        help="seconds per submission in all, then its kernel is stopped (default: 600)",
+    )
+    ap.add_argument("--max-output", type=int, default=200_000, help="output bytes kept per cell (default: 200000)")
+    ap.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run the submissions' kernels without bubblewrap, with your rights (every report says so)",
+    )
+    args = ap.parse_args(argv)
+    try:
+        grade(
+            args.submissions,
+            args.out,
+            args.notebook,
+            args.jobs,
+            args.cell_timeout,
+            args.max_output,
+            sandboxed=not args.no_sandbox,
+            max_seconds=args.max_seconds,
+        )
+    except (FileNotFoundError, SandboxMissing) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
