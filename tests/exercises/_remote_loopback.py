@@ -1,5 +1,5 @@
 """Grading through ``llm_lab.exercises.grading`` with the kernel's side served in this process: a loopback link, as
-``tools/teaching/grader`` has with a sandboxed kernel, without the kernel (tests/exercises/test_remote.py)."""
+``tools/teaching/grader`` has with a sandboxed kernel, without the kernel (tests/exercises/grading/test_remote.py)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ are language codes (``{"en": ..., "zh": ...}``: messages, notes, stubs, summarie
 adding a language, the failures list every string still to translate. And nothing else names the languages: no
 tuple, list or set of language codes, ``en|zh`` alternation, ``{en,zh}`` brace list or one language's notebook folder
 outside the two lists (the code, the Makefile, CI, the hooks), and no message written in two languages at once.
-tests/tools/teaching/test_third_language.py grades a fake third language to show the grader needs nothing more.
+tests/tools/teaching/grader/test_third_language.py grades a fake third language to show the grader needs nothing more.
 """
 
 import ast

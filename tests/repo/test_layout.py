@@ -11,12 +11,12 @@ TESTS = ROOT / "tests"
 # tests/<folder> -> the code it tests
 MIRRORS = {
     "book": "llm_lab",  # the book's modules, the package's top level
-    "exercises": "llm_lab/exercises",
+    "exercises": "llm_lab/exercises",  # below it grading/ -> tests/exercises/grading/
     "explore": "llm_lab/explore",
     "bench": "llm_lab/bench",
     "dev": "llm_lab/dev",
     "benchmarks": "benchmarks",
-    "tools": "tools",  # and below it tools/<sub>/ -> tests/tools/<sub>/
+    "tools": "tools",  # below it teaching/grader/ -> tests/tools/teaching/grader/, ...
 }
 # folders that test no one module: the stored notebooks, the repository as a whole, and the runs of their own
 OTHERS = {
@@ -43,10 +43,11 @@ def test_every_test_folder_names_the_code_it_mirrors():
     assert folders <= set(MIRRORS) | set(OTHERS), sorted(folders - set(MIRRORS) - set(OTHERS))
     for folder, code in MIRRORS.items():
         assert (ROOT / code).is_dir(), f"tests/{folder}/ mirrors {code}/, which is gone"
-    for module in TEST_MODULES:
-        parts = module.relative_to(TESTS).parts[:-1]
-        if parts[0] == "tools":
-            assert (ROOT / Path(*parts)).is_dir(), f"{rel(module)}: no {Path(*parts).as_posix()}/ to mirror"
+    for module in TEST_MODULES:  # and each folder below one of them, the folder of the same name below the code's
+        top, *below = module.relative_to(TESTS).parts[:-1]
+        if top in MIRRORS and below:
+            code = Path(MIRRORS[top], *below)
+            assert (ROOT / code).is_dir(), f"{rel(module)}: no {code.as_posix()}/ to mirror"
 
 
 def _imported_test_modules(tree: ast.AST) -> list[str]:

@@ -2,7 +2,7 @@
 wire format, llm_lab/exercises/grading/wire.py): tensor sizes are checked from their shapes (meta tensors too)
 before anything is built, a reply's text is counted before it is parsed, comm (widget) messages and display
 updates are dropped, and output is capped per cell and per submission. The hostile class
-(tests/tools/teaching/test_grade_hostile.py) sends the same through a real sandboxed kernel."""
+(tests/tools/teaching/grader/test_grade_hostile.py) sends the same through a real sandboxed kernel."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 added ones too, read after IPython's own transformation; an exercise scores only when the learner's own
 ``def``/``class`` defines it and nothing rebinds it; llm_lab's answer is found through every import route; code
 the grader cannot read counts against the submission. Parsed, never run: no kernel here, so these run in
-milliseconds (the sandboxed grading of the same attacks is in tests/tools/teaching/test_grade_hostile.py)."""
+milliseconds (the sandboxed grading of the same attacks is in tests/tools/teaching/grader/test_grade_hostile.py)."""
 
 from __future__ import annotations
 

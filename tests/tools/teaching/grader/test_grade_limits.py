@@ -29,7 +29,7 @@ import pytest
 from tools.teaching.grader import cli, sandbox_limits
 
 pytestmark = pytest.mark.usefixtures("sandbox_required")
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 WRONG = "\ndef causal_mask(num_tokens):\n    return torch.ones(num_tokens, num_tokens, dtype=torch.bool).triu()\n"
 STUB = "def mask_and_renormalize(attn_weights):\n    raise NotImplementedError()\n"
 # every sandbox of both graders is alive at once: each submission holds its kernel for a while

@@ -1,8 +1,8 @@
 """Grading through ``llm_lab.exercises.grading``, as ``tools/teaching/grader`` does, with the kernel's side served in
 this process (a loopback link, tests/exercises/_remote_loopback.py): every exercise gives the same verdict through
 the proxies as when the checker holds the learner's object itself. The sandboxed kernel is tested in
-tests/tools/teaching/test_grade*.py; here, that the protocol carries everything each checker needs (module layers,
-train/eval, seeds, in-place changes, errors, observed calls) and that what comes back is only ever data."""
+tests/tools/teaching/grader/test_grade*.py; here, that the protocol carries everything each checker needs (module
+layers, train/eval, seeds, in-place changes, errors, observed calls) and that what comes back is only ever data."""
 
 from __future__ import annotations
 
