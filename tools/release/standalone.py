@@ -117,7 +117,7 @@ def stage(notebooks: list[Path], where: Path, signs: tuple[int, ...] = (), by_la
 
     With ``signs`` (for ``--perturb``), one copy per sign, its folder holding the sign its kernel nudges with;
     with ``by_lang``, one copy only, the sign taken in turn by language (en the first sign, zh the second): the
-    languages run the same code on the same values (tests/test_notebooks.py), so across them every value is
+    languages run the same code on the same values (tests/notebooks/test_notebooks.py), so across them every value is
     still nudged each way, at half the runs.
     """
     staged = []

@@ -1,0 +1,90 @@
+"""Notebook 01's exercises (the causal mask, mask-and-renormalize): a correct solution, planted mistakes.
+
+The generic checks (solutions pass, stubs are "not implemented", planted mistakes named, never raises) run over
+these tables in tests/exercises/test_exercises.py (the tables: tests/exercises/_exercise_tables.py)."""
+
+import torch
+from _exercise_solutions import _triu
+
+
+def causal_mask(num_tokens):
+    return torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool), diagonal=1)
+
+
+def renormalize(attn_weights):
+    t = attn_weights.shape[-1]
+    masked = attn_weights * torch.tril(torch.ones(t, t))
+    return masked / masked.sum(dim=-1, keepdim=True)
+
+
+def mask_diag(n):
+    return _triu(n, 0)
+
+
+def mask_keep(n):
+    return torch.tril(torch.ones(n, n))  # the book's keep-mask: visible positions, float
+
+
+def mask_past(n):
+    return torch.tril(torch.ones(n, n, dtype=torch.bool), -1)
+
+
+def mask_float(n):
+    return torch.triu(torch.ones(n, n), 1)
+
+
+def mask_open(n):
+    return torch.zeros(n, n, dtype=torch.bool)
+
+
+def renorm_columns(w):
+    masked = w * torch.tril(torch.ones(w.shape[-1], w.shape[-1]))
+    return masked / masked.sum(dim=-2, keepdim=True)
+
+
+def renorm_none(w):
+    return w * torch.tril(torch.ones(w.shape[-1], w.shape[-1]))
+
+
+def renorm_dim1(w):
+    masked = w * torch.tril(torch.ones(w.shape[-1], w.shape[-1]))
+    return masked / masked.sum(dim=1, keepdim=True)
+
+
+def renorm_diag(w):
+    masked = w * torch.tril(torch.ones(w.shape[-1], w.shape[-1]), -1)
+    return masked / masked.sum(dim=-1, keepdim=True)
+
+
+def renorm_total(w):
+    masked = w * torch.tril(torch.ones(w.shape[-1], w.shape[-1]))
+    return masked / masked.sum()
+
+
+def renorm_shape0(w):
+    t = w.shape[0]
+    masked = w * torch.tril(torch.ones(t, t))
+    return masked / masked.sum(dim=-1, keepdim=True)
+
+
+SOLUTIONS = {
+    "causal_mask": causal_mask,
+    "renormalize": renormalize,
+}
+PLANTED = [
+    # (exercise, wrong implementation, hint the checker must name)
+    ("causal_mask", mask_diag, "diagonal_masked"),
+    ("causal_mask", mask_keep, "mask_inverted"),
+    ("causal_mask", mask_past, "mask_transposed"),
+    ("causal_mask", mask_open, "future_open"),
+    ("causal_mask", mask_float, "mask_not_bool"),
+    ("renormalize", renorm_columns, "column_sums"),
+    ("renormalize", renorm_none, "not_renormalized"),
+    ("renormalize", renorm_dim1, "batch_dims"),
+    ("renormalize", renorm_shape0, "batch_dims"),
+    ("renormalize", renorm_diag, "diagonal_masked"),
+    ("renormalize", renorm_total, "sum_over_all"),
+    ("renormalize", lambda w: w, "future_open"),
+]
+# graded: a one-line message naming the hint
+ROUND_MISTAKES = [("causal_mask", causal_mask(4), "not_callable")]

@@ -1,0 +1,135 @@
+"""Notebook 04's exercises (the causal attention class, its additive-mask variant): dropout on the raw scores, the
+additive mask as a registered buffer, writing into a tensor (the solutions and planted mistakes:
+solutions_ex04_causal.py)."""
+
+import pytest
+import torch
+from _exercise_solutions import NEG_INF, flex
+from solutions_ex04_causal import _scores_dropout_class, additive_class
+
+import llm_lab
+from llm_lab import exercises as ex
+
+pytestmark = pytest.mark.usefixtures("english")  # the checkers speak English here (tests/conftest.py)
+
+
+# ---- dropout on the raw scores (04 and 05) --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("exercise", ["causal_attention", "multihead"])
+def test_dropout_on_the_raw_scores_is_not_called_missing(exercise):
+    result = ex.grade(exercise, _scores_dropout_class())
+    assert (result.status, result.hint) == ("fail", "dropout_on_scores"), result.message
+    assert ex.grade(exercise, flex(place="none")).hint == "dropout_missing"  # no dropout at all: still missing
+
+
+# ---- exercise 2: an additive mask, registered as a buffer; a 0/1 additive mask ---------------------------------
+
+
+def test_the_lessons_masked_fill_class_does_not_earn_exercise_2():
+
+    lesson = ex.grade(
+        "additive_attention",
+        additive_class(mask=lambda n: torch.triu(torch.ones(n, n, dtype=torch.bool), 1), forward="masked_fill"),
+    )
+    assert (lesson.status, lesson.hint) == ("fail", "additive_uses_masked_fill"), lesson.message
+    assert "masked_fill" in lesson.message
+    assert ex.grade("additive_attention", additive_class(forward="where")).hint == "additive_uses_masked_fill"
+    assert ex.grade("additive_attention", llm_lab.CausalAttention).status == "reference"
+    # the same lesson class still passes exercise 4, which is about that class
+    assert ex.grade(
+        "causal_attention",
+        additive_class(mask=lambda n: torch.triu(torch.ones(n, n, dtype=torch.bool), 1), forward="masked_fill"),
+    ).passed
+
+
+@pytest.mark.parametrize(("how", "hint"), [("attribute", "mask_not_buffer"), ("parameter", "mask_is_parameter")])
+def test_the_mask_must_be_a_registered_buffer(how, hint):
+    result = ex.grade("additive_attention", additive_class(how=how))
+    assert (result.status, result.hint) == ("fail", hint), result.message
+    ex.set_language("zh")
+    assert "register_buffer" in ex.evaluate("additive_attention", additive_class(how=how)).message
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [
+        None,
+        lambda n: torch.triu(torch.full((n, n), -1e9), diagonal=1),
+        lambda n: torch.zeros(n, n).masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), NEG_INF),
+    ],
+    ids=["-inf", "-1e9", "masked_fill-in-init"],
+)
+@pytest.mark.parametrize("how", ["buffer", "non-persistent"])
+def test_additive_buffers_pass(mask, how):
+    result = ex.grade("additive_attention", additive_class(mask=mask, how=how))
+    assert result.passed, result.message
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [lambda n: torch.triu(torch.ones(n, n), 1), lambda n: torch.tril(torch.ones(n, n))],
+    ids=["ones-above", "ones-below"],
+)
+def test_a_0_1_additive_mask_is_named(mask):
+    result = ex.grade("additive_attention", additive_class(mask=mask))
+    assert (result.status, result.hint) == ("fail", "additive_mask_01"), result.message
+    assert "-inf" in result.fix
+
+
+def test_a_bool_buffer_added_is_not_additive():
+    unused = additive_class(mask=lambda n: torch.triu(torch.ones(n, n, dtype=torch.bool), 1))
+    assert ex.grade("additive_attention", unused).hint == "additive_mask_01"  # True + score: adds 1
+
+
+def test_exercise_2_has_its_own_checker_in_the_notebook():
+    from pathlib import Path
+
+    src = (
+        Path(__file__).resolve().parents[2] / "notebooks" / "src" / "04_causal_attention_class.exercises.nbsrc"
+    ).read_text(encoding="utf-8")
+    assert "check_additive_attention(MyCausalAttention)" in src
+    assert "check_causal_attention(CausalAttentionFixed)" in src
+    assert ex.points("additive_attention") == ex.points("causal_attention") == 2
+
+
+# ---- writing into a tensor: assembling the output is fine, writing -inf into the scores is a mask ----------------
+
+
+def _additive_writes(how):
+    cls = additive_class()
+
+    class Writes(cls):
+        def forward(self, x):
+            n = x.shape[1]
+            q, k, v = self.W_query(x), self.W_key(x), self.W_value(x)
+            scores = q @ k.transpose(1, 2)
+            hidden = torch.ones(n, n, dtype=torch.bool).triu(1)
+            if how == "setitem":
+                scores[:, hidden] = NEG_INF
+            elif how == "index_put":
+                scores = scores.index_put(
+                    (torch.arange(x.shape[0])[:, None, None], *hidden.nonzero().T[:, None]), torch.tensor(NEG_INF)
+                )
+            else:
+                scores = scores + self.mask[:n, :n]
+            weights = self.dropout(torch.softmax(scores / k.shape[-1] ** 0.5, dim=-1))
+            if how != "assemble":
+                return weights @ v
+            out = torch.zeros(x.shape[0], n, v.shape[-1])
+            for i in range(n):
+                out[:, i] = (weights[:, i : i + 1] @ v)[:, 0]  # computed values, row by row: no mask
+            return out
+
+    return Writes
+
+
+def test_an_output_assembled_row_by_row_is_not_a_mask():
+    result = ex.grade("additive_attention", _additive_writes("assemble"))
+    assert result.passed, result.message
+
+
+@pytest.mark.parametrize("how", ["setitem", "index_put"])
+def test_writing_minus_inf_into_the_scores_is_named(how):
+    result = ex.grade("additive_attention", _additive_writes(how))
+    assert (result.status, result.hint) == ("fail", "additive_uses_masked_fill"), result.message

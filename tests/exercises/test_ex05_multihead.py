@@ -1,0 +1,80 @@
+"""Notebook 05's exercises of llm_lab/exercises/_ex05_multihead.py (a fused qkv split, grouped-query kv heads,
+multi-head attention): splits written differently, inputs left alone, llm_lab's helpers (the solutions and planted
+mistakes: solutions_ex05_multihead.py)."""
+
+import pytest
+import torch
+from _exercise_solutions import with_mistake
+from solutions_ex05_multihead import MultiHeadAttention, _blocks, qkv_thirds, split_qkv
+
+from llm_lab import exercises as ex
+
+pytestmark = pytest.mark.usefixtures("english")  # the checkers speak English here (tests/conftest.py)
+
+
+def test_split_qkv_must_leave_its_input_alone():
+    def split_in_place(qkv, nh, n_kv):
+        out = tuple(t.clone() for t in split_qkv(qkv, nh, n_kv))
+        qkv.zero_()
+        return out
+
+    assert ex.grade("split_qkv", split_in_place).hint == "input_modified"
+
+
+def _split_first(qkv, nh, n_kv):
+    b, t, w = qkv.shape
+    hs = w // (nh + 2 * n_kv)
+    q, k, v = torch.split(qkv, [nh * hs, n_kv * hs, n_kv * hs], dim=2)
+    return (
+        q.unflatten(-1, (nh, hs)).movedim(2, 1),
+        k.unflatten(-1, (n_kv, hs)).movedim(2, 1),
+        v.unflatten(-1, (n_kv, hs)).movedim(2, 1),
+    )
+
+
+def _by_index(qkv, nh, n_kv):
+    hs = qkv.shape[-1] // (nh + 2 * n_kv)
+    starts = (0, nh * hs, (nh + n_kv) * hs)
+    return [
+        torch.stack([qkv[..., s + h * hs : s + (h + 1) * hs] for h in range(heads)], dim=1)
+        for s, heads in zip(starts, (nh, n_kv, n_kv), strict=True)
+    ]
+
+
+@pytest.mark.parametrize("fn", [_split_first, _by_index], ids=["split-unflatten", "index-list"])
+def test_correct_splits_written_differently_pass(fn):
+    result = ex.grade("split_qkv", fn)
+    assert result.passed, result.message
+
+
+def test_equal_thirds_are_right_only_with_as_many_kv_heads_and_named_where_they_are_fewer():
+    qkv = torch.randn(2, 3, 3 * 4)
+    assert all(torch.equal(a, b) for a, b in zip(qkv_thirds(qkv, 2, 2), split_qkv(qkv, 2, 2), strict=True))
+    result = ex.grade("split_qkv", qkv_thirds)
+    assert (result.hint, "num_heads=4, num_kv_heads=2" in result.message) == ("qkv_equal_thirds", True)
+
+
+def test_the_class_of_exercise_4_as_given_is_named_by_its_merge_then_by_its_scale():
+    buggy = with_mistake(MultiHeadAttention, "both_bugs")
+    assert ex.grade("multihead", buggy).hint == "merge_features_first"
+    assert ex.grade("multihead", with_mistake(MultiHeadAttention, "scale_uses_d_out")).hint == "scale_uses_d_out"
+
+
+def test_internal_helpers_are_references():
+    from llm_lab import MultiHeadAttention
+    from llm_lab.exercises import _ex05_multihead
+
+    cases = [
+        (
+            "split_qkv",
+            lambda qkv, nh, n_kv: tuple(
+                MultiHeadAttention(8, t.shape[-1], 8, 0.0, h)._split_heads(t, qkv.shape[0], qkv.shape[1])
+                for t, h in _blocks(qkv, nh, n_kv)
+            ),
+        ),
+        ("split_qkv", lambda qkv, nh, n_kv: tuple(_ex05_multihead.split(t, h) for t, h in _blocks(qkv, nh, n_kv))),
+        ("split_qkv", _ex05_multihead.split_qkv_ref),
+    ]
+    for exercise, fn in cases:
+        result = ex.grade(exercise, fn)
+        assert (result.status, result.score) == ("reference", 0), (exercise, result.message)

@@ -1,0 +1,197 @@
+"""What tests/hub/test_hub.py drives the hub with: the users and assignments, the hub's REST API (a service token),
+each student's own server (nbgrader's assignment-list handlers, the contents API), a login in Chromium, and what is
+measured into build/hub/sizing.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import re
+import socket
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import _course_fixture as fx
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[2]
+
+TEACHER, ALICE, BOB, MALLORY = "lt-teacher", "lt-alice", "lt-bob", "lt-mallory"
+STUDENTS = (ALICE, BOB, MALLORY)
+EN, ZH = "ps1-en", "ps1-zh"
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-dev-shm-usage"]
+# Outside the checkout: the hub's users run its venv and read its config and exchange, and a checkout may be
+# private (mode 0700, as `mktemp -d` and many homes are). The venv is kept between runs (rebuilt when the
+# requirements or the wheel change, its stamp says).
+HUB_DIR = Path(os.environ.get("LLM_LAB_HUB_TEST_DIR", "/srv/llm-lab-hub-test"))
+GRADER = HUB_DIR / "grader"  # the checkout's tools/, where the instructor can read them (their own clone)
+SIZING = ROOT / "build" / "hub" / "sizing.json"
+
+
+def free_port() -> int:
+    """A base port with PORT, PORT+1 and PORT+2 free on 127.0.0.1."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port > 60000:
+            continue
+        try:
+            for p in (port + 1, port + 2):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", p))
+            return port
+        except OSError:
+            continue
+    raise RuntimeError("no three free ports on 127.0.0.1")
+
+
+def user_exists(user: str) -> bool:
+    try:
+        pwd.getpwnam(user)
+        return True
+    except KeyError:
+        return False
+
+
+# ---- hub REST API (a service token with admin:servers and access:servers) ---------------------------------
+def api(h, method: str, path: str, data: dict | None = None, timeout: float = 120):
+    body = json.dumps(data).encode() if data is not None else None
+    req = urllib.request.Request(
+        f"{h.url}{path}",
+        data=body,
+        method=method,
+        headers={"Authorization": f"token {h.service_token}", **({"Content-Type": "application/json"} if body else {})},
+    )
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        text = r.read().decode()
+        return json.loads(text) if text.strip() else None
+
+
+def start_server(h, user: str, timeout: float = 120) -> None:
+    try:
+        api(h, "POST", f"/hub/api/users/{user}/server")
+    except urllib.error.HTTPError as exc:
+        if exc.code != 400:  # 400: already running
+            raise
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        model = api(h, "GET", f"/hub/api/users/{user}")
+        server = model.get("servers", {}).get("", {})
+        if server.get("ready"):
+            return
+        time.sleep(1)
+    raise AssertionError(f"{user}'s server did not start within {timeout} s")
+
+
+def nbgrader_action(h, user: str, action: str, assignment: str) -> dict:
+    """nbgrader's assignment-list handler in ``user``'s own server: fetch, submit or fetch_feedback."""
+    return api(h, "POST", f"/user/{user}/assignments/{action}?course_id=llm-lab&assignment_id={assignment}")
+
+
+def put_notebook(h, user: str, path: str, nb) -> None:
+    api(
+        h,
+        "PUT",
+        f"/user/{user}/api/contents/{path}",
+        {"type": "notebook", "format": "json", "content": json.loads(nbformat.writes(nb))},
+    )
+
+
+def get_notebook(h, user: str, path: str):
+    return nbformat.from_dict(api(h, "GET", f"/user/{user}/api/contents/{path}?content=1")["content"])
+
+
+def solve(nb, notebooks: Path, lang: str, **replace: str):
+    """The fetched notebook with the instructor's solutions (or ``replace``'s) in its solution cells."""
+    sols = fx.solutions(notebooks, lang)
+    for cell in fx.solution_cells(nb):
+        cell.source = sols[cell.id]
+        for key, source in replace.items():
+            if f"def {key}(" in sols[cell.id]:
+                cell.source = source
+    for cell in nb.cells:
+        if "answer" in cell.metadata.get("tags", []):
+            cell.source = "它自己的值不属于未来。" if lang == "zh" else "Its own value is not in the future."
+    return nb
+
+
+# ---- a browser -------------------------------------------------------------------------------------------
+def login(browser, h, user: str):
+    ctx = browser.new_context(viewport={"width": 1366, "height": 900})
+    ctx.set_default_timeout(60_000)
+    page = ctx.new_page()
+    page.goto(f"{h.url}/hub/login")
+    page.fill("#username_input", user)
+    page.fill("#password_input", h.passwords[user])
+    page.click("#login_submit")
+    page.wait_for_url(f"**/user/{user}/lab**", timeout=120_000)
+    page.wait_for_selector("#jp-main-dock-panel", timeout=120_000)
+    return ctx, page
+
+
+def open_assignment_list(page):
+    page.get_by_text("Nbgrader", exact=True).first.click()
+    page.get_by_text("Assignment List", exact=True).first.click()
+    page.wait_for_selector("#nbgrader-assignment-list", timeout=60_000)
+
+
+def kernels_idle(h, user: str, timeout: float, want: int = 1) -> bool:
+    """True once ``user``'s server has ``want`` kernels or more, all idle three polls in a row."""
+    deadline, idle = time.monotonic() + timeout, 0
+    while time.monotonic() < deadline and idle < 3:
+        kernels = api(h, "GET", f"/user/{user}/api/kernels")
+        ok = len(kernels) >= want and all(k["execution_state"] == "idle" for k in kernels)
+        idle = idle + 1 if ok else 0
+        time.sleep(2)
+    return idle >= 3
+
+
+def run_all(page, h, user: str, path: str, kernels: int, timeout: float = 420) -> None:
+    """Open ``path`` in JupyterLab, wait for its kernel, Run All Cells, wait until every kernel is idle again."""
+    page.goto(f"{h.url}/user/{user}/lab/tree/{path}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
+    assert kernels_idle(h, user, 180, want=kernels), f"{path}: no idle kernel within 180 s"
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    time.sleep(5)
+    if not kernels_idle(h, user, timeout, want=kernels):
+        screenshot(page, f"{user}-run-all-timeout")
+        raise AssertionError(f"{path} did not finish within {timeout} s")
+
+
+def screenshot(page, name: str) -> None:
+    out = ROOT / "build" / "hub" / "screens"
+    out.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(out / f"{name}.png"), full_page=True)
+
+
+def record(key: str, value) -> None:
+    """Timings and memory, into build/hub/sizing.json as they are measured (docs/hub-sizing.md quotes them)."""
+    SIZING.parent.mkdir(parents=True, exist_ok=True)
+    data = json.loads(SIZING.read_text()) if SIZING.is_file() else {}
+    data[key] = value
+    SIZING.write_text(json.dumps(data, indent=2))
+
+
+def memory_of(user: str) -> dict:
+    """RSS and PSS (shared pages split among their users) summed over every process of ``user``."""
+    uid = pwd.getpwnam(user).pw_uid
+    rss = pss = n = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.stat(f"/proc/{pid}").st_uid != uid:
+                continue
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Rss:"):
+                    rss += int(line.split()[1])
+                elif line.startswith("Pss:"):
+                    pss += int(line.split()[1])
+            n += 1
+        except OSError:
+            continue
+    return {"processes": n, "rss_mib": round(rss / 1024, 1), "pss_mib": round(pss / 1024, 1)}

@@ -1,0 +1,199 @@
+"""The grader's reading of a submission's source (tools/teaching/grader/source_checks.py, source_names.py): every cell,
+added ones too, read after IPython's own transformation; an exercise scores only when the learner's own
+``def``/``class`` defines it and nothing rebinds it; llm_lab's answer is found through every import route; code
+the grader cannot read counts against the submission. Parsed, never run: no kernel here, so these run in
+milliseconds (the sandboxed grading of the same attacks is in tests/tools/teaching/grader/test_grade_hostile.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tools import course
+from tools.teaching.grader import matching, source_checks, source_names
+
+# notebook 01's course cell binds both exercises' names before the exercises, as the fixture's does
+COURSE = (
+    "import torch\nfrom llm_lab import causal_mask, mask_and_renormalize\n"
+    "from llm_lab.exercises import check_causal_mask, check_renormalize\n"
+)
+RIGHT = "def causal_mask(num_tokens):\n    return torch.ones(num_tokens, num_tokens, dtype=torch.bool).triu(1)\n"
+THREAD = (
+    "def causal_mask(n):\n    out = []\n    t = __import__('threading').Thread(target=lambda: out.append("
+    "__import__('llm_lab').causal_mask(n)))\n    t.start()\n    t.join()\n    return out[0]\n"
+)
+
+# (name, the learner's cells before the checker, the status the source decides; None: the checkers decide)
+CASES = [
+    ("honest", [RIGHT], None),
+    ("honest with magics and shell lines", ["%who\n!ls\nx = !pwd\n%matplotlib inline\n" + RIGHT], None),
+    (
+        "honest, a helper in an added cell",
+        ["def helper(n):\n    return torch.ones(n, n).bool().triu(1)\n", "def causal_mask(n):\n    return helper(n)\n"],
+        None,
+    ),
+    ("honest, %timeit after the definition", [RIGHT + "%timeit -n 1 causal_mask(3)\n"], None),
+    (
+        "honest, an alias of llm_lab's compared in an added cell",
+        [RIGHT, "from llm_lab import causal_mask as ref\nassert (causal_mask(4) == ref(4)).all()\n"],
+        None,
+    ),
+    (
+        "only sys.setprofile, relying on the course's import",
+        ["import sys\nsys.setprofile = lambda *a, **k: None\n"],
+        "tampered",
+    ),
+    ("nothing, relying on the course's import", ["x = 1\n"], "missing"),
+    (
+        "the definition inside `if False:`",
+        ["if False:\n" + "".join("    " + ln + "\n" for ln in RIGHT.splitlines())],
+        "missing",
+    ),
+    ("the import in an added cell after the definition", [RIGHT, "from llm_lab import causal_mask\n"], "reference"),
+    ("a %who line in the cell of the import", ["%who\nfrom llm_lab import causal_mask\n"], "reference"),
+    ("__import__('llm_lab') in a worker thread", [THREAD], "tampered"),
+    (
+        "__import__('llm_lab').causal_mask",
+        ["def causal_mask(n):\n    return __import__('llm_lab').causal_mask(n)\n"],
+        "reference",
+    ),
+    (
+        "importlib.import_module base",
+        [
+            "import importlib\nm = importlib.import_module('llm_lab.masks')\n\n"
+            "def causal_mask(n):\n    return m.causal_mask(n)\n"
+        ],
+        "reference",
+    ),
+    (
+        "getattr with a written name",
+        ["def causal_mask(n):\n    return getattr(__import__('llm_lab'), 'causal_mask')(n)\n"],
+        "reference",
+    ),
+    (
+        "the course's binding kept under another name",
+        ["_ref = causal_mask\n\n\ndef causal_mask(n):\n    return _ref(n)\n"],
+        "reference",
+    ),
+    (
+        "through a helper in an added cell",
+        [
+            "import llm_lab as L\n\n\ndef helper(n):\n    return L.masks.causal_mask(n)\n",
+            "def causal_mask(n):\n    return helper(n)\n",
+        ],
+        "reference",
+    ),
+    ("%%capture around the import", ["%%capture\nfrom llm_lab import causal_mask\n"], "reference"),
+    ("a star import after the definition", [RIGHT + "from llm_lab import *\n"], "reference"),
+    (
+        "rebound inside a function",
+        [RIGHT + "def f():\n    global causal_mask\n    causal_mask = 2\n\n\nf()\n"],
+        "missing",
+    ),
+    ("deleted after the definition", [RIGHT, "del causal_mask\n"], "missing"),
+    ("invalid syntax", ["def causal_mask(n:\n    pass\n"], "error"),
+    ("exec of a string", [RIGHT + "exec('from llm_lab import causal_mask')\n"], "error"),
+    ("globals() written", [RIGHT + "globals()['causal_mask'] = 1\n"], "error"),
+    ("a module the notebook wrote itself", ["import mymodule_written_by_the_cell\n" + RIGHT], "error"),
+    ("%run of a file", ["%run helper.py\n" + RIGHT], "error"),
+    ("get_ipython() used directly", ["get_ipython().run_cell('from llm_lab import causal_mask')\n" + RIGHT], "error"),
+    ("threading imported", ["import threading\n" + RIGHT], "tampered"),
+    ("sys.settrace called", ["import sys\nsys.settrace(None)\n" + RIGHT], "tampered"),
+    ("threading.setprofile", ["from threading import setprofile\n" + RIGHT], "tampered"),
+]
+
+
+def verdict(learner: list[str], key: str = "causal_mask", exercise: str = "causal_mask", lang: str = "en"):
+    cells = [
+        source_checks.Cell(COURSE, False),
+        *(source_checks.Cell(c, True) for c in learner),
+        source_checks.Cell(f"_llm_lab_kernel.capture({key!r}, lambda: {key})", False),
+    ]
+    return source_checks.Reading(cells).verdict(key, exercise, len(cells) - 1, lang)
+
+
+@pytest.mark.parametrize(("name", "learner", "status"), CASES, ids=[c[0] for c in CASES])
+def test_what_the_source_decides(name, learner, status):
+    found = verdict(learner)
+    assert (found.status if found else None) == status, found
+
+
+def test_an_unreadable_cell_is_named_with_its_reason_in_the_submissions_language():
+    found = {lang: verdict(["def causal_mask(n:\n    pass\n"], lang=lang) for lang in course.LANGS}
+    assert all(f.hint == "unreadable" and "SyntaxError" in f.message for f in found.values())
+    assert "scores 0" in found["en"].message and "0 分" not in found["en"].message
+    assert "0 分" in found["zh"].message and "scores 0" not in found["zh"].message
+
+
+@pytest.mark.parametrize(
+    "learner",
+    [
+        ["def causal_mask(n:\n    pass\n"],
+        ["from llm_lab import causal_mask\n"],
+        ["import llm_lab.exercises as ex\nex.grade = print\n" + RIGHT],
+        ["x = 1\n"],
+    ],
+    ids=["unreadable", "reference", "tampered", "not-defined"],
+)
+def test_every_message_of_the_source_is_in_one_language(learner):
+    """Each language gets its own sentence, not both joined by a slash."""
+    found = {lang: verdict(learner, lang=lang).message for lang in course.LANGS}
+    assert len(set(found.values())) == len(course.LANGS), found
+    assert all(" / " not in message for message in found.values()), found
+
+
+def test_a_later_exercise_is_judged_by_the_cells_before_its_own_checker():
+    """An unreadable cell after the first checker costs only the exercises after it."""
+    cells = [
+        source_checks.Cell(COURSE, False),
+        source_checks.Cell(RIGHT, True),
+        source_checks.Cell("_llm_lab_kernel.capture('causal_mask', lambda: causal_mask)", False),
+        source_checks.Cell("def mask_and_renormalize(w:\n", True),
+        source_checks.Cell("_llm_lab_kernel.capture('mask_and_renormalize', lambda: x)", False),
+    ]
+    reading = source_checks.Reading(cells)
+    assert reading.verdict("causal_mask", "causal_mask", 2) is None
+    assert reading.verdict("mask_and_renormalize", "renormalize", 4).status == "error"
+
+
+def test_the_course_binding_is_named_as_the_courses():
+    found = verdict(["x = 1\n"])
+    assert "a course cell's `from llm_lab import causal_mask" in found.message
+
+
+def test_cell_magics_that_run_python_are_read_in_place():
+    tree = source_checks.parse("%%time\nfrom llm_lab import causal_mask\n")
+    assert [b[0] for s in tree.body for b in source_names.bindings(s)] == ["causal_mask"]
+
+
+def test_every_course_notebook_with_its_own_solutions_reads_clean():
+    """The instructor solutions of every notebook, both languages: the source decides nothing (the checkers do),
+    so no course cell binds an exercise's name between its solution and its checker, and no solution uses a
+    construct the grader refuses."""
+    course = matching.load_course()
+    assert course
+    for (lang, nn), cn in sorted(course.items()):
+        p = matching.build_plan(cn, cn.nb)
+        reading = source_checks.read(p.nb.cells, p.learner)
+        found = {ex.key: reading.verdict(ex.key, ex.exercise, p.grading[ex.key]) for ex in cn.exercises}
+        assert {k: v for k, v in found.items() if v} == {}, (lang, nn)
+
+
+@pytest.mark.parametrize(
+    ("cell", "tampered"),
+    [
+        ("import llm_lab.exercises._harness as h\n", True),
+        ("from llm_lab.exercises.grading.kernel import serve\n", True),  # a public module of the machinery
+        ("from llm_lab.exercises import grading\n", True),
+        ("import llm_lab.exercises as e\ng = e.grading\n", True),
+        ("x = __import__('llm_lab.exercises._registry')\n", True),
+        ("from llm_lab.exercises import check_causal_mask, set_language\n", False),  # the learner's own API
+        ("class A(torch.nn.Module):\n    def names(self):\n        return list(self._modules)\n", False),
+    ],
+)
+def test_the_machinery_names_come_from_the_package(cell, tampered):
+    """Every private module of llm_lab.exercises and the grading package are reached names, found by walking the
+    package (a module added later counts at once); a name every nn.Module has (``_modules``) is not."""
+    assert "llm_lab.exercises._harness" in source_names.MACHINERY_MODULES
+    assert "llm_lab.exercises.grading.kernel" in source_names.MACHINERY_MODULES
+    found = verdict([cell + RIGHT])
+    assert (found is not None and found.status == "tampered") == tampered, found
