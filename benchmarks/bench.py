@@ -132,7 +132,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     args = ap.parse_args(argv)
     try:
-        args.device = lb.check_device(args.device)
+        args.device = lb.parse_device(args.device)
     except ValueError as err:
         ap.error(str(err))
     return args

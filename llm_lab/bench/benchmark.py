@@ -113,7 +113,7 @@ def cuda_peak_bytes(module, x, grad) -> int:
     return torch.cuda.max_memory_allocated(x.device) - before
 
 
-def check_equal(ref, modules, x, atol=1e-5, rtol=1e-4) -> dict:
+def outputs_match(ref, modules, x, atol=1e-5, rtol=1e-4) -> dict:
     """{key: bool}: each module's output allclose to the reference's (eval mode, no grad)."""
     with torch.no_grad():
         want = ref.eval()(x)
@@ -128,7 +128,7 @@ def measure(settings: BenchSettings, num_tokens: int, device="cpu") -> dict[str,
     torch.manual_seed(s.seed + num_tokens)
     x = torch.randn(s.batch, num_tokens, s.d)  # drawn on the CPU: the same numbers on every device
     grad = torch.randn(s.batch, num_tokens, s.d)
-    equal = check_equal(ref, modules, x)
+    equal = outputs_match(ref, modules, x)
     x, grad, ref = x.to(device), grad.to(device), ref.to(device)
     results = {k: Result(k, equal[k]) for k in modules}
     warm = min(num_tokens, s.warmup_tokens)
@@ -287,7 +287,7 @@ def settings_for(preset: str, device, repeats: int | None = None) -> BenchSettin
     return replace(s, repeats=repeats) if repeats else s
 
 
-def check_device(name: str) -> torch.device:
+def parse_device(name: str) -> torch.device:
     """The device named, or a ValueError saying why it cannot be used here."""
     try:
         device = torch.device(name)
@@ -310,7 +310,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=None, help="timed rounds per length (default: the preset's)")
     args = ap.parse_args(argv)
     try:
-        device = check_device(args.device)
+        device = parse_device(args.device)
     except ValueError as err:
         ap.error(str(err))
     s = settings_for(args.preset, device, args.repeats)

@@ -27,7 +27,7 @@ def window_weights_reference(attn_scores: torch.Tensor, window: int) -> torch.Te
     return softmax_where(attn_scores, band(attn_scores.shape[-1], window - 1, 0))
 
 
-def _variants(s: torch.Tensor, window: int) -> list:
+def _mistakes(s: torch.Tensor, window: int) -> list:
     t = s.shape[-1]
     causal = band(t, t, 0)
     return [
@@ -62,7 +62,7 @@ def body_window_weights(fn) -> list[str]:
         out = as_tensor(call_unchanged(fn, s, window, names=("attn_scores", "window"), case=case), case)
         if _excludes_self(out, s, window):
             raise Fail("window_excludes_self", case=case)
-        compare(out, want, case, _variants(s, window))
+        compare(out, want, case, _mistakes(s, window))
         cases.append(f"{shape_str(s.shape)} w={window}")
     return cases
 

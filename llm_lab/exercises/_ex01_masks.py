@@ -20,13 +20,13 @@ def body_causal_mask(fn) -> list[str]:
         as_bool = out if out.dtype == torch.bool else out != 0
         if out.dtype != torch.bool and same(as_bool, want):
             raise Fail("mask_not_bool", got=str(out.dtype), case=case)
-        variants = [
+        mistakes = [
             ("diagonal_masked", lambda t=t: triu(t, 0)),
             ("mask_inverted", lambda t=t: tril(t, 0)),
             ("mask_transposed", lambda t=t: tril(t, -1)),
             ("future_open", lambda t=t: torch.zeros(t, t, dtype=torch.bool)),
         ]
-        diagnose(as_bool, variants, want, case=case)
+        diagnose(as_bool, mistakes, want, case=case)
         compare(out, want, case)
         cases.append(f"T={t}")
     return cases
@@ -37,7 +37,7 @@ def _renormalized(w: torch.Tensor, keep: torch.Tensor, dim: int = -1) -> torch.T
     return masked / masked.sum(dim=dim, keepdim=True)
 
 
-def _renorm_variants(w: torch.Tensor) -> list:
+def _renorm_mistakes(w: torch.Tensor) -> list:
     t = w.shape[-1]
     keep = ~causal_mask(t)
     return [
@@ -65,14 +65,14 @@ def body_renormalize(fn) -> list[str]:
             if batched:  # every single-matrix case passed: the batch dimensions are the problem
                 raise Fail("batch_dims", case=case) from None
             raise
-        variants = _renorm_variants(w)
+        mistakes = _renorm_mistakes(w)
         if batched:
             keep = ~causal_mask(shape[-1])
-            variants = [
+            mistakes = [
                 ("batch_dims", lambda d=d, w=w, keep=keep: _renormalized(w, keep, dim=d)) for d in range(len(shape) - 1)
             ]
-            variants += _renorm_variants(w)
-        compare(out, want, case, variants)
+            mistakes += _renorm_mistakes(w)
+        compare(out, want, case, mistakes)
         cases.append(shape_str(shape))
     return cases
 

@@ -29,7 +29,7 @@ def packed_hidden(doc_ids: torch.Tensor) -> torch.Tensor:
     return causal_mask(doc_ids.shape[-1]) | other_doc
 
 
-def _packed_variants(q: torch.Tensor, k: torch.Tensor, doc_ids: torch.Tensor) -> list:
+def _packed_mistakes(q: torch.Tensor, k: torch.Tensor, doc_ids: torch.Tensor) -> list:
     """Wrong ways to compute the packed weights: each of the lesson's mistakes, and the documents ignored."""
     d, t = k.shape[-1], k.shape[-2]
     s = q @ k.transpose(-2, -1)
@@ -67,17 +67,17 @@ def body_packed_weights(fn) -> list[str]:
             if batched:
                 raise Fail("batch_dims", case=case) from None
             raise
-        variants = _packed_variants(q, k, doc_ids)
+        mistakes = _packed_mistakes(q, k, doc_ids)
         if batched:  # keys.T / transpose(0, 1) on a batch, or the first sequence's doc_ids for all
             hide, first = packed_hidden(doc_ids), packed_hidden(doc_ids.reshape(-1, shape[-2])[0])
-            variants[:0] = [
+            mistakes[:0] = [
                 ("batch_dims", lambda q=q, k=k, h=hide: softmax_masked(q @ k.transpose(0, 1) / k.shape[-1] ** 0.5, h)),
                 (
                     "batch_dims",
                     lambda q=q, k=k, h=first: softmax_masked(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5, h),
                 ),
             ]
-        compare(out, want, case, variants)
+        compare(out, want, case, mistakes)
         cases.append(shape_str(shape))
     return cases
 
@@ -98,7 +98,7 @@ def _zero_rows(w, hid):
     return w.masked_fill(hid.all(dim=-1, keepdim=True), 0.0)
 
 
-def _softmax_variants(scores: torch.Tensor, kpm: torch.Tensor) -> list:
+def _softmax_mistakes(scores: torch.Tensor, kpm: torch.Tensor) -> list:
     b, t = kpm.shape
     causal = causal_mask(t)
     hidden = causal | kpm.unsqueeze(-2)
@@ -133,7 +133,7 @@ def body_causal_softmax(fn) -> list[str]:
         out = as_tensor(call_unchanged(fn, scores, kpm, names=("attn_scores", "key_padding_mask"), case=case), case)
         rows_hidden = (causal_mask(t) | kpm.unsqueeze(-2)).all(dim=-1)  # (B, T)
         if not same(out, want):
-            diagnose(out, _softmax_variants(scores, kpm), want, case=case)
+            diagnose(out, _softmax_mistakes(scores, kpm), want, case=case)
             if out.shape == want.shape and rows_hidden.any() and same(out[~rows_hidden], want[~rows_hidden]):
                 raise Fail("nan_rows" if out[rows_hidden].isnan().any() else "fully_masked_not_zero", case=case)
         compare(out, want, case)

@@ -21,14 +21,14 @@ from ._modules import (
     reference_context,
 )
 from ._observe import called, marked
-from ._shared import HELPERS, gen, softmax_masked, tril, triu, weights_variants
+from ._shared import HELPERS, gen, softmax_masked, tril, triu, weights_mistakes
 
 
-def _context_variants(x: torch.Tensor, layers: dict) -> list:
+def _context_mistakes(x: torch.Tensor, layers: dict) -> list:
     q, k, v = qkv(x, layers)
-    variants = [(hint, lambda make=make: make() @ v) for hint, make in weights_variants(q, k)]
+    mistakes = [(hint, lambda make=make: make() @ v) for hint, make in weights_mistakes(q, k)]
     # the scale taken from the input's width d_in (x.shape[-1]) instead of the keys' d_k = d_out
-    variants.insert(
+    mistakes.insert(
         0,
         (
             "scale_uses_d_in",
@@ -39,11 +39,11 @@ def _context_variants(x: torch.Tensor, layers: dict) -> list:
     d, t = k.shape[-1], k.shape[-2]
     s = q @ k.transpose(-2, -1)
     for ones in (triu(t, 1).float(), tril(t, 0).float()):
-        variants += [
+        mistakes += [
             ("additive_mask_01", lambda ones=ones: torch.softmax((s + ones) / d**0.5, dim=-1) @ v),
             ("additive_mask_01", lambda ones=ones: torch.softmax(s / d**0.5 + ones, dim=-1) @ v),
         ]
-    return variants
+    return mistakes
 
 
 # forward must add the stored mask, not hide scores by filling or writing a constant into them; writing computed
@@ -112,7 +112,7 @@ def body_causal_attention(cls, additive: bool = False) -> list[str]:
                 x,
                 case,
                 reference_context(x, layers),
-                _context_variants(x, layers),
+                _context_mistakes(x, layers),
                 passed_full=passed_full,
                 context_length=context_length,
                 observe=additive,

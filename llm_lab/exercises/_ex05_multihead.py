@@ -27,7 +27,7 @@ from ._shared import (
     attention,
     call_unchanged,
     gen,
-    weights_variants,
+    weights_mistakes,
 )
 
 
@@ -86,7 +86,7 @@ def split_qkv_ref(qkv, nh, n_kv, how="ok"):
 # (B, T, num_heads, num_kv_heads, head_dim): as many kv heads as query heads first (GPT-2's fused layer, three equal
 # blocks), then groups of 2, one kv head for all (multi-query) on one token, groups of 3, one head
 QKV_CASES = ((2, 5, 3, 3, 2), (3, 4, 4, 2, 2), (1, 1, 2, 1, 2), (2, 4, 6, 2, 3), (2, 3, 1, 1, 4))
-QKV_VARIANTS = (
+QKV_MISTAKES = (
     ("qkv_equal_thirds", "thirds"),
     ("kv_split_into_num_heads", "kv_num_heads"),
     ("qkv_per_group", "per_group"),
@@ -108,7 +108,7 @@ def _triple(out, case) -> tuple:
 
 
 def _diagnose_triple(out, qkv, nh, n_kv, want, case) -> None:
-    for hint, how in QKV_VARIANTS:
+    for hint, how in QKV_MISTAKES:
         try:
             wrong = split_qkv_ref(qkv, nh, n_kv, how)
         except RuntimeError:  # a split that cannot be computed on this input cannot match
@@ -151,9 +151,9 @@ def _mha(x, layers, out_proj, nh, split_how="ok", merge_how="ok", weights=None):
     return project(out_proj, c) if out_proj is not None else c
 
 
-def _mha_variants(x, layers, out_proj, nh) -> list:
+def _mha_mistakes(x, layers, out_proj, nh) -> list:
     d_out = layers["W_query"].out_features
-    variants = [("out_proj_missing", lambda: _mha(x, layers, None, nh))]
+    mistakes = [("out_proj_missing", lambda: _mha(x, layers, None, nh))]
     layouts = (
         ("view_without_transpose", "no_transpose", "no_transpose"),
         ("view_without_transpose", "no_transpose", "ok"),
@@ -163,24 +163,24 @@ def _mha_variants(x, layers, out_proj, nh) -> list:
     )
     # the head-layout mistakes, then the same with the projection forgotten as well (named by the layout)
     for proj in (out_proj, None):
-        variants += [(hint, lambda s=s, m=m, proj=proj: _mha(x, layers, proj, nh, s, m)) for hint, s, m in layouts]
+        mistakes += [(hint, lambda s=s, m=m, proj=proj: _mha(x, layers, proj, nh, s, m)) for hint, s, m in layouts]
     if out_proj is None:
-        return variants
+        return mistakes
 
     def weights_of(hint):
-        return lambda q, k: dict(weights_variants(q, k, head_scale=d_out))[hint]()
+        return lambda q, k: dict(weights_mistakes(q, k, head_scale=d_out))[hint]()
 
     # exercise 4's class as given, both bugs left in: named by its merge
-    variants.append(
+    mistakes.append(
         (
             "merge_features_first",
             lambda: _mha(x, layers, out_proj, nh, merge_how="features_first", weights=weights_of("scale_uses_d_out")),
         )
     )
-    variants += [
+    mistakes += [
         (hint, lambda hint=hint: _mha(x, layers, out_proj, nh, weights=weights_of(hint))) for hint in WEIGHT_HINTS
     ]
-    return variants
+    return mistakes
 
 
 def body_multihead(cls) -> list[str]:
@@ -204,10 +204,10 @@ def body_multihead(cls) -> list[str]:
         for shape in shapes:
             x = torch.randn(*shape, generator=g)
             case = f"{build_case}, x.shape={shape_str(shape)}"
-            variants = _mha_variants(x, layers, out_proj, nh)
+            mistakes = _mha_mistakes(x, layers, out_proj, nh)
             if out_proj is None:  # no usable out_proj: only "not applied at all" can be recognised
                 out = as_tensor(call(module, x.clone(), case=case), case)
-                diagnose(out, variants, torch.tensor([float("nan")]), case=case)  # skip no variant
+                diagnose(out, mistakes, torch.tensor([float("nan")]), case=case)  # skip no mistake
                 raise Fail("missing_attribute", name="`out_proj`", expected=f"nn.Linear({d_out}, {d_out})")
             if dropout > 0:
                 expect_eval_without_dropout(module, x, case)
@@ -216,7 +216,7 @@ def body_multihead(cls) -> list[str]:
                 x,
                 case,
                 _mha(x, layers, out_proj, nh),
-                variants,
+                mistakes,
                 passed_full=passed_full,
                 context_length=context_length,
             )

@@ -27,7 +27,7 @@ def _padded_ref(q, k, v, hidden, scale=None):
     return w.masked_fill(hidden.all(dim=-1, keepdim=True), 0.0) @ v
 
 
-def _padded_variants(q, k, v, kpm) -> list:
+def _padded_mistakes(q, k, v, kpm) -> list:
     b, nh, t, hs = q.shape
     causal = causal_mask(t)
     keys = kpm[:, None, None, :]
@@ -82,7 +82,7 @@ def body_padded_attention(fn) -> list[str]:
                 raise Fail("padding_heads_axis", case=case) from None
             raise
         want = causal_softmax(q @ k.transpose(-2, -1) / hs**0.5, kpm[:, None, :]) @ v
-        compare(out, want, case, _padded_variants(q, k, v, kpm))
+        compare(out, want, case, _padded_mistakes(q, k, v, kpm))
         cases.append(f"B={b} nh={nh} T={t}")
     return cases
 

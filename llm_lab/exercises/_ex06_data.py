@@ -74,7 +74,7 @@ DOC_CASES = (
     ((1, 2), True, 4, 2),
     ((20,), False, 4, 5),
 )
-DOC_VARIANTS = (
+DOC_MISTAKES = (
     "window_crosses_document",
     "target_crosses_document",
     "separator_dropped",
@@ -109,16 +109,16 @@ def body_document_windows(fn) -> list[str]:
             raise Fail("not_pair", got=type(out).__name__, case=case)
         inputs, targets = (as_tensor(t, case) for t in out)
         want = w = document_windows_ref(ids, max_length, stride)
-        variants = [
+        mistakes = [
             (hint, lambda hint=hint, ids=ids, m=max_length, s=stride: document_windows_ref(ids, m, s, hint))
-            for hint in DOC_VARIANTS
+            for hint in DOC_MISTAKES
         ]
-        variants += [
+        mistakes += [
             ("targets_not_shifted", lambda w=w: torch.stack([w[0], w[0]])),
             ("targets_swapped", lambda w=w: torch.stack([w[1], w[0]])),
         ]
         if inputs.shape == targets.shape:
-            diagnose(torch.stack([inputs, targets]), variants, want, case=case)
+            diagnose(torch.stack([inputs, targets]), mistakes, want, case=case)
         for t, wt in ((inputs, want[0]), (targets, want[1])):
             compare(t, wt, case)
             if t.dtype != torch.int64:  # nn.Embedding takes int32 too, but the dataset and the book use int64
@@ -187,12 +187,12 @@ def body_input_embeddings(fn) -> list[str]:
         short = shape[1] < context_length
         out = _embedding_case(fn, ids, tok_emb, pos_emb, case, short=short, passed_full=passed_full)
         want = tok_emb(ids) + pos_emb(torch.arange(shape[1]))
-        variants = [
+        mistakes = [
             ("positions_missing", lambda ids=ids: tok_emb(ids)),
             ("positions_from_ids", lambda ids=ids: tok_emb(ids) + pos_emb(ids)),
             ("positions_one_based", lambda ids=ids, n=shape[1]: tok_emb(ids) + pos_emb(torch.arange(1, n + 1))),
         ]
-        compare(out, want, case, variants)
+        compare(out, want, case, mistakes)
         passed_full = passed_full or not short
         cases.append(str(tuple(shape)))
     return cases

@@ -18,7 +18,7 @@ NEG_INF = float("-inf")
 
 
 def tiled(q, k, v, block, *, causal=True, scale=True, rescale_acc=True, rescale_sum=True, skip=False, init=NEG_INF):
-    """Blocked attention with an online softmax, optionally with one planted mistake (the wrong variants).
+    """Blocked attention with an online softmax, optionally with one planted mistake.
 
     ``skip``: key blocks wholly in the future are not visited (the notebook's loop); ``init``: the running
     maximum's start (``0.0``: the underflow mistake)."""
@@ -111,7 +111,7 @@ def _want(q, k, v):
     return F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True).float()
 
 
-def _variants(q, k, v, block, init=None) -> list:
+def _mistakes(q, k, v, block, init=None) -> list:
     """The known wrong computations; ``init=0.0``: only the running maximum started at 0."""
     if init is not None:
         return [("max_init_zero", lambda: tiled(q, k, v, block, init=init))]
@@ -142,7 +142,7 @@ def body_tiled_attention(fn) -> list[str]:
             raise
         want = _want(q, k, v)
         if kind in ("large", "extreme") and out.shape == want.shape and not torch.isfinite(out).all():
-            diagnose(out, _variants(q, k, v, block, init=0.0), want, case=case)
+            diagnose(out, _mistakes(q, k, v, block, init=0.0), want, case=case)
             raise Fail("max_not_subtracted", case=case)
         full = t // block * block
         if (
@@ -152,7 +152,7 @@ def body_tiled_attention(fn) -> list[str]:
             and same(out[:, :, :full], want[:, :, :full])
         ):
             raise Fail("partial_block", case=case)
-        compare(out, want, case, _variants(q, k, v, block), atol=1e-5 if kind in ("plain", "long") else 1e-4)
+        compare(out, want, case, _mistakes(q, k, v, block), atol=1e-5 if kind in ("plain", "long") else 1e-4)
         limit = b * nh * t * block  # block_size whole rows of scores per batch entry and head
         largest = int((observed or {}).get("largest") or 0)  # no record (a kernel that sent none): nothing seen
         if kind == "long" and largest >= limit:
@@ -231,7 +231,7 @@ _FIXES = {
 
 
 def cached(q, k, v, window, *, align="bottom_right", scale=True, window_align="bottom_right", width=0):
-    """The reference and its known wrong variants. The causal edge: aligned bottom right (query i at position
+    """The reference and its known mistakes. The causal edge: aligned bottom right (query i at position
     k_len - q_len + i), top left (``is_causal=True``'s), shifted one key too far back (the query's own key hidden),
     or absent (``align=None``). The window's edge (a query sees its own key and the ``window - 1`` before it):
     aligned bottom right, top left, absent (``window_align=None``), or ``width`` keys too wide (> 0) or narrow."""
@@ -260,7 +260,7 @@ CACHED_CASES = [
     (2, 1, 2, 9, 3, 4),
     (2, 2, 3, 6, 4, 1),
 ]
-CACHED_VARIANTS = (
+CACHED_MISTAKES = (
     ("mask_top_left", {"align": "top_left", "window_align": "top_left"}),
     ("mask_top_left", {"align": "top_left"}),
     ("cache_future_open", {"align": None}),
@@ -285,8 +285,8 @@ def body_cached_attention(fn) -> list[str]:
             case,
         )
         observed.append(last_observed())
-        variants = [(hint, functools.partial(cached, q, k, v, window, **kw)) for hint, kw in CACHED_VARIANTS]
-        compare(out, cached(q, k, v, window), case, variants)
+        mistakes = [(hint, functools.partial(cached, q, k, v, window, **kw)) for hint, kw in CACHED_MISTAKES]
+        compare(out, cached(q, k, v, window), case, mistakes)
         cases.append(f"q_len={q_len} k_len={k_len} window={window}")
     for record in observed:  # "build that mask yourself": judged once every value is right
         if marked(record, "is_causal=True"):

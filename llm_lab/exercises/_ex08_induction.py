@@ -23,7 +23,7 @@ def _earlier(t: int) -> torch.Tensor:
 
 def induction_targets(token_ids: torch.Tensor, *, next_token: bool = True, strictly_earlier: bool = True):
     """bool ``(T, T)``: key ``j`` is an induction target of query ``i`` (``token_ids[j - 1] == token_ids[i]``,
-    ``j < i``); the wrong variants: the copy itself (``next_token=False``) or ``j <= i``."""
+    ``j < i``); the wrong versions: the copy itself (``next_token=False``) or ``j <= i``."""
     t = token_ids.shape[0]
     targets = torch.zeros(t, t, dtype=torch.bool)
     if next_token:
@@ -78,12 +78,12 @@ def body_induction_score(fn) -> list[str]:
         case = f"attn_weights.shape={(layers, heads, t, t)}, token_ids={ids.tolist()}"
         out = call_unchanged(fn, weights, ids, names=("attn_weights", "token_ids"), case=case)
         want = token_induction_score(weights, ids)
-        variants = [
+        mistakes = [
             ("same_token_not_next", lambda w=weights, i=ids: token_induction_score(w, i, next_token=False)),
             ("current_included", lambda w=weights, i=ids: token_induction_score(w, i, strictly_earlier=False)),
             ("rows_without_target", lambda w=weights, i=ids: token_induction_score(w, i, all_rows=True)),
         ]
-        compare(out, want, case, variants)
+        compare(out, want, case, mistakes)
         cases.append(f"{layers}x{heads} heads, T={t}")
     return cases
 

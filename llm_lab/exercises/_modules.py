@@ -81,7 +81,7 @@ def qkv(x: torch.Tensor, layers: dict) -> tuple:
 
 
 def forward_case(
-    module, x, case, want, variants, *, passed_full: bool, context_length: int, seed: int = 0, observe: bool = False
+    module, x, case, want, mistakes, *, passed_full: bool, context_length: int, seed: int = 0, observe: bool = False
 ):
     """Compare one forward pass; a failure only when num_tokens < context_length means a mis-sliced mask.
     ``observe``: record the call's ops (``_harness.last_observed()`` afterwards)."""
@@ -94,7 +94,7 @@ def forward_case(
         if short and passed_full:
             raise Fail("mask_wrong_size", case=case, context_length=context_length) from None
         raise
-    compare(out, want, case, variants)
+    compare(out, want, case, mistakes)
 
 
 def expect_eval_without_dropout(module, x, case):

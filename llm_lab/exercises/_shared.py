@@ -86,13 +86,13 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor
     return (w @ v.double()).to(q.dtype)
 
 
-def weights_variants(q: torch.Tensor, k: torch.Tensor, head_scale: float | None = None) -> list:
+def weights_mistakes(q: torch.Tensor, k: torch.Tensor, head_scale: float | None = None) -> list:
     """Wrong ways to compute causal attention weights from queries and keys ``(..., T, d_k)``."""
     d, t = k.shape[-1], k.shape[-2]
     s = q @ k.transpose(-2, -1)
     hide = causal_mask(t)
     ok = s / d**0.5
-    variants = [
+    mistakes = [
         ("softmax_dim", lambda: softmax_masked(ok, hide, dim=-2)),
         ("scale_missing", lambda: softmax_masked(s, hide)),
         ("scale_twice", lambda: softmax_masked(s / d, hide)),
@@ -106,8 +106,8 @@ def weights_variants(q: torch.Tensor, k: torch.Tensor, head_scale: float | None 
         ("not_renormalized", lambda: torch.softmax(ok, dim=-1).masked_fill(hide, 0.0)),
     ]
     if head_scale is not None:
-        variants.insert(0, ("scale_uses_d_out", lambda: softmax_masked(s / head_scale**0.5, hide)))
-    return variants
+        mistakes.insert(0, ("scale_uses_d_out", lambda: softmax_masked(s / head_scale**0.5, hide)))
+    return mistakes
 
 
 # The checkers' own helpers that compute (part of) an answer: calling one is handing in llm_lab's reference.

@@ -41,7 +41,7 @@ def test_a_wrong_weight_copy_is_caught():
     ref, modules = variants.build_contestants(16, 4, 12, keys=["einsum"])
     with torch.no_grad():
         modules["einsum"].W_key.mul_(1.01)
-    assert lb.check_equal(ref, modules, torch.randn(1, 12, 16)) == {"einsum": False}
+    assert lb.outputs_match(ref, modules, torch.randn(1, 12, 16)) == {"einsum": False}
 
 
 def test_measure_covers_every_contestant():
@@ -86,10 +86,10 @@ def test_presets_and_device():
     assert lb.settings_for("quick", "cpu", repeats=7).repeats == 7
     assert lb.PRESETS["notebook"].lengths[-1] == 512
     with pytest.raises(ValueError, match="not a device name"):
-        lb.check_device("gpu0")
+        lb.parse_device("gpu0")
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="no CUDA device"):
-            lb.check_device("cuda")
+            lb.parse_device("cuda")
 
 
 def test_fused_does_the_same_work_as_bare_sdpa():

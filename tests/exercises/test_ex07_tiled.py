@@ -276,8 +276,8 @@ def test_a_mask_built_by_hand_and_passed_to_sdpa_passes():
     assert result.passed, result.message
 
 
-def test_tiled_attention_variants_of_the_checker_are_right_when_unplanted():
-    """The checker's own blocked reference (all mistakes off) equals SDPA: its wrong variants are honest."""
+def test_tiled_attention_mistakes_of_the_checker_are_right_when_unplanted():
+    """The checker's own blocked reference (all mistakes off) equals SDPA: its planted mistakes are honest."""
     from llm_lab.exercises._ex07_tiled import tiled
 
     q, k, v = (torch.randn(2, 3, 10, 4) for _ in range(3))
