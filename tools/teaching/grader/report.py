@@ -17,6 +17,8 @@ import unicodedata
 from collections import Counter
 from pathlib import Path
 
+from tools.course import LANGS
+
 # shown, never obeyed: bidi embeddings, overrides and isolates, the directional marks, line separators
 BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u2028\u2029")
 FORMULA = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")  # and full-width twins
@@ -234,8 +236,8 @@ def class_report(results, keys, maximum) -> str:
     examples = {}
     for submission in graded:
         for verdict in submission.verdicts:
-            # an English example when there is one
-            wanted = submission.lang == "en" or (verdict.key, verdict.mistake) not in examples
+            # an example in the report's language (the course's first) when there is one
+            wanted = submission.lang == LANGS[0] or (verdict.key, verdict.mistake) not in examples
             if verdict.status != "pass" and verdict.mistake and verdict.message and wanted:
                 examples[(verdict.key, verdict.mistake)] = verdict.message
     if examples:
