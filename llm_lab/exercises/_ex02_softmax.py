@@ -8,7 +8,7 @@ import torch
 
 from ..masks import causal_mask, causal_softmax
 from ._core import Exercise, Fail, LearnerError, as_tensor, compare, diagnose, same, shape_str
-from ._shared import HELPERS, call_unchanged, gen, softmax_masked, tril, triu
+from ._shared import CAUSAL_WEIGHT_HINTS, HELPERS, call_unchanged, gen, softmax_masked, tril, triu
 
 # Each case: the queries' (and keys') shape, and doc_ids, the document of every token (shape: the queries' without
 # the last dimension). The ids need not increase or start at 0: equal ids make one document.
@@ -170,17 +170,7 @@ RECORDS = [
         "the future and the other documents' keys -inf, softmaxed.",
         hints=(
             "documents_ignored",
-            "softmax_dim",
-            "scale_missing",
-            "scale_twice",
-            "scale_inverted",
-            "scale_uses_T",
-            "diagonal_masked",
-            "future_open",
-            "mask_inverted",
-            "mask_transposed",
-            "masked_with_zero",
-            "not_renormalized",
+            *CAUSAL_WEIGHT_HINTS,
             "batch_dims",
             "input_modified",
         ),

@@ -113,8 +113,8 @@ def weights_mistakes(q: torch.Tensor, k: torch.Tensor, head_scale: float | None 
 # The checkers' own helpers that compute (part of) an answer: calling one is handing in llm_lab's reference.
 HELPERS = ("exercises._shared.attention", "exercises._shared.softmax_masked", "exercises._modules.reference_context")
 
-WEIGHT_HINTS = (
-    "scale_uses_d_out",
+# the mistakes a causal attention-weights computation can make, in the order the checkers try them
+CAUSAL_WEIGHT_HINTS = (
     "softmax_dim",
     "scale_missing",
     "scale_twice",
@@ -127,6 +127,7 @@ WEIGHT_HINTS = (
     "masked_with_zero",
     "not_renormalized",
 )
+WEIGHT_HINTS = ("scale_uses_d_out", *CAUSAL_WEIGHT_HINTS)  # one head of several: + the scale by the total width
 
 
 def rate_tolerance(n: int, false_alarm: float = 1e-6) -> float:
