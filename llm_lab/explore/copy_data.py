@@ -104,33 +104,36 @@ def copy_batch(
     _checks.positive_int("batch_size", batch_size)
     if not isinstance(task, CopyTask):
         raise TypeError(f"task must be a CopyTask, got {type(task).__name__}")
-    out = torch.empty(batch_size, config.context_length, dtype=torch.long)
-    todo = torch.arange(batch_size)
+    out = np.empty((batch_size, config.context_length), dtype=np.int64)
+    todo = np.arange(batch_size)
     while len(todo):
         ids = _with_copies(len(todo), config, generator, task)
-        bad = told_twice(ids, task.min_told_twice)  # (n,): rows that hold a segment told twice in a row
+        bad = _told_twice(ids, task.min_told_twice)  # (n,): rows that hold a segment told twice in a row
         out[todo[~bad]] = ids[~bad]
         todo = todo[bad]
-    return out
+    return torch.from_numpy(out)
 
 
-def _with_copies(n: int, config: InductionConfig, g: torch.Generator, task: CopyTask) -> torch.Tensor:
+def _with_copies(n: int, config: InductionConfig, g: torch.Generator, task: CopyTask) -> np.ndarray:
     """The scan of :class:`CopyTask` for ``n`` rows at once, one copy per step (each row's copies follow each
     other left to right, so a copy may repeat an earlier copy). The draws come from ``g``; the bookkeeping is
     NumPy's, whose small operations cost a microsecond where torch's cost ten."""
     t = config.context_length
     ids = torch.randint(0, config.vocab_size, (n, t), generator=g).numpy()  # (n, T), shares torch's memory
-    draws = torch.rand(t, 4, n, generator=g, dtype=torch.float64).numpy()  # per step: start, length, kind, offset
+    start, u_len, u_kind, u_off = torch.rand(t, 4, n, generator=g, dtype=torch.float64).numpy().transpose(1, 0, 2)
     ends = torch.rand(3, n, generator=g, dtype=torch.float64).numpy()  # the end pattern: whether, how far back, length
+    gaps = np.floor(np.log1p(-start) / math.log1p(-task.copy_rate)).astype(np.int64)  # (T, n): geometric gaps
+    runs = task.min_run + (u_len * (task.max_run - task.min_run + 1)).astype(np.int64)  # (T, n): run lengths
+    shorts = u_kind < task.short_share  # (T, n): the copy repeats a short pattern
     at = np.full(n, 2)  # (n,): where each row's scan stands
-    for start, u_len, u_kind, u_off in draws:  # each step places a copy or moves past a refused one
-        at = at + np.floor(np.log1p(-start) / math.log1p(-task.copy_rate)).astype(np.int64)  # geometric gap
+    for step in range(t):  # each step places a copy or moves past a refused one
+        at = at + gaps[step]
         if not (at < t - 1).any():
             break
-        length = np.minimum(task.min_run + (u_len * (task.max_run - task.min_run + 1)).astype(np.int64), t - at)
-        short = u_kind < task.short_share
-        short_back = 2 + (u_off * np.minimum(at - 1, 6)).astype(np.int64)
-        long_back = length + 1 + (u_off * np.clip(at - length, 0, task.max_gap)).astype(np.int64)
+        length = np.minimum(runs[step], t - at)
+        short, off = shorts[step], u_off[step]
+        short_back = 2 + (off * np.minimum(at - 1, 6)).astype(np.int64)
+        long_back = length + 1 + (off * np.clip(at - length, 0, task.max_gap)).astype(np.int64)
         back = np.where(short, short_back, long_back)  # (n,): how far back the source starts
         length = np.where(short, np.minimum(length, 2 * task.min_told_twice - 1 - short_back), length)
         place = (at < t - 1) & (short | (at >= length + 1))  # (n,): a long copy needs room for its source
@@ -138,18 +141,29 @@ def _with_copies(n: int, config: InductionConfig, g: torch.Generator, task: Copy
         at = at + np.where(place, length + 1, 1)
     length = task.min_run + (ends[2] * 6).astype(np.int64)  # (n,): the last min_run .. min_run + 5 tokens
     _copy(ids, t - length, length, 2 + (ends[1] < 0.5), ends[0] < task.end_share, task.min_run + 5)
-    return torch.from_numpy(ids)
+    return ids
 
 
 def _copy(ids, at, length, back, place, width):
     """In rows where ``place``: ``ids[at + k] = ids[at - back + k % back]`` for ``k < length`` (a run ``back``
     tokens back; an overlapping one, ``back < length``, repeats its pattern as a left-to-right copy would)."""
     k = np.arange(width)  # (width,)
-    target = at[:, None] + k  # (n, width)
-    keep = place[:, None] & (k < length[:, None]) & (target < ids.shape[1])
-    source = at[:, None] - back[:, None] + k % np.maximum(back, 1)[:, None]
-    row = np.broadcast_to(np.arange(ids.shape[0])[:, None], target.shape)[keep]
-    ids[row, target[keep]] = ids[row, source[keep]]
+    keep = place[:, None] & (k < length[:, None]) & (at[:, None] + k < ids.shape[1])  # (n, width)
+    row, col = np.nonzero(keep)
+    if len(row):
+        step = col % np.maximum(back[row], 1)
+        ids[row, at[row] + col] = ids[row, at[row] - back[row] + step]
+
+
+def _told_twice(ids: np.ndarray, min_length: int) -> np.ndarray:
+    """:func:`told_twice` on a NumPy ``(n, T)`` array (``copy_batch``'s check, where torch's overhead dominates)."""
+    n, t = ids.shape
+    bad = np.zeros(n, dtype=bool)
+    for d in range(min_length, t // 2 + 1):  # x[i : i+d] == x[i+d : i+2d] for some i
+        same = np.zeros((n, t - d + 1), dtype=np.int64)
+        np.cumsum(ids[:, d:] == ids[:, :-d], axis=1, out=same[:, 1:])  # equal pairs before each i
+        bad |= (same[:, d : t - d + 1] - same[:, : t - 2 * d + 1] == d).any(axis=1)
+    return bad
 
 
 def told_twice(ids: torch.Tensor, min_length: int) -> torch.Tensor:
