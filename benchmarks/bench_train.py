@@ -105,7 +105,9 @@ def write_section(path: Path, body: list[str]) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--steps", type=int, help="training steps to time (default: the notebook's; the ratio scales to it)")
+    ap.add_argument(
+        "--steps", type=int, help="training steps to time (default: the notebook's; the ratio scales to it)"
+    )
     ap.add_argument("--out", type=Path, help="a Markdown report to put the lines into")
     args = ap.parse_args(argv)
     if args.steps is not None and args.steps < 1:
