@@ -10,7 +10,7 @@ head* whose keys read that information attends from ``i`` to the position right 
 
     config = InductionConfig()                  # V=64, T=64, d=64, 2 layers of 4 heads
     model = AttentionOnlyTransformer(config)
-    history = train(model, TrainSettings())     # 800 steps on the CPU; induction forms after a few hundred
+    history = train(model, TrainSettings())     # 700 steps on the CPU; induction forms after a few hundred
     probe = repeated_sequences(32, config)      # (32, T): random first half, second half a copy
     logits, weights = model(probe, return_attn_weights=True)   # weights: (B, L, nh, T, T)
     induction_scores(weights)                   # (L, nh)
@@ -214,10 +214,10 @@ class TrainSettings:
     built). ``threads``: torch threads while training (one is enough for this model and keeps it off the other
     core)."""
 
-    steps: int = 800
+    steps: int = 700
     batch_size: int = 32
     lr: float = 5e-3
-    decay_from: int = 500
+    decay_from: int = 400
     final_lr_ratio: float = 0.1
     weight_decay: float = 0.0
     seed: int = 0
