@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from llm_lab.explore import induction
+from llm_lab.explore import copy_data, induction
 
 CONFIG = induction.InductionConfig()
 SMALL = induction.InductionConfig(vocab_size=16, context_length=12, d_model=16, num_heads=2, num_layers=2)
@@ -26,6 +26,8 @@ def test_told_twice_agrees_with_its_definition_on_random_rows():
         expected = torch.tensor([by_definition(row, m) for row in ids.tolist()])
         assert expected.any() and not expected.all()  # both answers occur, so the comparison means something
         assert torch.equal(induction.told_twice(ids, m), expected), (vocab, t, m)
+        # copy_batch's NumPy check of the same thing
+        assert torch.equal(torch.from_numpy(copy_data._told_twice(ids.numpy(), m)), expected), (vocab, t, m)
 
 
 def test_most_rows_end_inside_a_short_pattern():
