@@ -164,12 +164,13 @@ execute: setup ## regenerate the notebooks from notebooks/src and store fresh ou
 student: instructor-setup ## student copies without solutions in build/student/ [NB=04 FORCE=1]
 	$(BIN)/python -m tools.teaching.student $(if $(filter 1,$(FORCE)),--force) $(if $(NB),--only $(NB))
 
-# Grade a folder of submitted notebooks (one per student): make grade SUBMISSIONS=dir [OUT=dir] [NB=04]
+# Grade a folder of submitted notebooks (one per student): make grade SUBMISSIONS=dir NB=04 [OUT=dir]
+# (NB, the assigned notebook, is required, several as NB=04,05: never guessed from what students handed in)
 # writes OUT/grades.csv, OUT/feedback/*.html and OUT/report.md (default OUT: build/grades). Each submission's
 # kernel runs in a bubblewrap sandbox; the verdicts are computed outside it (docs/instructors.md).
-grade: instructor-setup ## grade a folder of submissions, sandboxed: SUBMISSIONS=dir [OUT=dir NB=04]
-	@test -n "$(SUBMISSIONS)" || (echo "usage: make grade SUBMISSIONS=folder [OUT=folder] [NB=04]"; exit 2)
-	$(BIN)/python -m tools.teaching.grader "$(SUBMISSIONS)" $(if $(OUT),--out "$(OUT)") $(if $(NB),--notebook $(NB))
+grade: instructor-setup ## grade a folder of submissions, sandboxed: SUBMISSIONS=dir NB=04 [OUT=dir]
+	@test -n "$(SUBMISSIONS)" || (echo "usage: make grade SUBMISSIONS=folder NB=04 [OUT=folder]"; exit 2)
+	$(BIN)/python -m tools.teaching.grader "$(SUBMISSIONS)" $(if $(NB),--notebook "$(NB)") $(if $(OUT),--out "$(OUT)")
 
 # An nbgrader course graded the trusted way (instead of `nbgrader autograde`): scores into its gradebook.
 grade-nbgrader: instructor-setup ## grade an nbgrader course into its gradebook: COURSE=dir ASSIGNMENT=ps1

@@ -1,4 +1,4 @@
-"""The grader's command: grade a folder of submitted notebooks, ``make grade SUBMISSIONS=dir [OUT=dir]``.
+"""The grader's command: grade a folder of submitted notebooks, ``make grade SUBMISSIONS=dir NB=04 [OUT=dir]``.
 
 SUBMISSIONS holds one entry per student; the student id is the entry's name:
 
@@ -33,8 +33,11 @@ notebook's language) and ``report.md`` (per exercise: how many passed, the most 
 every submission that could not be graded normally, with the reason). Written Predict/Explain answers are
 graded by hand (docs/instructors.md). Exit status 0 unless SUBMISSIONS is missing or holds nothing.
 
-Usage: python -m tools.teaching.grader SUBMISSIONS [--out DIR] [--notebook 04] [--jobs N] [--cell-timeout S]
-       [--no-sandbox]
+Usage: python -m tools.teaching.grader SUBMISSIONS --notebook 04 [--out DIR] [--lang en] [--jobs N]
+       [--cell-timeout S] [--no-sandbox]
+
+The assignment is named by the instructor (``--notebook``, required; several: ``04,05``), never inferred from what
+students handed in: a submission of another notebook is that student's "wrong notebook" row.
 """
 
 from __future__ import annotations
@@ -45,7 +48,6 @@ import shutil
 import sys
 import tempfile
 import time
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
@@ -74,7 +76,7 @@ def _one_line(text: str, limit: int = 200) -> str:
 def grade_submission(
     submission: submissions.Submission,
     course,
-    expected: tuple[str | None, str | None],
+    expected: tuple[str | None, tuple[str, ...]],
     cell_timeout: float,
     max_output: int,
     sandboxed: bool = True,
@@ -89,10 +91,10 @@ def grade_submission(
             submission.problem = "not one of the course notebooks (no matching cell ids or title)"
             return submission
         submission.lang, submission.notebook = key[0], course[key].path.name
-        want_lang, want_nn = expected
-        if want_nn and key[1] != want_nn:
+        want_lang, want_nns = expected
+        if key[1] not in want_nns:
             submission.problem = (
-                f"wrong notebook: this is {course[key].path.name}, the assignment is notebook {want_nn}"
+                f"wrong notebook: this is {course[key].path.name}, the assignment is notebook " + " and ".join(want_nns)
             )
             return submission
         if want_lang and key[0] != want_lang:
@@ -138,20 +140,29 @@ def _run(submission: submissions.Submission, course_nb, plan, settings: KernelSe
         submission.notes.append(died)
 
 
-def expected_notebook(found, course, notebook: str | None) -> tuple[str | None, str | None]:
-    """(language, number) the class was asked for: --notebook if given, else the most common submission."""
-    keys = []
-    for submission in found:
-        if not submission.problem:
-            try:
-                keys.append(matching.identify(submissions.load(submission.path, submission.root), course))
-            except Exception:  # grade_submission names the reason in that student's row
-                pass
-    counts = Counter(k for k in keys if k)
-    lang = counts.most_common(1)[0][0][0] if counts else None
-    if notebook:
-        return lang, notebook.zfill(2)
-    return lang, (Counter(k[1] for k in counts.elements()).most_common(1)[0][0] if counts else None)
+class UsageError(ValueError):
+    """The command was called wrongly (no or an unknown --notebook); the message says what is allowed."""
+
+
+def assignment(course, notebook, lang: str | None = None) -> tuple[str | None, tuple[str, ...]]:
+    """(language or None, the assigned notebook numbers), as the instructor named them: ``notebook`` is "04",
+    "04,05" or a list of numbers. Never inferred from the submissions (a few crafted files would decide for the
+    class); UsageError naming the notebooks this course grades when it is missing or unknown."""
+    known = sorted({nn for _lang, nn in course})
+    allowed = ", ".join(known) or "none: the course has no autograded notebooks"
+    items = notebook.split(",") if isinstance(notebook, str) else list(notebook or ())
+    wanted = tuple(dict.fromkeys(str(n).strip().zfill(2) for n in items if str(n).strip()))
+    if not wanted:
+        raise UsageError(
+            f"name the assigned notebook: --notebook NN (make grade NB=NN), one of {allowed}; several as 04,05"
+        )
+    unknown = [nn for nn in wanted if nn not in known]
+    if unknown:
+        raise UsageError(f"--notebook {','.join(unknown)}: not an autograded notebook of this course; one of {allowed}")
+    langs = sorted({lg for lg, _nn in course})
+    if lang is not None and lang not in langs:
+        raise UsageError(f"--lang {lang}: not a language of this course; one of {', '.join(langs)}")
+    return lang, wanted
 
 
 class SandboxMissing(RuntimeError):
@@ -161,7 +172,7 @@ class SandboxMissing(RuntimeError):
 def grade(
     folder: Path,
     out: Path,
-    notebook: str | None = None,
+    notebook,
     jobs: int | None = None,
     cell_timeout: float = 30.0,
     max_output: int = 200_000,
@@ -170,22 +181,25 @@ def grade(
     sandboxed: bool = True,
     max_seconds: float = 600.0,
     refused=(),
+    lang: str | None = None,
 ) -> list[submissions.Submission]:
     """Grade every submission in ``folder`` and write grades.csv, feedback/ and report.md into ``out``.
     Each submission's kernel runs in the bubblewrap sandbox (``sandboxed=False``: as the grader, noted in
     every feedback file); the verdicts are computed here. ``refused``: problem Submissions found elsewhere
-    (nbgrader_course's links and pipes), reported with the rest."""
+    (nbgrader_course's links and pipes), reported with the rest. ``notebook``: the assigned notebook's number
+    ("04"; several: "04,05" or a list), named by the instructor (``assignment``); ``lang``: the class's language
+    (a copy in another one is graded and noted), None: any."""
     if not folder.is_dir():
         raise FileNotFoundError(f"SUBMISSIONS={folder} is not a folder of submitted notebooks")
+    course = matching.load_course(src)
+    expected = assignment(course, notebook, lang)
     if sandboxed:
         missing = sandbox.available()
         if missing:
             raise SandboxMissing(missing)
-    course = matching.load_course(src)
     found = submissions.find(folder) + list(refused)
     if not found:
         raise FileNotFoundError(f"{folder} holds no submissions")
-    expected = expected_notebook(found, course, notebook)
     todo = [s for s in found if not s.problem]
     os.environ.setdefault("MPLBACKEND", "Agg")  # an unsandboxed kernel inherits it: no figure windows
     jobs = jobs or os.cpu_count() or 1
@@ -213,7 +227,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tools.teaching.grader", description=__doc__.split("\n\n")[0])
     ap.add_argument("submissions", type=Path, help="folder with one notebook (or one folder) per student")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default: build/grades)")
-    ap.add_argument("--notebook", help="the assigned notebook's number, e.g. 04 (default: the most common one)")
+    ap.add_argument(
+        "--notebook", help="the assigned notebook's number, e.g. 04 (required; several: 04,05); never guessed"
+    )
+    ap.add_argument("--lang", help="the class's language (a copy in another one is graded and noted)")
     ap.add_argument("--jobs", type=int, help="notebooks graded at once (default: all cores)")
     ap.add_argument("--cell-timeout", type=float, default=30.0, help="seconds per cell (default: 30)")
     ap.add_argument(
@@ -239,7 +256,11 @@ def main(argv=None) -> int:
             args.max_output,
             sandboxed=not args.no_sandbox,
             max_seconds=args.max_seconds,
+            lang=args.lang,
         )
+    except UsageError as exc:
+        print(f"usage error: {exc}", file=sys.stderr)
+        return 2
     except (FileNotFoundError, SandboxMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -210,6 +210,19 @@ def _write_autograded(course: Path, assignment: str, submission: submissions.Sub
         (target / "submission_secret.txt").write_bytes(secret)
 
 
+def released(course: Path, assignment: str) -> list[str]:
+    """The numbers of the notebooks nbgrader released for ``assignment`` (``release/<assignment>/NN_*.ipynb``):
+    the assignment is what the instructor released, every one of its notebooks graded, never what students
+    handed in."""
+    names = sorted(p.name for p in (course / "release" / assignment).glob("*.ipynb"))
+    numbers = [name[:2] for name in names if name[:2].isdigit()]
+    if not numbers:
+        raise cli.UsageError(
+            f"{course / 'release' / assignment} holds no course notebook (NN_name.ipynb): nothing to grade"
+        )
+    return numbers
+
+
 def run(
     course: Path, assignment: str, *, jobs: int | None = None, sandboxed: bool = True, echo=print, **kw
 ) -> list[submissions.Submission]:
@@ -226,6 +239,7 @@ def run(
         results = cli.grade(
             subs,
             course / "llm-lab-grades" / assignment,
+            released(course, assignment),
             jobs=jobs,
             sandboxed=sandboxed,
             echo=echo,
@@ -259,6 +273,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     try:
         run(args.course.resolve(), args.assignment, jobs=args.jobs, sandboxed=not args.no_sandbox, src=args.src)
+    except cli.UsageError as exc:
+        print(f"usage error: {exc}", file=sys.stderr)
+        return 2
     except (FileNotFoundError, cli.SandboxMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -74,23 +74,35 @@ def rel(path: Path) -> str:
         return str(path)
 
 
-def exercise_keys(course, expected) -> list[str]:
-    """The gradebook's exercise columns: those of the assigned notebook (any language: the same keys)."""
-    lang, nn = expected
-    for (_lg, n), course_nb in sorted(course.items(), key=lambda kv: (kv[0][0] != lang, kv[0])):
-        if n == nn:
-            return [ex.key for ex in course_nb.exercises]
-    return []
+def columns(course, expected) -> list[tuple[str, str, str]]:
+    """The gradebook's exercise columns, (column, notebook number, exercise key): those of each assigned notebook
+    (any language: the same keys), named ``key`` for one notebook and ``NN:key`` for several."""
+    lang, nns = expected[0], expected[1] or ()
+    cols = []
+    for nn in nns:
+        for (_lg, n), course_nb in sorted(course.items(), key=lambda kv: (kv[0][0] != lang, kv[0])):
+            if n == nn:
+                cols += [(ex.key if len(nns) == 1 else f"{nn}:{ex.key}", nn, ex.key) for ex in course_nb.exercises]
+                break
+    return cols
 
 
-def max_points(course, expected) -> int:
-    lang, nn = expected
+def max_points(course, expected, nn: str | None = None) -> int:
+    """The autograded points of notebook ``nn`` (default: the assignment's only or first notebook)."""
+    nn = nn or next(iter(expected[1] or ()), None)
     course_nb = next((course_nb for (lg, n), course_nb in course.items() if n == nn), None)
     return (
         sum(int(course_nb.nb.cells[ex.checker].metadata["nbgrader"]["points"]) for ex in course_nb.exercises)
         if course_nb
         else 0
     )
+
+
+def notebook_of(submission, expected) -> str:
+    """The assigned notebook number ``submission`` is (its own when graded, else the assignment's first)."""
+    nns = expected[1] or ("",)
+    nn = (submission.notebook or "")[:2]
+    return nn if nn in nns else nns[0]
 
 
 def visible(text, *, lines: bool = False) -> str:
@@ -126,19 +138,20 @@ def md_code(text) -> str:
     return f"{fence}{pad}{one}{pad}{fence}"
 
 
-def write_csv(results, keys, maximum, path: Path) -> None:
+def write_csv(results, cols, maxima: dict[str, int], expected, path: Path) -> None:
     with path.open("w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
-        w.writerow(["student", "notebook", *keys, "total", "max"])
+        w.writerow(["student", "notebook", *(column for column, _nn, _key in cols), "total", "max"])
         for submission in results:
+            nn = notebook_of(submission, expected)
             pts = {verdict.key: verdict.points for verdict in submission.verdicts}
             w.writerow(
                 [
                     csv_cell(submission.student),
                     csv_cell(submission.notebook or submission.path.name),
-                    *(pts.get(k, 0) for k in keys),
+                    *(pts.get(key, 0) if n == nn else "" for _column, n, key in cols),
                     submission.total,
-                    maximum,
+                    maxima.get(nn, 0),
                 ]
             )
 
@@ -213,9 +226,10 @@ def feedback_html(submission, lang: str, maximum: int) -> str:
     )
 
 
-def class_report(results, keys, maximum) -> str:
+def class_report(results, cols, maxima: dict[str, int]) -> str:
     graded = [s for s in results if not s.problem]
     mean = sum(s.total for s in results) / max(1, len(results))
+    maximum = " + ".join(str(m) for m in maxima.values()) or "0"
     lines = [
         "# Class report",
         "",
@@ -227,12 +241,12 @@ def class_report(results, keys, maximum) -> str:
         "| exercise | passed | most common mistakes (count) |",
         "| --- | --- | --- |",
     ]
-    for key in keys:
-        verdicts = [v for s in graded for v in s.verdicts if v.key == key]
+    for column, nn, key in cols:
+        verdicts = [v for s in graded if s.notebook[:2] == nn for v in s.verdicts if v.key == key]
         passed = sum(v.status == "pass" for v in verdicts)
         mistakes = Counter(v.mistake or v.status for v in verdicts if v.status != "pass")
         common = ", ".join(f"`{m}` ({n})" for m, n in mistakes.most_common(4)) or "none"
-        lines.append(f"| `{key}` | {passed} / {len(verdicts)} | {common} |")
+        lines.append(f"| `{column}` | {passed} / {len(verdicts)} | {common} |")
     examples = {}
     for submission in graded:
         for verdict in submission.verdicts:
@@ -263,13 +277,14 @@ def class_report(results, keys, maximum) -> str:
 
 def write_all(results, course, expected, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    keys, maximum = exercise_keys(course, expected), max_points(course, expected)
-    write_csv(results, keys, maximum, out / "grades.csv")
+    cols = columns(course, expected)
+    maxima = {nn: max_points(course, expected, nn) for nn in expected[1] or ()}
+    write_csv(results, cols, maxima, expected, out / "grades.csv")
     (out / "feedback").mkdir(exist_ok=True)
     names = feedback_names(results)
     for submission in results:
         lang = submission.lang or expected[0] or "en"
         (out / "feedback" / names[id(submission)]).write_text(
-            feedback_html(submission, lang, maximum), encoding="utf-8"
+            feedback_html(submission, lang, maxima.get(notebook_of(submission, expected), 0)), encoding="utf-8"
         )
-    (out / "report.md").write_text(class_report(results, keys, maximum), encoding="utf-8")
+    (out / "report.md").write_text(class_report(results, cols, maxima), encoding="utf-8")

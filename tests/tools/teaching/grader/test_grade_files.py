@@ -87,7 +87,6 @@ def test_json_nested_100000_deep_is_that_files_problem_not_the_classs(tmp_path):
     _, h = host(tmp_path)
     _hostile.plant(h, tmp_path / "subs" / "deep", "deep")
     results = submissions.find(tmp_path / "subs")
-    assert cli.expected_notebook(results, {}, None) == (None, None)  # was a RecursionError for everyone
     with pytest.raises(ValueError, match="nested too deep"):
         submissions.load(results[0].path, results[0].root)
 
@@ -136,7 +135,7 @@ def test_a_class_with_hostile_files_is_graded_and_reported(tmp_path):
         (subs / f"{name}.txt").write_text("my answers are in the email")
     out = tmp_path / "out"
     results = in_time(
-        lambda: cli.grade(subs, out, cell_timeout=10, src=notebooks, echo=lambda *a: None, sandboxed=False),
+        lambda: cli.grade(subs, out, "01", cell_timeout=10, src=notebooks, echo=lambda *a: None, sandboxed=False),
         seconds=300,
     )["value"]
     by = {r.student: r for r in results}

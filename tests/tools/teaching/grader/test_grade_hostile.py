@@ -48,7 +48,9 @@ def hostile(tmp_path_factory):
     before = host.digest()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     try:
-        results = cli.grade(subs, root / "out", cell_timeout=10, src=notebooks, echo=lambda *a: None, max_seconds=120)
+        results = cli.grade(
+            subs, root / "out", "01", cell_timeout=10, src=notebooks, echo=lambda *a: None, max_seconds=120
+        )
     finally:
         host.stop()
         os.environ.pop("LLM_LAB_TEST_SECRET", None)
@@ -153,7 +155,7 @@ def test_no_sandbox_mode_says_so_in_every_report(tmp_path):
     subs = tmp_path / "subs"
     subs.mkdir()
     nbformat.write(fx.filled(notebooks), str(subs / "alice.ipynb"))
-    [r] = cli.grade(subs, tmp_path / "out", src=notebooks, echo=lambda *a: None, sandboxed=False)
+    [r] = cli.grade(subs, tmp_path / "out", "01", src=notebooks, echo=lambda *a: None, sandboxed=False)
     assert r.total == sum(fx.points(notebooks).values())
     assert any("WITHOUT the sandbox" in n for n in r.notes)
     assert "WITHOUT the sandbox" in (tmp_path / "out" / "feedback" / "alice.html").read_text(encoding="utf-8")

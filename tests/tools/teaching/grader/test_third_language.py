@@ -110,7 +110,9 @@ def class_in_ja(tmp_path_factory):
         course_map = matching.load_course(notebooks)
         untitled = hand_in(ja)
         untitled.cells[0].source = "# my homework"  # known by its cell ids alone
-        results = cli.grade(subs, root / "out", src=notebooks, sandboxed=False, cell_timeout=20, echo=lambda *a: None)
+        results = cli.grade(
+            subs, root / "out", "01", src=notebooks, sandboxed=False, cell_timeout=20, echo=lambda *a: None
+        )
         yield {
             "course": course_map,
             "untitled": matching.identify(untitled, course_map),

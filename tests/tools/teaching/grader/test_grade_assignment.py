@@ -1,0 +1,138 @@
+"""The assignment is named by the instructor (``--notebook``, ``make grade NB=``) or by nbgrader's release, never
+inferred from what students hand in (issue 40, item 5): a few crafted submissions of another notebook made every
+honest student "wrong notebook" when the grader took the most common submission; an nbgrader assignment of two
+notebooks scored its second one 0 ("wrong notebook")."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+
+import _course_fixture as fx
+import nbformat
+import pytest
+
+from tools.teaching.grader import cli, matching
+
+
+def test_crafted_majority_does_not_change_the_assignment(tmp_path):
+    notebooks = fx.build_course(tmp_path)
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    nbformat.write(fx.filled(notebooks), str(subs / "alice.ipynb"))  # the honest student, 01 as assigned
+    for n in range(3):  # three crafted files of 02: the most common submission
+        nbformat.write(fx.filled(notebooks, name="02_other.ipynb"), str(subs / f"crafted{n}.ipynb"))
+    results = cli.grade(subs, tmp_path / "out", "01", src=notebooks, echo=lambda *a: None, sandboxed=False)
+    by = {r.student: r for r in results}
+    assert by["alice"].problem == "" and by["alice"].total == sum(fx.points(notebooks).values())
+    for n in range(3):
+        assert by[f"crafted{n}"].problem.startswith("wrong notebook: this is 02_other.ipynb"), by[f"crafted{n}"]
+
+
+def test_the_notebook_must_be_named_with_what_is_allowed(tmp_path):
+    notebooks = fx.build_course(tmp_path)
+    course = matching.load_course(notebooks)
+    with pytest.raises(cli.UsageError, match=r"name the assigned notebook: --notebook NN .*one of 01, 02"):
+        cli.assignment(course, None)
+    with pytest.raises(cli.UsageError, match=r"--notebook 07: not an autograded notebook of this course; one of 01"):
+        cli.assignment(course, "07")
+    with pytest.raises(cli.UsageError, match="--lang xx"):
+        cli.assignment(course, "1", "xx")
+    assert cli.assignment(course, "2,01") == (None, ("02", "01"))
+    (tmp_path / "subs").mkdir()
+    nbformat.write(fx.filled(notebooks), str(tmp_path / "subs" / "alice.ipynb"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.teaching.grader", str(tmp_path / "subs"), "--no-sandbox"],
+        capture_output=True,
+        text=True,
+        cwd=fx.ROOT,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and "usage error: name the assigned notebook" in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_make_grade_without_nb_is_a_usage_error(tmp_path):
+    proc = subprocess.run(
+        ["make", "--no-print-directory", "-s", "grade", f"SUBMISSIONS={tmp_path}"],
+        capture_output=True,
+        text=True,
+        cwd=fx.ROOT,
+        timeout=300,
+        env={**os.environ, "MAKEFLAGS": ""},
+    )
+    assert proc.returncode != 0 and "name the assigned notebook: --notebook NN (make grade NB=NN)" in proc.stderr, (
+        proc.stdout[-2000:] + proc.stderr[-2000:]
+    )
+
+
+def test_two_notebooks_in_one_class_each_graded_with_its_own_columns(tmp_path):
+    notebooks = fx.build_course(tmp_path)
+    subs = tmp_path / "subs"
+    (subs / "alice").mkdir(parents=True)
+    nbformat.write(fx.filled(notebooks), str(subs / "alice" / "01_demo.ipynb"))
+    nbformat.write(fx.filled(notebooks, name="02_other.ipynb"), str(subs / "alice" / "02_other.ipynb"))
+    results = cli.grade(subs, tmp_path / "out", "01,02", src=notebooks, echo=lambda *a: None, sandboxed=False)
+    assert [(r.notebook, r.problem) for r in results] == [("01_demo.ipynb", ""), ("02_other.ipynb", "")]
+    points = fx.points(notebooks)
+    assert results[0].total == sum(points.values()) and results[1].total > 0
+    rows = list(csv.DictReader((tmp_path / "out" / "grades.csv").open(encoding="utf-8")))
+    assert {"01:causal_mask", "02:causal_mask"} <= set(rows[0])
+    assert rows[1]["01:causal_mask"] == "" and int(rows[1]["02:causal_mask"]) == results[1].total
+
+
+def test_nbgrader_assignment_of_two_notebooks_grades_both(tmp_path):
+    """make grade-nbgrader: an assignment released with 01_demo and 02_other; an honest student hands in both and
+    scores on both (the second scored 0, "wrong notebook", when the assignment was the most common submission)."""
+    pytest.importorskip("nbgrader", reason=fx.NO_NBGRADER)
+    from nbgrader.api import Gradebook
+
+    from tools.teaching.grader import nbgrader_course
+
+    notebooks = fx.build_course(tmp_path / "instructor")
+    course = tmp_path / "course"
+    (course / "source" / "ps1").mkdir(parents=True)
+    (course / "nbgrader_config.py").write_text(
+        'c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = "llm-lab-test"\n'
+        + fx.student.config_file_text("en").split("\n", 2)[2],
+        encoding="utf-8",
+    )
+    fx.student.write_sources(notebooks, tmp_path / "sources", only="01,02")
+    names = (fx.NAME, "02_other.ipynb")
+    for name in names:
+        (course / "source" / "ps1" / name).write_bytes((tmp_path / "sources" / "en" / name).read_bytes())
+    venv_bin = os.path.dirname(sys.executable)
+    env = {**os.environ, "MPLBACKEND": "Agg", "PATH": venv_bin + os.pathsep + os.environ.get("PATH", "")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "nbgrader", "generate_assignment", "ps1", "--force"],
+        cwd=course,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert nbgrader_course.released(course, "ps1") == ["01", "02"]
+    for student in ("alice", "bob"):
+        for name in names:
+            target = course / "submitted" / student / "ps1" / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(fx.filled(notebooks, name=name), str(target))
+    old_path = os.environ.get("PATH", "")
+    os.environ["PATH"] = env["PATH"]  # nbgrader's gradebook runs alembic from PATH
+    try:
+        results = nbgrader_course.run(course, "ps1", sandboxed=False, echo=lambda *a: None, src=notebooks)
+        assert sorted((r.student, r.path.name, r.problem) for r in results) == [
+            (s, n, "") for s in ("alice", "bob") for n in names
+        ]
+        with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "llm-lab-test") as gb:
+            for student in ("alice", "bob"):
+                scores = {nb.name: nb.score for nb in gb.find_submission("ps1", student).notebooks}
+                assert (
+                    scores[fx.NAME.removesuffix(".ipynb")] == sum(fx.points(notebooks).values())
+                    and scores["02_other"] > 0
+                ), scores
+    finally:
+        os.environ["PATH"] = old_path
