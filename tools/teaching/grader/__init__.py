@@ -19,7 +19,8 @@ One submission's round trip; each box is a process, the arrows are what crosses 
     and autograded/)
 
 The parts: ``cli`` (the command: grade a folder, in parallel), ``submissions`` (what was handed in, read without
-trusting it; the ``Submission`` record), ``matching`` (which course notebook, and the ``ExecutionPlan``),
+trusting it; the ``Submission`` record), ``reading`` (every step that reads a submission, in a bounded process of
+its own), ``matching`` (which course notebook, and the ``ExecutionPlan``),
 ``kernel`` (one submission's kernel and the round trip to it), ``judging`` (each exercise's ``Verdict``),
 ``source_checks`` and ``source_names`` (what the source decides before any kernel is asked), ``report`` (what is
 written, escaped), ``sandbox`` and ``sandbox_limits`` (where the kernel runs), ``nbgrader_course`` (the same

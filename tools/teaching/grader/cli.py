@@ -7,8 +7,10 @@ SUBMISSIONS holds one entry per student; the student id is the entry's name:
 
 (an LMS download such as ``alice_12345_04_causal_attention_class.ipynb`` gives the student id
 ``alice_12345_04_causal_attention_class``: rename files or put them in one folder per student if you want
-shorter ids). Each notebook is matched to its course notebook and language by its cell ids (kept by Jupyter,
-JupyterHub and Colab) or its title, and graded the way nbgrader's autograde would, without a gradebook:
+shorter ids). Each notebook is read in a process of its own, bounded in time and memory (``reading``: a file
+that takes more is that student's row, never the class's run), matched to its course notebook and language by
+its cell ids (kept by Jupyter, JupyterHub and Colab) or its title, and graded the way nbgrader's autograde would,
+without a gradebook:
 
 - every cell except the learner's solution cells (and cells they added) comes from the instructor version,
   so edited, deleted or reordered course cells are restored and checker cells cannot be changed;
@@ -53,7 +55,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from tools import course as _course
-from tools.teaching.grader import judging, matching, report, sandbox, submissions
+from tools.teaching.grader import judging, matching, reading, report, sandbox, submissions
 from tools.teaching.grader.kernel import Kernel
 
 DEFAULT_OUT = _course.ROOT / "build" / "grades"
@@ -85,25 +87,20 @@ def grade_submission(
     """Grade one submitted file in place (never raises)."""
     start = time.monotonic()
     try:
-        nb = submissions.load(submission.path, submission.root)
-        key = matching.identify(nb, course)
-        if key is None:
-            submission.problem = "not one of the course notebooks (no matching cell ids or title)"
+        prepared = reading.prepare(submission.path, submission.root, course, expected)
+        if prepared.key is not None:
+            submission.lang, submission.notebook = prepared.key[0], course[prepared.key].path.name
+        if prepared.problem:
+            submission.problem = prepared.problem
             return submission
-        submission.lang, submission.notebook = key[0], course[key].path.name
-        want_lang, want_nns = expected
-        if key[1] not in want_nns:
-            submission.problem = (
-                f"wrong notebook: this is {course[key].path.name}, the assignment is notebook " + " and ".join(want_nns)
-            )
-            return submission
+        key, plan, want_lang = prepared.key, prepared.plan, expected[0]
         if want_lang and key[0] != want_lang:
             submission.notes.append(f"the {key[0]} copy (the class uses {want_lang}): graded, feedback in {key[0]}")
-        plan = matching.build_plan(course[key], nb)
         submission.notes += plan.notes
         if not sandboxed:
             submission.notes.append("graded WITHOUT the sandbox (--no-sandbox): the code ran with the grader's rights")
-        _run(submission, course[key], plan, KernelSettings(cell_timeout, max_output, sandboxed, max_seconds))
+        settings = KernelSettings(cell_timeout, max_output, sandboxed, max_seconds)
+        _run(submission, course[key], plan, settings, prepared.reading)
     except ValueError as exc:
         submission.problem = str(exc)
     except Exception as exc:  # a grader bug must cost one line, not the class's run
@@ -113,12 +110,12 @@ def grade_submission(
     return submission
 
 
-def _run(submission: submissions.Submission, course_nb, plan, settings: KernelSettings) -> None:
+def _run(submission: submissions.Submission, course_nb, plan, settings: KernelSettings, source=None) -> None:
     """Execute ``plan`` in a kernel of its own, judge each exercise on the way, and note what else happened: files
     the code wrote, output cut, a kernel that died."""
     with tempfile.TemporaryDirectory(prefix="llm-lab-grade-") as tmp:
         with Kernel(plan, Path(tmp), *settings) as kernel:
-            submission.verdicts = judging.judge(course_nb, plan, kernel)
+            submission.verdicts = judging.judge(course_nb, plan, kernel, source)
             cut, died = kernel.client.cut - {kernel.slot}, kernel.died
             try:
                 written = kernel.written()

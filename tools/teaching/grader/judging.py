@@ -47,13 +47,13 @@ def exercise_budget(base: float | None = None) -> float:
     return base * min(4.0, max(1.0, per_core))
 
 
-def judge(course_nb, plan, kernel: _kernel.Kernel) -> list[Verdict]:
+def judge(course_nb, plan, kernel: _kernel.Kernel, reading: source_checks.Reading | None = None) -> list[Verdict]:
     """Each exercise's verdict (``course_nb``: the ``matching.CourseNotebook``, ``plan``: its
     ``matching.ExecutionPlan``), computed HERE by llm_lab's checkers on the learner's object in the kernel, right
     after the notebook ran up to that exercise's checker cell (a later cell that kills the kernel costs only the
-    exercises after it)."""
+    exercises after it). ``reading``: the source's, when it was read already (``reading.prepare``, bounded)."""
     link = proxies.KernelLink(kernel.send)
-    reading = source_checks.read(plan.nb.cells, plan.learner)
+    reading = reading or source_checks.read(plan.nb.cells, plan.learner)
     verdicts = []
     for ex in sorted(course_nb.exercises, key=lambda e: plan.grading[e.key]):
         kernel.run(until=plan.grading[ex.key] + 1)

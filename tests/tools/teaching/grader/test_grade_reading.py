@@ -1,0 +1,105 @@
+"""One file cannot stop the class (issue 40, item 3): reading a submission (its JSON, which course notebook it is,
+matching and diffing its cells, reading every cell's source) runs in a process of its own per submission
+(``tools.teaching.grader.reading``), bounded in CPU and wall-clock time and in memory; a file past a bound is that
+student's row with a note. Before, a 24 MB cell diffed against its course cell kept the grader's own process busy
+194 s and at 2.9 GB (measured here), every other student's grade waiting; a 5 MB cell tokenized took 11 s."""
+
+from __future__ import annotations
+
+import csv
+import resource
+import time
+
+import _course_fixture as fx
+import nbformat
+import pytest
+
+from tools.teaching.grader import cli, reading
+
+
+def diffed(notebooks):
+    """A course code cell kept under its id with 24 MB appended: matching diffs it against the course's text."""
+    nb = fx.filled(notebooks)
+    cell = next(
+        c
+        for c in nb.cells
+        if c.cell_type == "code" and "solution" not in c.metadata.get("tags", []) and "nbgrader" not in c.metadata
+    )
+    cell.source += "\n#" + "ab" * 12_000_000
+    return nb
+
+
+def tokenized(notebooks):
+    """A solution cell of 450,000 lines (a 5 MB file): IPython's transformer and the parser read every token."""
+    nb = fx.filled(notebooks)
+    cell = fx.solution_cells(nb)[0]
+    cell.source += "\nx = (1 +\n" + "1,\n" * 450_000 + ")\n"
+    return nb
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def test_a_file_too_slow_or_too_big_to_read_is_that_students_row(tmp_path, monkeypatch):
+    monkeypatch.setattr(reading, "READ_SECONDS", 3.0)
+    notebooks = fx.build_course(tmp_path)
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for student in ("alice", "bob"):
+        nbformat.write(fx.filled(notebooks), str(subs / f"{student}.ipynb"))
+    nbformat.write(diffed(notebooks), str(subs / "diff24.ipynb"))
+    nbformat.write(tokenized(notebooks), str(subs / "tok5.ipynb"))
+    peak, start = _peak_mb(), time.monotonic()
+    results = cli.grade(subs, tmp_path / "out", "01", jobs=2, src=notebooks, echo=lambda *a: None, sandboxed=False)
+    seconds, grown = time.monotonic() - start, _peak_mb() - peak
+    by = {r.student: r for r in results}
+    full = sum(fx.points(notebooks).values())
+    assert by["alice"].total == full and by["bob"].total == full, (by["alice"], by["bob"])
+    bounds = ("reading it needed more than 1 GiB: not graded", "reading it took more than 3 s")
+    assert by["diff24"].problem.startswith(bounds), by["diff24"]  # whichever bound it meets first
+    assert by["tok5"].problem.startswith("reading it took more than 3 s"), by["tok5"]
+    rows = list(csv.DictReader((tmp_path / "out" / "grades.csv").open(encoding="utf-8")))
+    assert sorted(r["student"] for r in rows) == ["alice", "bob", "diff24", "tok5"]
+    assert by["diff24"].problem in (tmp_path / "out" / "report.md").read_text(encoding="utf-8").replace("\\", "")
+    assert seconds < 120, seconds  # 194 s for the diff alone, in the grader's process, before
+    assert grown < 400, f"the grader's own peak memory grew by {grown:.0f} MB"  # 2.9 GB before
+
+
+def test_the_reader_is_bounded_on_its_own(tmp_path):
+    """``reading.prepare`` itself: an honest file read in a child gives the plan and the source's findings; the
+    child's memory bound holds (a 24 MB diff) and its time bound too (a 1 s limit on the 5 MB cell)."""
+    notebooks = fx.build_course(tmp_path)
+    from tools.teaching.grader import matching
+
+    course = matching.load_course(notebooks)
+    expected = cli.assignment(course, "01")
+    for name, nb in (("alice", fx.filled(notebooks)), ("diff24", diffed(notebooks)), ("tok5", tokenized(notebooks))):
+        nbformat.write(nb, str(tmp_path / f"{name}.ipynb"))
+    honest = reading.prepare(tmp_path / "alice.ipynb", tmp_path, course, expected)
+    assert honest.problem == "" and honest.key == ("en", "01") and honest.plan.grading
+    assert set(honest.reading.findings) == {(k, "en") for k in fx.points(notebooks)}
+    assert all(f is None for f in honest.reading.findings.values())  # nothing in the source decides
+    big = reading.prepare(tmp_path / "diff24.ipynb", tmp_path, course, expected)
+    assert big.problem == "reading it needed more than 1 GiB: not graded"
+    slow = reading.prepare(tmp_path / "tok5.ipynb", tmp_path, course, expected, seconds=1)
+    assert slow.problem.startswith("reading it took more than 1 s"), slow.problem
+    wrong = reading.prepare(tmp_path / "alice.ipynb", tmp_path, course, cli.assignment(course, "02"))
+    assert wrong.problem.startswith("wrong notebook: this is 01_demo.ipynb") and wrong.key == ("en", "01")
+
+
+def test_nbgrader_path_a_file_too_big_to_read_is_that_students_row(tmp_path):
+    pytest.importorskip("nbgrader", reason=fx.NO_NBGRADER)
+    import _nbgrader_course as nbc
+
+    course, notebooks = nbc.release(tmp_path)
+    for student, nb in (("alice", fx.filled(notebooks)), ("diff24", diffed(notebooks))):
+        target = course / "submitted" / student / "ps1" / fx.NAME
+        target.parent.mkdir(parents=True)
+        nbformat.write(nb, str(target))
+    peak = _peak_mb()
+    by = {r.student: r for r in nbc.run(course, sandboxed=False, src=notebooks)}
+    assert by["alice"].total == sum(fx.points(notebooks).values())
+    assert by["diff24"].problem == "reading it needed more than 1 GiB: not graded"
+    assert nbc.scores(course, "alice")[fx.NAME.removesuffix(".ipynb")] == by["alice"].total
+    assert _peak_mb() - peak < 400
