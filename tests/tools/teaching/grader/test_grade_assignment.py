@@ -1,7 +1,6 @@
 """The assignment is named by the instructor (``--notebook``, ``make grade NB=``) or by nbgrader's release, never
-inferred from what students hand in (issue 40, item 5): a few crafted submissions of another notebook made every
-honest student "wrong notebook" when the grader took the most common submission; an nbgrader assignment of two
-notebooks scored its second one 0 ("wrong notebook")."""
+inferred from what students hand in: crafted submissions of another notebook are their own "wrong notebook" rows,
+and an nbgrader assignment of two notebooks grades both."""
 
 from __future__ import annotations
 
@@ -85,7 +84,7 @@ def test_two_notebooks_in_one_class_each_graded_with_its_own_columns(tmp_path):
 
 def test_nbgrader_assignment_of_two_notebooks_grades_both(tmp_path):
     """make grade-nbgrader: an assignment released with 01_demo and 02_other; honest students hand in both and
-    score on both (the second scored 0, "wrong notebook", when the assignment was the most common submission)."""
+    score on both."""
     pytest.importorskip("nbgrader", reason=fx.NO_NBGRADER)
     import _nbgrader_course as nbc
 
