@@ -19,6 +19,9 @@
   handler installed for the duration of the check (main thread only; elsewhere every KeyboardInterrupt
   propagates).
 - collect what the learner's code prints (shown with the result, never swallowed), silence its warnings.
+- keep each check's record to itself: the check running is found through the thread's (or task's) own context
+  (``current()``), and what a call prints goes to that check's output, so checks run at once in several threads
+  (the grader's workers, one submission each) never see each other's hits, observed ops or output.
 - spot llm_lab's own reference code running inside the learner's code (``sys.setprofile``), calls to
   functions an exercise rules out (e.g. ``F.scaled_dot_product_attention`` in the tiled-attention exercise),
   and, in every check, a thread or process started (``_registry.STARTERS``): the hook and the observation of
@@ -31,6 +34,7 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import io
 import signal
 import sys
@@ -82,6 +86,51 @@ class _CappedText(io.StringIO):
         return len(text)
 
 
+class _Stdout:
+    """``sys.stdout`` while learner calls run: a write goes to the output of the call running in the writing
+    thread (or task), any other write to the stream that was ``sys.stdout`` before (``contextlib.redirect_stdout``
+    swaps one stream for the whole process: two checks at once would print into each other's output)."""
+
+    def __init__(self, before):
+        self.before = before
+
+    def write(self, text: str) -> int:
+        out = _PRINTING.get()
+        return (out if out is not None else self.before).write(text)
+
+    def flush(self) -> None:
+        if _PRINTING.get() is None:
+            self.before.flush()
+
+    def __getattr__(self, name):  # encoding, isatty, fileno, ...: the stream's own
+        return getattr(self.before, name)
+
+
+_PRINTING: contextvars.ContextVar[_CappedText | None] = contextvars.ContextVar("llm_lab_printing", default=None)
+_stdout = {"calls": 0, "installed": None}  # how many calls print now (all threads), the _Stdout they share
+_stdout_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _printing(out: _CappedText):
+    """What the call prints goes to ``out`` (this thread's call only); ``sys.stdout`` is as before once no call
+    prints any more, whatever the learner's code set it to."""
+    with _stdout_lock:
+        if _stdout["calls"] == 0:
+            _stdout["installed"] = _Stdout(sys.stdout)
+            sys.stdout = _stdout["installed"]
+        _stdout["calls"] += 1
+    token = _PRINTING.set(out)
+    try:
+        yield
+    finally:
+        _PRINTING.reset(token)
+        with _stdout_lock:
+            _stdout["calls"] -= 1
+            if _stdout["calls"] == 0:
+                sys.stdout = _stdout["installed"].before
+
+
 @dataclass
 class _Run:
     seconds: float | None
@@ -93,19 +142,30 @@ class _Run:
     interrupted: bool = False
 
 
-_runs: list[_Run] = []
+# The checks running in this context (thread or task), innermost last: the grader checks several submissions
+# at once, one per worker thread, so what one check records (the watched code it hit, its observed record, its
+# output) lives in its own _Run, found through this context only, never through a list the threads share.
+_RUNS: contextvars.ContextVar[tuple[_Run, ...]] = contextvars.ContextVar("llm_lab_checks", default=())
+# what the last observed call outside any check recorded, in this context
+_UNSCOPED: contextvars.ContextVar[dict | None] = contextvars.ContextVar("llm_lab_observed", default=None)
+
+
+def current() -> _Run | None:
+    """The innermost check running in this thread (or task), None outside any check."""
+    runs = _RUNS.get()
+    return runs[-1] if runs else None
 
 
 @contextlib.contextmanager
 def checking(seconds: float | None, watch: Watch):
     """The context of one check: time budget, SIGINT watch, CPU/float32 defaults, no grad, forked RNG."""
     r = _Run(seconds, None if seconds is None else time.monotonic() + seconds, watch)
-    _runs.append(r)
+    token = _RUNS.set((*_RUNS.get(), r))
     try:
         with _sigint_watch(r), _cpu_float32(), torch.random.fork_rng(devices=[]), torch.no_grad():
             yield r
     finally:
-        _runs.pop()
+        _RUNS.reset(token)
 
 
 def call(fn, *args, case: str, seed: int | None = None, **kwargs):
@@ -113,13 +173,13 @@ def call(fn, *args, case: str, seed: int | None = None, **kwargs):
     limit, and turn whatever it raises into a Fail naming it. ``observe=True`` (a keyword for the harness,
     not passed on): also record the largest tensor and the torch ops of the call (``_observe``), read
     afterwards with ``last_observed()``."""
-    r = _runs[-1] if _runs else _Run(None, None, Watch())
+    r = current() or _Run(None, None, Watch())
     if isinstance(fn, Proxy):  # grading: the learner's code runs in a sandboxed kernel, not here
         return _call_remote(r, fn, args, kwargs, case=case, seed=seed)
     observe = bool(kwargs.pop("observe", False))
     try:
         with (
-            contextlib.redirect_stdout(r.out),
+            _printing(r.out),
             warnings.catch_warnings(),
             _watching(r, observe),
             _time_limit(r, case),
@@ -168,13 +228,11 @@ def _call_remote(r: _Run, fn: Proxy, args, kwargs, *, case: str, seed):
     raise LearnerError(error, case)
 
 
-_unscoped: dict = {"observed": None}  # what the last observed call outside any check recorded
-
-
 def last_observed() -> dict | None:
-    """The record of the last ``call(..., observe=True)`` of the current check: ``{"largest": int, "ops": [str]}``
-    (``None`` if none was observed)."""
-    return _runs[-1].observed if _runs else _unscoped["observed"]
+    """The record of the last ``call(..., observe=True)`` of the current check (this thread's): ``{"largest": int,
+    "ops": [str], "marks": [str]}`` (``None`` if none was observed)."""
+    r = current()
+    return r.observed if r is not None else _UNSCOPED.get()
 
 
 @contextlib.contextmanager
@@ -187,7 +245,9 @@ def _observing(r: _Run, on: bool):
         try:
             yield
         finally:
-            r.observed = _unscoped["observed"] = seen.record()
+            r.observed = seen.record()
+            if current() is None:
+                _UNSCOPED.set(r.observed)
 
 
 def printed(r: _Run) -> str:

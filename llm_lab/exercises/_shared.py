@@ -23,8 +23,8 @@ def unless_reference(fail) -> None:
     the learner's code ran llm_lab's reference in this check: then the body goes on (the reference computes
     the right values) and the check reports ``"reference"``, which says more. Reads the run's ``hit``, which
     the harness sets on either path (local or remote)."""
-    runs = _harness._runs
-    if not (runs and runs[-1].hit and runs[-1].hit[1] == "reference"):
+    run = _harness.current()
+    if not (run and run.hit and run.hit[1] == "reference"):
         raise fail
 
 

@@ -2,10 +2,11 @@
 
 For every exercise of a submission, in notebook order: the kernel runs the notebook up to that exercise's capture
 cell; the submission's source decides first where it can (``source_checks``: tampering, an unreadable cell,
-llm_lab's own answer, a name the learner did not define), with no kernel asked; otherwise llm_lab's checker
-(``llm_lab.exercises.grade``) runs here on a proxy of the learner's object (``llm_lab.exercises.grading.proxies``),
-each of its calls answered by the kernel with data, its inputs drawn from this run's secret seed. Nothing the
-kernel does can change a verdict, only what it says its own function returned.
+llm_lab's own answer, a name the learner did not define, a solution cell that does not compile), asking the
+kernel nothing but its report of which cells did not compile (they ran nothing, and cost their own exercise
+only); otherwise llm_lab's checker (``llm_lab.exercises.grade``) runs here on a proxy of the learner's object
+(``llm_lab.exercises.grading.proxies``), each of its calls answered by the kernel with data, its inputs drawn from
+this run's secret seed. Nothing the kernel does can change a verdict, only what it says its own function returned.
 """
 
 from __future__ import annotations
@@ -59,8 +60,11 @@ def judge(course_nb, plan, kernel: _kernel.Kernel, reading: source_checks.Readin
         kernel.run(until=plan.grading[ex.key] + 1)
         points = int(course_nb.nb.cells[ex.checker].metadata["nbgrader"]["points"])
         verdict = Verdict(ex.key, "error", max_points=points)
-        failed = [e for e in (_kernel.cell_error(plan.nb.cells[i]) for i in plan.solutions.get(ex.key, [])) if e]
-        decided = reading.verdict(ex.key, ex.exercise, plan.grading[ex.key], course_nb.lang)  # no kernel asked
+        own = plan.solutions.get(ex.key, [])
+        failed = [e for e in (_kernel.cell_error(plan.nb.cells[i]) for i in own) if e]
+        errors = {i: _kernel.cell_error(plan.nb.cells[i]) for i in plan.learner if i < plan.grading[ex.key]}
+        # no kernel asked, only its report of which cells did not compile (they ran nothing)
+        decided = reading.verdict(ex.key, ex.exercise, plan.grading[ex.key], course_nb.lang, errors, own)
         try:
             if decided is None:
                 link.exercise = ex.exercise
@@ -76,7 +80,8 @@ def judge(course_nb, plan, kernel: _kernel.Kernel, reading: source_checks.Readin
             verdict.status = verdict.mistake = "timeout"
         except (proxies.RemoteFailed, wire.WireError) as exc:
             verdict.status, verdict.mistake, verdict.message = "error", "error", kernel.died or str(exc)
-        if failed and verdict.status not in ("pass", "reference", "tampered"):  # the learner's cell failed: say so
+        said = verdict.status in ("pass", "reference", "tampered") or verdict.mistake == "does_not_compile"
+        if failed and not said:  # the learner's cell failed: say so
             verdict.message = f"your solution cell failed ({failed[0]}); " + (verdict.message or "")
             if failed[0] == "timeout":
                 verdict.status = verdict.mistake = "timeout"

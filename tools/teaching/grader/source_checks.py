@@ -8,10 +8,14 @@ in the source decides it before any kernel is asked (``None``: nothing, the chec
 - ``tampered``: code that changes the checkers or the watch on them (``source_names.tampering``: a ``check_*``
   redefined, llm_lab's attributes set, its grading machinery, ``sys.modules``, IPython's input hooks,
   ``sys.setprofile``/``settrace`` and the threading hooks, threads and forks);
-- ``error`` (``unreadable``): a learner cell before the exercise's checker that still cannot be parsed, or that
-  runs code the grader cannot read (``exec``, ``globals()``, a computed import, an IPython call other than the
-  magics it writes itself, a magic that runs code elsewhere, a module that is not installed): it counts against
-  the submission, so every exercise checked after it scores 0;
+- ``error`` (``unreadable``): a learner cell before the exercise's checker that runs code the grader cannot read
+  (``exec``, ``globals()``, a computed import, an IPython call other than the magics it writes itself, a magic
+  that runs code elsewhere, a module that is not installed, a magic whose Python does not parse): it counts
+  against the submission, so every exercise checked after it scores 0;
+- ``error`` (``does_not_compile``): the exercise's own solution cell does not compile, so IPython ran none of it
+  (``does_not_compile``: under every ``from __future__`` an earlier cell may have set, and the kernel reported
+  the compile error too) and the exercise's name is not the learner's. Such a cell costs that exercise only: it
+  ran nothing, so it hides nothing from the other exercises (a typo is not a trick);
 - ``reference``: the exercise's object is, or calls, llm_lab's own answer, found through every name it uses
   (imports, ``__import__("llm_lab")`` and ``importlib.import_module`` bases, attribute chains, ``getattr`` with a
   written name), or the course's own object of that name;
@@ -23,8 +27,10 @@ ran is the second check (the watch ``llm_lab.exercises.grading.kernel`` runs eac
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
+import codeop
 import functools
 import importlib.util
 import re
@@ -101,6 +107,19 @@ UNREADABLE = {
     "en": "cell `{cell}` cannot be read by the grader ({why}): every exercise checked after it scores 0",
     "zh": "评分器读不懂单元格 `{cell}`（{why}）：在它之后检查的练习都是 0 分",
 }
+NOT_COMPILED = {
+    "en": "your solution cell `{cell}` does not compile ({why}): Python ran none of it, so `{key}` is not yours and "
+    "this exercise scores 0 (the other exercises are graded as usual)",
+    "zh": "你的解答单元格 `{cell}` 无法编译（{why}）：Python 一行也没有运行，所以 `{key}` 不是你写的，本练习 0 分"
+    "（其他练习照常评分）",
+}
+# What IPython shows for a cell it cannot compile (``InteractiveShell.run_cell``: it then runs nothing of it)
+COMPILE_ERRORS = ("SyntaxError", "IndentationError", "TabError", "ValueError", "OverflowError", "TypeError")
+# IPython compiles a cell with the flags of every ``from __future__`` an earlier cell ran (barry_as_FLUFL makes
+# ``<>`` valid): a cell runs nothing only if it compiles neither with none of them nor with all
+FUTURE_FLAGS = functools.reduce(
+    lambda a, b: a | b, (getattr(__future__, f).compiler_flag for f in __future__.all_feature_names)
+)
 TAMPERED = {"en": "0 points: the code changes the checkers: {names}", "zh": "0 分：代码改动了检查器：{names}"}
 REFERENCE = {
     "en": "the solution uses {found}, llm_lab's own code for this exercise: no credit",
@@ -123,6 +142,7 @@ class Cell:
     learner: bool
     tree: ast.Module | None = None
     unreadable: str = ""  # why the grader cannot read it ("" if it can)
+    broken: str = ""  # why IPython runs none of it: it does not compile ("" if it compiles)
     tampering: list[str] = field(default_factory=list)  # what in it changes the checkers
 
 
@@ -149,6 +169,29 @@ def parse(source: str, depth: int = 0) -> ast.Module:
             body.append(stmt)
     tree.body = body
     return tree
+
+
+def does_not_compile(source: str) -> str:
+    """Why IPython runs nothing of the cell ``source``: it transforms the cell, then compiles all of it before
+    running any (``InteractiveShell.run_cell``), so a cell that does not compile (a typo, an unclosed bracket, a
+    bad indent) runs nothing; "" if it compiles, under no ``from __future__`` flag or under all of them, or if
+    the transformation itself fails (not decided here)."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    try:
+        code = TransformerManager().transform_cell(source)
+    except Exception:  # IPython's transformer on input it does not expect: the cell stays unreadable
+        return ""
+    why = ""
+    for flags in (0, FUTURE_FLAGS):
+        try:
+            compile(code, "<cell>", "exec", flags | codeop.PyCF_DONT_IMPLY_DEDENT | ast.PyCF_ONLY_AST, True)
+        except (SyntaxError, ValueError, OverflowError, TypeError) as exc:
+            line = f", line {exc.lineno}" if getattr(exc, "lineno", None) else ""
+            why = why or f"{type(exc).__name__}: {getattr(exc, 'msg', exc)}{line}"
+        else:
+            return ""
+    return why
 
 
 def _magic(stmt) -> tuple[str, str, str, str] | None:
@@ -264,6 +307,8 @@ class Reading:
             except (SyntaxError, ValueError) as exc:  # ValueError: a NUL byte
                 line = f", line {exc.lineno}" if getattr(exc, "lineno", None) else ""
                 cell.unreadable = f"{type(exc).__name__}: {getattr(exc, 'msg', exc)}{line}"
+                if cell.learner:  # a magic's Python that does not parse is unreadable, the cell may run
+                    cell.broken = does_not_compile(cell.source)
                 continue
             except Exception as exc:  # IPython's transformer on input it does not expect
                 cell.unreadable = f"{type(exc).__name__} in IPython's transformer"
@@ -276,15 +321,21 @@ class Reading:
                     cell.unreadable = "nested too deeply to read"
         self.names = source_names.Names([(c.tree, c.learner) for c in self.cells])
 
-    def verdict(self, key: str, exercise: str, until: int, lang: str = "en") -> Finding | None:
+    def verdict(
+        self, key: str, exercise: str, until: int, lang: str = "en", errors: dict | None = None, own=()
+    ) -> Finding | None:
         """What the source decides for exercise ``exercise`` (object ``key``) checked at cell ``until``; the
-        message in ``lang``."""
+        message in ``lang``. ``errors``: the kernel's error per cell index (``"SyntaxError: ..."``), ``own``: the
+        indices of this exercise's solution cells. A learner cell that does not compile ran nothing when the
+        kernel says so too: it is skipped (it costs its own exercise only); without the kernel's word it is
+        unreadable."""
         learner = [(i, c) for i, c in enumerate(self.cells[:until]) if c.learner]
         tampering = list(dict.fromkeys(t for _, c in learner for t in c.tampering))
         if tampering:
             return Finding("tampered", "tampered", TAMPERED[lang].format(names=", ".join(tampering)))
-        for _, cell in learner:
-            if cell.unreadable:
+        ran_nothing = [i for i, c in learner if self.ran_nothing(i, errors)]
+        for i, cell in learner:
+            if cell.unreadable and i not in ran_nothing:
                 return Finding(
                     "error", "unreadable", UNREADABLE[lang].format(cell=_one_line(cell.source), why=cell.unreadable)
                 )
@@ -294,7 +345,21 @@ class Reading:
             return Finding("error", "unreadable", UNREADABLE[lang].format(cell=key, why="nested too deeply to read"))
         if found:
             return Finding("reference", "reference", REFERENCE[lang].format(found=found))
+        broken = next((self.cells[i] for i in ran_nothing if i in own), None)
+        if why and broken is not None:
+            return Finding(
+                "error",
+                "does_not_compile",
+                NOT_COMPILED[lang].format(cell=_one_line(broken.source), why=broken.broken, key=key),
+            )
         return Finding("missing", "not_defined", why) if why else None
+
+    def ran_nothing(self, index: int, errors: dict | None) -> bool:
+        """Did the learner's cell ``index`` run nothing: it does not compile (``Cell.broken``) and the kernel
+        reported a compile error for it (``errors``: the kernel's error per cell, ``kernel.cell_error``)?"""
+        cell = self.cells[index]
+        error = str((errors or {}).get(index, ""))
+        return bool(cell.broken) and error.split(":", 1)[0] in COMPILE_ERRORS
 
 
 def read(cells, learner: list[int]) -> Reading:

@@ -62,8 +62,8 @@ def class_of(notebooks: Path, subs: Path) -> dict[str, tuple[int, str]]:
     put("dan", fx.filled(notebooks, causal_mask=REDEFINE_CHECK), "none", "redefines check_causal_mask")
     put("erin", fx.filled(notebooks, mask_and_renormalize=PATCH_EVALUATE), "mask", "patches llm_lab.exercises")
     put("fay", fx.filled(notebooks, causal_mask="from llm_lab import causal_mask\n"), "renorm", "llm_lab's own")
-    # a cell the grader cannot parse counts against the submission: every exercise checked after it scores 0
-    put("gus", fx.filled(notebooks, causal_mask="def causal_mask(n:\n    pass\n"), "none", "syntax error")
+    # a cell that does not compile ran nothing: it costs its own exercise only
+    put("gus", fx.filled(notebooks, causal_mask="def causal_mask(n:\n    pass\n"), "renorm", "syntax error")
     put("hal", fx.filled(notebooks, causal_mask="import sys\n\nsys.exit()\n"), "renorm", "sys.exit()")
     put("ivy", fx.filled(notebooks, causal_mask="while True:\n    pass\n"), "renorm", "endless loop in the cell")
     put("jon", fx.filled(notebooks, mask_and_renormalize=LOOP_FN), "mask", "endless loop in the function")

@@ -102,13 +102,24 @@ CASES = [
 ]
 
 
-def verdict(learner: list[str], key: str = "causal_mask", exercise: str = "causal_mask", lang: str = "en"):
+def verdict(
+    learner: list[str],
+    key: str = "causal_mask",
+    exercise: str = "causal_mask",
+    lang: str = "en",
+    errors: dict | None = None,
+    own=(),
+):
+    """``errors``: the kernel's error per learner cell (0: the first learner cell), ``own``: which learner cells
+    are the exercise's solution cells."""
     cells = [
         source_checks.Cell(COURSE, False),
         *(source_checks.Cell(c, True) for c in learner),
         source_checks.Cell(f"_llm_lab_kernel.capture({key!r}, lambda: {key})", False),
     ]
-    return source_checks.Reading(cells).verdict(key, exercise, len(cells) - 1, lang)
+    errors = {i + 1: e for i, e in (errors or {}).items()}
+    own = [i + 1 for i in own]
+    return source_checks.Reading(cells).verdict(key, exercise, len(cells) - 1, lang, errors, own)
 
 
 @pytest.mark.parametrize(("name", "learner", "status"), CASES, ids=[c[0] for c in CASES])
@@ -139,6 +150,79 @@ def test_every_message_of_the_source_is_in_one_language(learner):
     found = {lang: verdict(learner, lang=lang).message for lang in course.LANGS}
     assert len(set(found.values())) == len(course.LANGS), found
     assert all(" / " not in message for message in found.values()), found
+
+
+TYPO = "def causal_mask(n:\n    pass\n"
+SAID = {0: "SyntaxError: invalid syntax (1952418.py, line 1)"}  # what IPython shows for it
+
+
+@pytest.mark.parametrize(
+    ("name", "learner", "errors", "own", "status"),
+    [
+        ("a typo in the solution cell, the kernel's compile error", [TYPO], SAID, [0], "does_not_compile"),
+        ("a typo in an added cell before the solution", [TYPO, RIGHT], SAID, [1], None),
+        ("a typo in the solution cell after a good definition", [RIGHT, TYPO], {1: SAID[0]}, [1], None),
+        (
+            "a bad indent",
+            ["def causal_mask(n):\nreturn n\n"],
+            {0: "IndentationError: expected"},
+            [0],
+            "does_not_compile",
+        ),
+        (
+            "a NUL byte",
+            ["x = 1\x00\n"],
+            {0: "ValueError: source code string cannot contain null bytes"},
+            [],
+            "not_defined",
+        ),
+        ("a typo, no word from the kernel", [TYPO], {}, [0], "unreadable"),
+        ("a typo the kernel says it ran without error", [TYPO], {0: ""}, [0], "unreadable"),
+        (
+            "a typo the kernel says raised at run time",
+            [TYPO],
+            {0: "NameError: name 'x' is not defined"},
+            [0],
+            "unreadable",
+        ),
+        (
+            "`<>` after barry_as_FLUFL: it compiles in the kernel",
+            ["from __future__ import barry_as_FLUFL\n", "from llm_lab import causal_mask\nassert 1 <> 2\n"],
+            {1: "SyntaxError: made up by the cell"},
+            [],
+            "unreadable",
+        ),
+        (
+            "a magic's Python that does not parse, beside code that runs",
+            ["from llm_lab import causal_mask\n%time 1 +\n"],
+            {0: "SyntaxError: invalid syntax"},
+            [0],
+            "unreadable",
+        ),
+        ("a cell that compiles and raises SyntaxError itself", ["raise SyntaxError('x')\n" + RIGHT], SAID, [0], None),
+    ],
+    ids=lambda v: v if isinstance(v, str) and " " in v else None,
+)
+def test_a_cell_that_does_not_compile_ran_nothing_and_costs_its_own_exercise_only(name, learner, errors, own, status):
+    """IPython compiles a whole cell before running any of it: a cell that does not compile (and the kernel says
+    so) binds nothing and hides nothing, so it is skipped; it costs the exercise whose solution it is. A cell that
+    compiles in the kernel (a ``from __future__`` flag) or the kernel's silence keeps it unreadable."""
+    found = verdict(learner, errors=errors, own=own)
+    assert (found.hint if found else None) == status, found
+
+
+def test_a_solution_cell_that_does_not_compile_is_named_in_the_submissions_language():
+    found = {lang: verdict([TYPO], lang=lang, errors=SAID, own=[0]) for lang in course.LANGS}
+    assert all(
+        f.status == "error" and "SyntaxError" in f.message and "causal_mask" in f.message for f in found.values()
+    )
+    assert "ran none of it" in found["en"].message and "0 分" in found["zh"].message
+
+
+def test_does_not_compile_tries_the_future_flags():
+    assert source_checks.does_not_compile("def f(:\n").startswith("SyntaxError")
+    assert source_checks.does_not_compile("1 <> 2\n") == ""  # valid once barry_as_FLUFL is on
+    assert source_checks.does_not_compile("x = 1\n%time y\n") == ""
 
 
 def test_a_later_exercise_is_judged_by_the_cells_before_its_own_checker():

@@ -1,0 +1,202 @@
+"""The careless class: honest students who make a mistake lose at most the exercise the mistake is in, on every
+path that grades (``make grade``: tools/teaching/grader/cli.py; ``make grade-nbgrader``: nbgrader_course.py; and
+plain ``nbgrader autograde``, whose hidden tests run in the learner's kernel).
+
+The class hands in the fixture course's 01_demo (two autograded exercises, tests/_course_fixture.py), each
+student with one mistake: a typo that does not compile, a crash, an endless loop, a huge print, cells run twice
+or copied, a notebook half finished. The grader's paths run in the bubblewrap sandbox where it can run, and
+without it elsewhere (``--no-sandbox``: these students are honest, and what is tested is what a mistake costs,
+the same code either way; the sandbox itself is tested in test_grade.py and test_sandbox.py).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import _course_fixture as fx
+import nbformat
+import pytest
+
+from tools.teaching.grader import cli, nbgrader_course, sandbox
+
+pytest.importorskip("nbgrader", reason=fx.NO_NBGRADER)
+from nbgrader.api import Gradebook  # noqa: E402
+
+ASSIGNMENT = "ps1"
+VENV_BIN = os.path.dirname(sys.executable)  # nbgrader runs `alembic` from PATH: the venv's bin first
+
+
+def nbgrader(course, *args):
+    env = {**os.environ, "MPLBACKEND": "Agg", "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", "")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args], cwd=course, capture_output=True, text=True, env=env, timeout=900
+    )
+    assert proc.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+def release(root: Path, timeout: int = 30) -> tuple[Path, Path]:
+    """The fixture course's 01_demo released as nbgrader's ``ASSIGNMENT`` (as test_nbgrader_e2e.py releases it),
+    cells stopped after ``timeout`` s under plain autograde."""
+    notebooks = fx.build_course(root / "instructor")
+    course = root / "course"
+    (course / "source" / ASSIGNMENT).mkdir(parents=True)
+    (course / "nbgrader_config.py").write_text(
+        "c = get_config()  # noqa: F821\n"
+        'c.CourseDirectory.course_id = "llm-lab-test"\n'
+        f"c.Execute.timeout = {timeout}\n" + fx.student.config_file_text("en").split("\n", 2)[2],
+        encoding="utf-8",
+    )
+    fx.student.write_sources(notebooks, root / "sources", only="01")
+    (course / "source" / ASSIGNMENT / fx.NAME).write_bytes((root / "sources" / "en" / fx.NAME).read_bytes())
+    nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
+    return course, notebooks
+
+
+BOTH = ("causal_mask", "mask_and_renormalize")
+MASK, RENORM = ("causal_mask",), ("mask_and_renormalize",)
+RIGHT_MASK = "def causal_mask(num_tokens):\n    return torch.ones(num_tokens, num_tokens, dtype=torch.bool).triu(1)\n"
+
+
+def _double_run(nb):
+    """Run twice and saved that way: execution counts out of order, a stale error output, the first solution and
+    its checker cell copied below themselves."""
+    for n, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+        cell.execution_count = 40 - n
+        cell.outputs = [nbformat.v4.new_output("error", ename="NameError", evalue="stale", traceback=[])]
+    first = fx.solution_cells(nb)[0]
+    i = nb.cells.index(first)
+    nb.cells[i + 2 : i + 2] = [
+        nbformat.v4.new_code_cell(first.source),
+        nbformat.v4.new_code_cell(nb.cells[i + 1].source),
+    ]
+    return nb
+
+
+def _half_finished(notebooks):
+    """The first exercise done, the second as it was handed out (the stub)."""
+    nb = fx.filled(notebooks)
+    stub = fx.solution_cells(fx.student_copy(notebooks))[1].source
+    fx.solution_cells(nb)[1].source = stub
+    return nb
+
+
+# student -> (the notebook, the exercises that score)
+CARELESS = {
+    "typo_first": (lambda n: fx.filled(n, causal_mask="def causal_mask(num_tokens:\n    return None\n"), RENORM),
+    "typo_second": (
+        lambda n: fx.filled(
+            n, mask_and_renormalize="def mask_and_renormalize(attn_weights)\n    return attn_weights\n"
+        ),
+        MASK,
+    ),
+    "bad_indent": (lambda n: fx.filled(n, causal_mask="def causal_mask(num_tokens):\nreturn None\n"), RENORM),
+    "crash_cell": (lambda n: fx.filled(n, causal_mask="x = 1 / 0\n\n\n" + RIGHT_MASK), RENORM),
+    "crash_call": (
+        lambda n: fx.filled(
+            n, mask_and_renormalize="def mask_and_renormalize(attn_weights):\n    return attn_weights.renorm()\n"
+        ),
+        MASK,
+    ),
+    "loop_cell": (lambda n: fx.filled(n, causal_mask="while True:\n    pass\n"), RENORM),
+    "loop_call": (
+        lambda n: fx.filled(
+            n, mask_and_renormalize="def mask_and_renormalize(attn_weights):\n    while True:\n        pass\n"
+        ),
+        MASK,
+    ),
+    "huge_print": (
+        lambda n: fx.filled(
+            n,
+            causal_mask="print('x' * 3_000_000)\n\n\n"
+            + RIGHT_MASK.replace("    return", "    print('y' * 100_000)\n    return"),
+        ),
+        BOTH,
+    ),
+    "double_run": (lambda n: _double_run(fx.filled(n)), BOTH),
+    "half_finished": (_half_finished, MASK),
+    "half_written": (
+        lambda n: fx.filled(
+            n, causal_mask="def causal_mask(num_tokens):\n    mask = torch.ones(num_tokens, num_tokens)\n"
+        ),
+        RENORM,
+    ),
+}
+
+
+def _sandboxed() -> bool:
+    return sandbox.available() is None
+
+
+@pytest.fixture(scope="module")
+def notebooks(tmp_path_factory):
+    return fx.build_course(tmp_path_factory.mktemp("careless-course"))
+
+
+def hand_in(folder: Path, notebooks: Path, nbgrader_layout: bool = False) -> None:
+    for student, (make, _) in CARELESS.items():
+        target = folder / student / ASSIGNMENT / fx.NAME if nbgrader_layout else folder / f"{student}.ipynb"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(make(notebooks), str(target))
+        if nbgrader_layout:
+            (target.parent / "timestamp.txt").write_text("2026-12-01 09:00:00.000000 UTC")
+
+
+def scores_of(results) -> dict[str, dict[str, int]]:
+    return {r.student: {v.key: v.points for v in r.verdicts} for r in results}
+
+
+def want(notebooks: Path) -> dict[str, dict[str, int]]:
+    points = fx.points(notebooks)
+    return {s: {k: points[k] if k in scoring else 0 for k in BOTH} for s, (_, scoring) in CARELESS.items()}
+
+
+def gradebook_scores(course: Path) -> dict[str, dict[str, int]]:
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "llm-lab-test") as gb:
+        return {
+            s: {k: int(gb.find_grade(f"ex01-{k}-test", "01_demo", ASSIGNMENT, s).score) for k in BOTH} for s in CARELESS
+        }
+
+
+@pytest.fixture
+def alembic_on_path(monkeypatch):
+    monkeypatch.setenv("PATH", VENV_BIN + os.pathsep + os.environ.get("PATH", ""))  # nbgrader's migrations
+
+
+def test_make_grade(notebooks, tmp_path):
+    hand_in(tmp_path / "subs", notebooks)
+    results = cli.grade(
+        tmp_path / "subs",
+        tmp_path / "out",
+        cell_timeout=10,
+        src=notebooks,
+        sandboxed=_sandboxed(),
+        echo=lambda *a: None,
+    )
+    got = scores_of(results)
+    assert got == want(notebooks), {
+        s: [(v.key, v.status, v.message[:160]) for v in r.verdicts] for s, r in zip(got, results, strict=True)
+    }
+    typo = next(r for r in results if r.student == "typo_first").verdicts[0]
+    assert typo.mistake == "does_not_compile" and "SyntaxError" in typo.message, typo
+
+
+def test_make_grade_nbgrader(tmp_path, alembic_on_path):
+    course, notebooks = release(tmp_path)
+    hand_in(course / "submitted", notebooks, nbgrader_layout=True)
+    nbgrader_course.run(
+        course, ASSIGNMENT, sandboxed=_sandboxed(), echo=lambda *a: None, src=notebooks, cell_timeout=10
+    )
+    assert gradebook_scores(course) == want(notebooks)
+
+
+def test_plain_nbgrader_autograde(tmp_path, alembic_on_path):
+    """The hidden tests in the learner's own kernel (nbgrader's Execute: errors allowed, a cell stopped at its
+    timeout): the same marks kept."""
+    course, notebooks = release(tmp_path)
+    hand_in(course / "submitted", notebooks, nbgrader_layout=True)
+    nbgrader(course, "autograde", ASSIGNMENT, "--force")
+    assert gradebook_scores(course) == want(notebooks)
