@@ -5,6 +5,7 @@ bubblewrap sandbox (``sandbox``), and the grader's round trip to it: each reques
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
@@ -16,6 +17,7 @@ import subprocess
 import threading
 from collections import Counter
 from pathlib import Path
+from time import monotonic
 
 import nbformat
 import zmq
@@ -34,6 +36,7 @@ from tools.teaching.grader import sandbox
 # envelope. A larger frame closes that connection before it is read into memory (ZMQ's MAXMSGSIZE).
 MAX_FRAME = wire.MAX_REPLY_BYTES + 2**20
 MAX_TOTAL_CELLS = 40  # output kept for a whole submission: this many cells' allowance (the rest dropped)
+WALL_FACTOR = 3  # where CPU time is judged: a limit of T s of CPU is also one of WALL_FACTOR * T s of wall time
 
 
 class CappedKernelClient(AsyncKernelClient):
@@ -57,6 +60,26 @@ class CappedClient(NotebookClient):
         super().__init__(nb, **kw)
         self.max_output, self.sizes, self.cut, self.limits = max_output, Counter(), set(), {}
         self.total = 0
+        self.cpu = None  # the submission's CPU seconds so far (its cgroup's), or None: wall time is judged
+        self._cell = (0.0, 0.0, 0)  # the running cell's start (wall, CPU) and its limit
+
+    def _get_timeout(self, cell):
+        """With a CPU clock, a cell's limit is the submission's CPU time: nbclient wakes every second and
+        ``_async_handle_timeout`` judges."""
+        limit = super()._get_timeout(cell)
+        if self.cpu is None or limit is None or cell is None:
+            return limit
+        self._cell = (monotonic(), self.cpu(), limit)
+        return 1
+
+    async def _async_handle_timeout(self, timeout, cell=None):
+        if self.cpu is not None and cell is not None:
+            wall, cpu, limit = self._cell
+            if self.cpu() - cpu < limit and monotonic() - wall < WALL_FACTOR * limit:
+                await asyncio.sleep(0.2)
+                return None  # not yet: nbclient waits on
+            timeout = limit
+        return await super()._async_handle_timeout(timeout, cell)
 
     def output(self, outs, msg, display_id, cell_index):
         content = msg.get("content", {})
@@ -144,7 +167,11 @@ class Kernel:
         self.slot = len(plan.nb.cells)
         self.next = 0  # the next plan cell to run
         self.died = ""
-        self._timer: threading.Timer | None = None
+        self._timer: threading.Thread | None = None
+        self._done = threading.Event()
+        group = self.box.cgroup if self.box is not None else None
+        if group is not None:
+            self.client.cpu = group.cpu_seconds
 
     def __enter__(self):
         self._ctx = self.client.setup_kernel(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -161,14 +188,12 @@ class Kernel:
                 self.__exit__()
                 raise
         self._warm_up()
-        self._timer = threading.Timer(self.max_seconds, self._out_of_time)
-        self._timer.daemon = True
+        self._timer = threading.Thread(target=self._watch, daemon=True)
         self._timer.start()
         return self
 
     def __exit__(self, *exc):
-        if self._timer:
-            self._timer.cancel()
+        self._done.set()
         try:
             self._ctx.__exit__(None, None, None)
         except Exception:  # a kernel that is already gone
@@ -246,9 +271,24 @@ class Kernel:
             process.kill()
             process.wait()
 
-    def _out_of_time(self):
-        self.died = f"the submission ran past {self.max_seconds:g} s in all and was stopped"
-        self._kill()  # nbclient notices the dead kernel within a second
+    def _watch(self):
+        """The whole submission's limits, while it runs: ``max_seconds`` of its own CPU time (all its processes
+        together, where its cgroup counts them; ``WALL_FACTOR`` times as much wall time), else of wall time; on
+        cgroup v1, whose OOM killer ends one process, the whole submission once it has acted."""
+        group = self.box.cgroup if self.box is not None else None
+        start, cpu0 = monotonic(), group.cpu_seconds() if group is not None else 0.0
+        wall = self.max_seconds * (WALL_FACTOR if group is not None else 1)
+        while not self._done.wait(0.25):
+            if group is not None and group.cpu_seconds() - cpu0 > self.max_seconds:
+                self.died = f"the submission used more than {self.max_seconds:g} s of CPU in all and was stopped"
+            elif monotonic() - start > wall:
+                self.died = f"the submission ran past {wall:g} s in all and was stopped"
+            elif group is not None and group.version == 1 and group.events().get("memory.oom_kill"):
+                self.died = self._death()
+            else:
+                continue
+            self._kill()  # nbclient notices the dead kernel within a second
+            return
 
     def run(self, until: int | None = None) -> None:
         """The plan's cells up to (not including) ``until``, from where the last run stopped; a cell that errs

@@ -36,13 +36,14 @@ from __future__ import annotations
 import atexit
 import functools
 import os
+import platform
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from tools.teaching.grader import sandbox_limits
+from tools.teaching.grader import sandbox_limits, sandbox_seccomp
 
 NPROC = 64
 MEMORY_BYTES = 6 * 2**30  # address space per process: torch maps ~1.5 GiB at import; a notebook needs < 2 GiB
@@ -50,7 +51,9 @@ MEMORY_MAX = sandbox_limits.MEMORY_MAX  # all of one sandbox together, where it 
 PIDS = NPROC + 8  # processes and threads of one sandbox, where it has a cgroup (bwrap's own two included)
 FILE_BYTES = 64 * 2**20
 TMP_BYTES = 256 * 2**20
+SHM_BYTES = 64 * 2**20  # a private /dev/shm (multiprocessing's semaphores), gone afterwards
 TMP_INODES = 10_000  # files and folders in /tmp: a notebook's caches hold a few hundred
+MASKED = ("/proc/keys", "/proc/key-users", "/proc/timer_list", "/proc/sched_debug")  # Docker's, that name others
 SYSTEM = ("/usr", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/fonts")
 PYTHON, SITE, COURSE = "/opt/python", "/opt/site", "/course"  # where the sandbox sees Python, packages, llm_lab
 
@@ -140,6 +143,11 @@ def available() -> str | None:
         return "sandboxed grading as root needs setpriv (util-linux): `apt-get install util-linux`"
     if shutil.which("prlimit") is None:
         return "sandboxed grading needs prlimit (util-linux): `apt-get install util-linux`"
+    if sandbox_seccomp.program() is None:
+        return (
+            f"sandboxed grading has a seccomp filter for x86_64 and aarch64 only (this is {platform.machine()}); "
+            "grade on one of those, or pass --no-sandbox"
+        )
     with Box() as box:
         probe = subprocess.run(box.wrap(["true"], []), capture_output=True, text=True, timeout=60)
     if probe.returncode != 0:
@@ -156,8 +164,9 @@ def limits() -> str:
     problem = sandbox_limits.cgroup_problem()
     if problem is None:
         return (
-            f"each in a cgroup of its own: {MEMORY_MAX / 2**30:g} GiB of memory in all (its /tmp files and "
-            f"kernel memory included), {PIDS} processes, and a uid of its own"
+            f"each in a cgroup (v{sandbox_limits.cgroup_version()}) of its own: {MEMORY_MAX / 2**30:g} GiB of "
+            f"memory in all (its /tmp files and kernel memory included), {PIDS} processes, one CPU share, its "
+            "CPU time judged, and a uid of its own"
         )
     per_uid = "of its own uid" if os.geteuid() == 0 else "of yours, above those running now"
     return (
@@ -186,17 +195,14 @@ class Box:
         self.cgroup = None
         try:
             if sandbox_limits.cgroup_problem() is None:
-                self.cgroup = sandbox_limits.Cgroup(MEMORY_MAX, PIDS)
+                self.cgroup = sandbox_limits.cgroup(MEMORY_MAX, PIDS)
         except BaseException:
             self.close()
             raise
 
     def wrap(self, argv: list[str], writable: list[str], env: dict[str, str] | None = None) -> list[str]:
         """``wrap`` with this box's uid and cgroup: the first process joins the cgroup, then becomes bwrap."""
-        cmd = wrap(argv, writable, env, uid=self.uid)
-        if self.cgroup is not None:
-            cmd = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.cgroup.procs), *cmd]
-        return cmd
+        return wrap(argv, writable, env, uid=self.uid, join=self.cgroup.procs if self.cgroup else [])
 
     def close(self) -> None:
         if self.cgroup is not None:
@@ -213,14 +219,22 @@ class Box:
         return False
 
 
-def wrap(argv: list[str], writable: list[str], env: dict[str, str] | None = None, uid: int | None = None) -> list[str]:
-    """The bwrap command that runs ``argv`` in the sandbox; ``writable`` folders are bound read-write. As root the
-    code runs as ``uid`` (a ``Box``'s, which keeps it unique on the machine), with no capabilities."""
+def wrap(
+    argv: list[str],
+    writable: list[str],
+    env: dict[str, str] | None = None,
+    uid: int | None = None,
+    join: tuple[Path, ...] | list[Path] = (),
+) -> list[str]:
+    """The command that runs ``argv`` in the sandbox; ``writable`` folders are bound read-write. As root the code
+    runs as ``uid`` (a ``Box``'s, which keeps it unique on the machine), with no capabilities. The launcher
+    (``_launcher``) first joins the cgroups whose process files are ``join``, then becomes bwrap."""
     root = os.geteuid() == 0
     if root and uid is None:
         raise ValueError("as root, wrap() needs the uid of a Box (sandbox.Box().wrap(...)): a uid of its own")
     binds, _, _ = _layout()
     return [
+        *_launcher(join),
         *_namespaces(root),
         *_filesystem(binds, writable),
         *_environment(binds, env),
@@ -230,10 +244,47 @@ def wrap(argv: list[str], writable: list[str], env: dict[str, str] | None = None
     ]
 
 
+SECCOMP_FD = 3  # where the launcher hands bwrap the filter
+
+
+def _launcher(join) -> list[str]:
+    """The grader's Python, before bwrap: it joins the cgroups (their process files ``join``), a fresh session
+    keyring of its own (not the grader's), and hands bwrap the seccomp filter on ``SECCOMP_FD``."""
+    program = sandbox_seccomp.program()
+    if program is None:
+        raise RuntimeError(available() or "no seccomp filter for this machine")
+    keyctl = sandbox_seccomp.DENIED["keyctl"][sandbox_seccomp.ARCHES[platform.machine()][0]]
+    return [sys.executable, "-I", "-S", "-c", _LAUNCH, str(keyctl), program.hex(), *map(str, join), "--"]
+
+
+# joins each cgroup, then a new anonymous session keyring (KEYCTL_JOIN_SESSION_KEYRING with no name), then execs
+# bwrap with the filter on SECCOMP_FD (a pipe: nothing on disk)
+_LAUNCH = f"""
+import ctypes, os, sys
+end = sys.argv.index("--")
+keyctl, program, *joins = sys.argv[1:end]
+for procs in joins:
+    with open(procs, "w") as f:
+        f.write(str(os.getpid()))
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.syscall(ctypes.c_long(int(keyctl)), ctypes.c_long(1), None) < 0:
+    sys.exit("the sandbox's session keyring: " + os.strerror(ctypes.get_errno()))
+r, w = os.pipe()
+os.write(w, bytes.fromhex(program))
+os.close(w)
+if r != {SECCOMP_FD}:
+    os.dup2(r, {SECCOMP_FD})
+    os.close(r)
+os.set_inheritable({SECCOMP_FD}, True)
+os.execvp(sys.argv[end + 1], sys.argv[end + 1 :])
+"""
+
+
 def _namespaces(root: bool) -> list[str]:
     """bwrap and the namespaces it makes: processes, network, IPC, host name, cgroups; a user namespace unless
-    running as root."""
+    running as root; the seccomp filter (``sandbox_seccomp``), applied once its mounts are made."""
     cmd = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc"]
+    cmd += ["--seccomp", str(SECCOMP_FD)]
     cmd += ["--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
     return cmd if root else [*cmd, "--unshare-user", "--disable-userns"]
 
@@ -251,7 +302,10 @@ def _filesystem(binds: list[tuple[str, str]], writable: list[str]) -> list[str]:
             cmd += ["--ro-bind", path, path]
     for host, inside in binds:
         cmd += [*_dirs_to(inside), "--ro-bind", host, inside]
-    cmd += ["--proc", "/proc", "--dev", "/dev"]
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm"]
+    for path in MASKED:  # the machine's keys, timers and scheduler, by name: hidden, as container runtimes do
+        if os.path.exists(path):
+            cmd += ["--ro-bind", "/dev/null", path]
     for folder in writable:
         cmd += [*_dirs_to(folder), "--bind", folder, folder]
     return cmd
@@ -313,9 +367,9 @@ def seal(folder: Path, outer_pid: int) -> None:
     """Once the kernel has bound its sockets in ``folder`` (and before any submitted code runs), from outside the
     sandbox whose bwrap is ``outer_pid``: ``folder`` becomes read-only inside it (remounted in the sandbox's own
     mount namespace, so the code can neither write to the grader's disk through it nor swap a socket for a link
-    to some other socket on the machine, which the grader would follow when it reconnects), and its /tmp holds
-    at most ``TMP_INODES`` files (2,000,000 empty files would hold ~2 GB of the host's kernel memory). As root the
-    folder is also made the grader's. Raises ``RuntimeError`` when the sandbox cannot be sealed."""
+    to some other socket on the machine, which the grader would follow when it reconnects), and its /tmp (and its
+    /dev/shm) holds at most ``TMP_INODES`` files (2,000,000 empty files would hold ~2 GB of the host's kernel
+    memory). As root the folder is also made the grader's. Raises ``RuntimeError`` when the sandbox cannot be sealed."""
     if os.geteuid() == 0:
         os.chown(folder, 0, 0)
         folder.chmod(0o755)
@@ -366,7 +420,8 @@ def remount(path, flags, data):
     keep = sum(ms for st, ms in ST_TO_MS.items() if os.statvfs(path).f_flag & st)
     if libc.mount(None, path.encode(), None, MS_REMOUNT | keep | flags, data) != 0:
         sys.exit(f"remount {path}: {os.strerror(ctypes.get_errno())}")
-remount("/tmp", 0, tmp_options.encode())
+for tmpfs in ("/tmp", "/dev/shm"):
+    remount(tmpfs, 0, tmp_options.encode())
 for folder in folders:
     remount(folder, MS_BIND | MS_RDONLY, None)
 """

@@ -9,7 +9,15 @@
   ``memory.max`` counts everything the submission makes the kernel hold (its processes' memory together, page
   cache, the files in its tmpfs /tmp, their inodes and dentries, other kernel memory), swap is refused, an
   overrun kills the whole group at once (``memory.oom.group``), and ``pids.max`` caps its processes and threads
-  together. The group is emptied (``cgroup.kill``) and removed when the sandbox ends.
+  together; with the cpu controller (where offered) each group weighs the same to the scheduler however many
+  processes it runs. The group is emptied (``cgroup.kill``) and removed when the sandbox ends.
+- **Else a cgroup (v1) of its own in each of the memory, pids and cpu hierarchies** (a hybrid machine: the
+  container runtimes' way there): ``memory.limit_in_bytes`` (and ``memory.memsw.limit_in_bytes``: no swap) for
+  all its processes and their /tmp files together, ``pids.max``, ``cpu.shares`` (one share per submission, not
+  per process); v1 has no ``memory.oom.group``: the grader stops the whole submission once the group's OOM
+  killer has acted (``memory.oom_control``'s ``oom_kill``). The groups are emptied and removed when it ends.
+- Either way ``cpu_seconds()`` is the CPU time of all of the submission's processes together (``cpu.stat``,
+  ``cpuacct.usage``): what its time limits judge.
 
 ``cgroup_problem()`` says in one sentence why there are no cgroups here (then the limits are per process only).
 """
@@ -31,6 +39,7 @@ MOUNTS = Path("/proc/self/mounts")
 CGROUP_PARENT = "llm-lab-grading"  # one folder for every grader's groups: <grader pid>-<n>
 MEMORY_MAX = 2 * 2**30  # a notebook's kernel holds < 1 GiB; 2,000,000 empty files in /tmp alone hold ~2 GiB
 CONTROLLERS = ("memory", "pids")
+V1_CONTROLLERS = ("memory", "pids", "cpu", "cpuacct")  # cpu and cpuacct: where mounted (often together)
 
 
 def _lock_folder() -> Path:
@@ -83,11 +92,11 @@ def _has_processes(uid: int) -> bool:
 
 @functools.cache
 def cgroup_problem() -> str | None:
-    """``None`` when each sandbox can have a cgroup of its own here, else why not (one sentence)."""
+    """``None`` when each sandbox can have a cgroup of its own here (``cgroup_version()``), else why not."""
     if os.geteuid() != 0:
         return "grading without root: no cgroup per submission"
     if not any(line.split()[1:3] == [str(CGROUP_FS), "cgroup2"] for line in _read(MOUNTS).splitlines()):
-        return f"no cgroup v2 at {CGROUP_FS} (cgroup v1 or hybrid): no cgroup per submission"
+        return _v1_problem()
     missing = [c for c in CONTROLLERS if c not in _read(CGROUP_FS / "cgroup.controllers").split()]
     if missing:
         return f"cgroup v2 at {CGROUP_FS} offers no {' and '.join(missing)} controller: no cgroup per submission"
@@ -98,6 +107,42 @@ def cgroup_problem() -> str | None:
             f"cannot delegate {' and '.join(CONTROLLERS)} to {CGROUP_FS / CGROUP_PARENT} "
             f"({exc.strerror or exc}): no cgroup per submission"
         )
+    return None
+
+
+def cgroup_version() -> int | None:
+    """2 or 1: the kind of group each sandbox gets here; ``None``: none (``cgroup_problem()`` says why)."""
+    if cgroup_problem() is not None:
+        return None
+    return 1 if _v1_mounts() else 2
+
+
+def _v1_mounts() -> dict[str, Path]:
+    """The cgroup v1 hierarchies under ``CGROUP_FS``, by controller (none where ``CGROUP_FS`` is cgroup v2)."""
+    found = {}
+    for line in _read(MOUNTS).splitlines():
+        fields = line.split()
+        if len(fields) >= 4 and fields[2] == "cgroup" and fields[1].startswith(f"{CGROUP_FS}/"):
+            for option in fields[3].split(","):
+                if option in V1_CONTROLLERS:
+                    found.setdefault(option, Path(fields[1]))
+    return found
+
+
+@functools.cache
+def _v1_problem() -> str | None:
+    mounts = _v1_mounts()
+    missing = [c for c in ("memory", "pids") if c not in mounts]
+    if missing:
+        return (
+            f"no cgroup v2 at {CGROUP_FS} and no cgroup v1 {' or '.join(missing)} hierarchy: no cgroup per submission"
+        )
+    try:
+        for mount in {*mounts.values()}:
+            (mount / CGROUP_PARENT).mkdir(exist_ok=True)
+            _clean(mount / CGROUP_PARENT)
+    except OSError as exc:
+        return f"cannot make groups under {CGROUP_FS} (cgroup v1: {exc.strerror or exc}): no cgroup per submission"
     return None
 
 
@@ -113,6 +158,11 @@ def _enable(folder: Path) -> None:
     want = [f"+{c}" for c in CONTROLLERS if c not in have]
     if want:
         (folder / "cgroup.subtree_control").write_text(" ".join(want))
+    if "cpu" not in have and "cpu" in _read(CGROUP_FS / "cgroup.controllers").split():
+        try:  # the scheduler's weight per group: where it can be had (a real-time process somewhere refuses it)
+            (folder / "cgroup.subtree_control").write_text("+cpu")
+        except OSError:
+            pass
 
 
 def _parent() -> Path:
@@ -122,18 +172,30 @@ def _parent() -> Path:
     parent = CGROUP_FS / CGROUP_PARENT
     parent.mkdir(exist_ok=True)
     _enable(parent)
+    _clean(parent)
+    return parent
+
+
+def _clean(parent: Path) -> None:
+    """Remove the groups left by graders that are gone."""
     for group in parent.iterdir():
         owner = group.name.split("-")[0]
         if group.is_dir() and owner.isdigit() and not Path(f"/proc/{owner}").exists():
             _remove(group)
-    return parent
 
 
 _serial = itertools.count()
 
 
+def cgroup(memory: int, pids: int):
+    """A new group of the kind this machine has (``Cgroup`` on cgroup v2, ``CgroupV1`` on v1)."""
+    return CgroupV1(memory, pids) if cgroup_version() == 1 else Cgroup(memory, pids)
+
+
 class Cgroup:
-    """One sandbox's cgroup: ``procs`` is the file a process writes its pid to, to join it."""
+    """One sandbox's cgroup (v2): ``procs`` are the files a process writes its pid to, to join it."""
+
+    version = 2
 
     def __init__(self, memory: int, pids: int):
         self.path = CGROUP_FS / CGROUP_PARENT / f"{os.getpid()}-{next(_serial)}"
@@ -147,7 +209,14 @@ class Cgroup:
         except BaseException:
             _remove(self.path)
             raise
-        self.procs = self.path / "cgroup.procs"
+        self.procs = [self.path / "cgroup.procs"]
+
+    def cpu_seconds(self) -> float:
+        """The CPU time its processes have used together (those gone included)."""
+        for line in _read(self.path / "cpu.stat").splitlines():
+            if line.startswith("usage_usec "):
+                return int(line.split()[1]) / 1e6
+        return 0.0
 
     def events(self) -> dict[str, int]:
         """The group's counters: ``memory.events`` (``oom_kill``, ...) and ``pids.events`` (``max``)."""
@@ -168,16 +237,16 @@ _rmdir = os.rmdir  # a cgroup's folder goes with its interface files in it
 
 def _remove(group: Path) -> None:
     """Kill what is left in ``group``, wait until it is empty, remove it (best effort: never raises)."""
-    try:
-        (group / "cgroup.kill").write_text("1")
-    except OSError:  # a kernel before 5.14: one by one
-        for pid in _read(group / "cgroup.procs").split():
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except OSError:
-                pass
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
+        try:
+            (group / "cgroup.kill").write_text("1")
+        except OSError:  # cgroup v1, or a kernel before 5.14: one by one, until none is left
+            for pid in _read(group / "cgroup.procs").split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except OSError:
+                    pass
         try:
             _rmdir(group)
             return
@@ -185,3 +254,49 @@ def _remove(group: Path) -> None:
             return
         except OSError:
             time.sleep(0.05)
+
+
+class CgroupV1:
+    """One sandbox's groups on cgroup v1: one in each hierarchy (memory, pids, cpu, cpuacct), the same name."""
+
+    version = 1
+
+    def __init__(self, memory: int, pids: int):
+        name = f"{os.getpid()}-{next(_serial)}"
+        self.by_controller = {c: m / CGROUP_PARENT / name for c, m in _v1_mounts().items()}
+        self.paths = list(dict.fromkeys(self.by_controller.values()))
+        try:
+            for path in self.paths:
+                path.mkdir()
+            mem = self.by_controller["memory"]
+            (mem / "memory.limit_in_bytes").write_text(str(memory))
+            if (mem / "memory.memsw.limit_in_bytes").exists():  # memory and swap together: no swap either
+                (mem / "memory.memsw.limit_in_bytes").write_text(str(memory))
+            (self.by_controller["pids"] / "pids.max").write_text(str(pids))
+            if "cpu" in self.by_controller:
+                (self.by_controller["cpu"] / "cpu.shares").write_text("1024")  # one submission: one process's
+        except BaseException:
+            self.remove()
+            raise
+        self.procs = [p / "cgroup.procs" for p in self.paths]
+
+    def cpu_seconds(self) -> float:
+        usage = _read(self.by_controller["cpuacct"] / "cpuacct.usage") if "cpuacct" in self.by_controller else ""
+        return int(usage) / 1e9 if usage.strip().isdigit() else 0.0
+
+    def events(self) -> dict[str, int]:
+        """``memory.oom_kill`` (the group's OOM killer has ended a process), ``pids.max``, as on cgroup v2."""
+        found = {}
+        for line in _read(self.by_controller["memory"] / "memory.oom_control").splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill" and value.strip().isdigit():
+                found["memory.oom_kill"] = int(value)
+        for line in _read(self.by_controller["pids"] / "pids.events").splitlines():
+            key, _, value = line.partition(" ")
+            if value.strip().isdigit():
+                found[f"pids.{key}"] = int(value)
+        return found
+
+    def remove(self) -> None:
+        for path in self.paths:
+            _remove(path)

@@ -7,8 +7,11 @@
 - Everywhere (root or not): 2,000,000 empty files in /tmp stop at ``TMP_INODES``, and the connection folder is
   read-only once the kernel's sockets are bound (without root, 572 MiB written there once landed on the
   grader's disk; as root the folder was already the grader's).
-- Where root has cgroup v2 (memory, pids), one submission's processes share one memory limit that counts its
-  /tmp files and their kernel memory: 4 processes allocating 2 GiB at once stop that submission alone.
+- Where root has a cgroup per submission (v2, or v1 on a hybrid machine), one submission's processes share one
+  memory limit that counts its /tmp files and their kernel memory: 4 processes allocating 2 GiB at once stop
+  that submission alone; and one CPU share, its time judged by its own CPU time: 60 busy processes are stopped
+  as one once they have used the submission's CPU time, and an honest neighbour graded beside them, its cells
+  a second of CPU each with an 8 s limit, keeps every point.
 In each, the neighbours are graded normally (and no cgroup is left behind).
 """
 
@@ -209,5 +212,65 @@ def test_memory_together_is_limited_per_submission(tmp_path):
     assert results["alice"].total == sum(pts.values()) and results["carol"].total == pts["mask_and_renormalize"]
     r = results["allocate_together"]
     assert r.total == 0 and any("GiB together" in n and "were stopped" in n for n in r.notes), r.notes
-    parent = sandbox_limits.CGROUP_FS / sandbox_limits.CGROUP_PARENT
-    assert not [g for g in parent.iterdir() if g.is_dir() and g.name.startswith(f"{os.getpid()}-")]
+    assert _left_behind() == []
+
+
+def _left_behind() -> list[Path]:
+    """This grader's groups still there (cgroup v2: one folder; v1: one in each hierarchy)."""
+    mounts = {*sandbox_limits._v1_mounts().values()} or {sandbox_limits.CGROUP_FS}
+    parents = [m / sandbox_limits.CGROUP_PARENT for m in mounts]
+    return [g for p in parents for g in p.iterdir() if g.is_dir() and g.name.startswith(f"{os.getpid()}-")]
+
+
+# 60 processes spinning on the CPU for as long as the submission runs (the cell then waits, using no CPU itself)
+BUSY = (
+    """
+import os, time
+for _ in range(60):
+    if os.fork() == 0:
+        while True:
+            pass
+time.sleep(120)
+LEAK = False
+"""
+    + LEAKY
+)
+# about a second of CPU, begun once the busy neighbour is surely running (its storm starts a few seconds in)
+HONEST_WORK = "\nimport time\ntime.sleep(4)\n_work = sum(i * i for i in range(24_000_000))\n"
+WAIT = STUB + "\nimport time\ntime.sleep(120)\n"  # the busy processes keep running meanwhile
+
+
+def _min_available(stop, seen):
+    while not stop.wait(0.2):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                seen.append(int(line.split()[1]) * 1024)
+
+
+@pytest.mark.skipif(sandbox_limits.cgroup_problem() is not None, reason=str(sandbox_limits.cgroup_problem()))
+def test_many_busy_processes_are_one_submission_and_its_neighbour_keeps_its_score(tmp_path):
+    notebooks = fx.build_course(tmp_path / "course")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    pts = fx.points(notebooks)
+    honest = fx.filled(notebooks)
+    for cell in fx.solution_cells(honest):
+        cell.source += HONEST_WORK
+    nbformat.write(honest, str(subs / "alice.ipynb"))
+    nb = fx.filled(notebooks, causal_mask=BUSY)
+    fx.solution_cells(nb)[1].source = WAIT
+    nbformat.write(nb, str(subs / "busy.ipynb"))
+    start = time.monotonic()
+    results = {
+        r.student: r
+        for r in cli.grade(
+            subs, tmp_path / "out", jobs=2, cell_timeout=8, src=notebooks, echo=lambda *a: None, max_seconds=15
+        )
+    }
+    print(f"busy beside alice: {time.monotonic() - start:.0f} s, alice {results['alice'].total}/{sum(pts.values())}")
+    assert results["alice"].total == sum(pts.values()), [
+        (v.key, v.status, v.message) for v in results["alice"].verdicts
+    ]
+    r = results["busy"]
+    assert r.total == 0 and any("15 s of CPU in all and was stopped" in n for n in r.notes), r.notes
+    assert _left_behind() == []
