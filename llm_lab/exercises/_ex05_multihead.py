@@ -204,10 +204,11 @@ def body_multihead(cls) -> list[str]:
         for shape in shapes:
             x = torch.randn(*shape, generator=g)
             case = f"{build_case}, x.shape={shape_str(shape)}"
-            mistakes = _mha_mistakes(x, layers, out_proj, nh)
             if out_proj is None:  # no usable out_proj: only "not applied at all" can be recognised
                 out = as_tensor(call(module, x.clone(), case=case), case)
-                diagnose(out, mistakes, torch.tensor([float("nan")]), case=case)  # skip no mistake
+                diagnose(
+                    out, _mha_mistakes(x, layers, out_proj, nh), torch.tensor([float("nan")]), case=case
+                )  # skip no mistake
                 raise Fail("missing_attribute", name="`out_proj`", expected=f"nn.Linear({d_out}, {d_out})")
             if dropout > 0:
                 expect_eval_without_dropout(module, x, case)
@@ -215,8 +216,8 @@ def body_multihead(cls) -> list[str]:
                 module,
                 x,
                 case,
-                _mha(x, layers, out_proj, nh),
-                mistakes,
+                lambda x=x, a=(layers, out_proj, nh): _mha(x, *a),
+                lambda x=x, a=(layers, out_proj, nh): _mha_mistakes(x, *a),
                 passed_full=passed_full,
                 context_length=context_length,
             )

@@ -84,17 +84,20 @@ def forward_case(
     module, x, case, want, mistakes, *, passed_full: bool, context_length: int, seed: int = 0, observe: bool = False
 ):
     """Compare one forward pass; a failure only when num_tokens < context_length means a mis-sliced mask.
-    ``observe``: record the call's ops (``_harness.last_observed()`` afterwards)."""
+    ``want()`` and ``mistakes()`` compute the answer and the known mistakes AFTER the learner's call returns, so
+    code that walks up the frames finds no answer to read. ``observe``: record the call's ops
+    (``_harness.last_observed()`` afterwards)."""
     short = x.shape[1] < context_length
     try:
         out = call_unchanged(module, x, names=("x",), case=case, seed=seed, observe=observe)
-        if short and passed_full and not same(as_tensor(out, case), want):
-            raise Fail("mask_wrong_size", case=case, context_length=context_length)
     except LearnerError:
         if short and passed_full:
             raise Fail("mask_wrong_size", case=case, context_length=context_length) from None
         raise
-    compare(out, want, case, mistakes)
+    expected = want()
+    if short and passed_full and not same(as_tensor(out, case), expected):
+        raise Fail("mask_wrong_size", case=case, context_length=context_length)
+    compare(out, expected, case, mistakes())
 
 
 def expect_eval_without_dropout(module, x, case):
