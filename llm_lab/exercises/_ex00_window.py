@@ -58,8 +58,8 @@ def body_window_weights(fn) -> list[str]:
     for num_tokens, window in ((6, 2), (8, 3), (5, 1), (4, 10), (7, 7)):
         case = f"attn_scores.shape=({num_tokens}, {num_tokens}), window={window}"
         s = torch.randn(num_tokens, num_tokens, generator=g) * 2
-        want = window_weights_reference(s, window)
         out = as_tensor(call_unchanged(fn, s, window, names=("attn_scores", "window"), case=case), case)
+        want = window_weights_reference(s, window)
         if _excludes_self(out, s, window):
             raise Fail("window_excludes_self", case=case)
         compare(out, want, case, _mistakes(s, window))

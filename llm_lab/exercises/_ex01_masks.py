@@ -57,7 +57,6 @@ def body_renormalize(fn) -> list[str]:
     for shape in ((5, 5), (1, 1), (8, 8), (2, 6, 6), (2, 3, 4, 4)):
         case = f"attn_weights.shape={shape_str(shape)}"
         w = torch.softmax(torch.randn(*shape, generator=g), dim=-1)
-        want = mask_and_renormalize(w)
         batched = len(shape) > 2
         try:
             out = call_unchanged(fn, w, names=("attn_weights",), case=case)
@@ -65,6 +64,7 @@ def body_renormalize(fn) -> list[str]:
             if batched:  # every single-matrix case passed: the batch dimensions are the problem
                 raise Fail("batch_dims", case=case) from None
             raise
+        want = mask_and_renormalize(w)
         mistakes = _renorm_mistakes(w)
         if batched:
             keep = ~causal_mask(shape[-1])

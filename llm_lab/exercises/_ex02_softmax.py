@@ -59,7 +59,6 @@ def body_packed_weights(fn) -> list[str]:
         doc_ids = torch.tensor(ids)
         case = f"queries.shape={shape_str(shape)}, doc_ids={ids}"
         q, k = torch.randn(*shape, generator=g), torch.randn(*shape, generator=g)
-        want = softmax_masked(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5, packed_hidden(doc_ids))
         batched = len(shape) > 2
         try:
             out = call_unchanged(fn, q, k, doc_ids, names=("queries", "keys", "doc_ids"), case=case)
@@ -67,6 +66,7 @@ def body_packed_weights(fn) -> list[str]:
             if batched:
                 raise Fail("batch_dims", case=case) from None
             raise
+        want = softmax_masked(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5, packed_hidden(doc_ids))
         mistakes = _packed_mistakes(q, k, doc_ids)
         if batched:  # keys.T / transpose(0, 1) on a batch, or the first sequence's doc_ids for all
             hide, first = packed_hidden(doc_ids), packed_hidden(doc_ids.reshape(-1, shape[-2])[0])
@@ -129,8 +129,8 @@ def body_causal_softmax(fn) -> list[str]:
         b, t = kpm.shape
         case = f"attn_scores.shape={shape_str((b, t, t))}, key_padding_mask={pad}"
         scores = torch.randn(b, t, t, generator=g)
-        want = causal_softmax(scores, kpm)  # the reference broadcasts kpm as (B, 1, T): one row per sequence
         out = as_tensor(call_unchanged(fn, scores, kpm, names=("attn_scores", "key_padding_mask"), case=case), case)
+        want = causal_softmax(scores, kpm)  # the reference broadcasts kpm as (B, 1, T): one row per sequence
         rows_hidden = (causal_mask(t) | kpm.unsqueeze(-2)).all(dim=-1)  # (B, T)
         if not same(out, want):
             diagnose(out, _softmax_mistakes(scores, kpm), want, case=case)

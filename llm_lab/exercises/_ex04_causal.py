@@ -111,8 +111,8 @@ def body_causal_attention(cls, additive: bool = False) -> list[str]:
                 module,
                 x,
                 case,
-                reference_context(x, layers),
-                _context_mistakes(x, layers),
+                lambda x=x, layers=layers: reference_context(x, layers),
+                lambda x=x, layers=layers: _context_mistakes(x, layers),
                 passed_full=passed_full,
                 context_length=context_length,
                 observe=additive,
@@ -137,8 +137,8 @@ _REGISTER = "self.register_buffer(\"mask\", torch.triu(torch.full((context_lengt
 _ADD = "attn_scores = attn_scores + self.mask[:num_tokens, :num_tokens]"
 _ADDITIVE_MESSAGES = {
     "additive_uses_masked_fill": {
-        "en": "{title}: right values, but forward hides the future with `{ref}` (input: {case}); this exercise stores an additive mask (0 where a query may look, -inf in the future) and adds it to the scores.",
-        "zh": "{title}：数值是对的，但 forward 用 `{ref}` 遮住了未来（输入：{case}）；这道练习要求保存一个加性遮蔽（可以看的位置为 0，未来为 -inf），并把它加到分数上。",
+        "en": "{title}: right values, but forward calls `{ref}` (input: {case}); the statement rules out `masked_fill` and `torch.where` anywhere in forward, also as a NaN guard (`torch.nan_to_num` and `clamp` are fine): store an additive mask (0 where a query may look, -inf in the future) and add it to the scores.",
+        "zh": "{title}：数值是对的，但 forward 调用了 `{ref}`（输入：{case}）；题目排除 forward 里任何地方的 `masked_fill` 和 `torch.where`，用作 NaN 保护也不行（`torch.nan_to_num` 和 `clamp` 可以）：保存一个加性遮蔽（可以看的位置为 0，未来为 -inf），并把它加到分数上。",
     },
     "mask_not_buffer": {
         "en": "{title}: no registered buffer holds the ({n}, {n}) causal mask (context_length={n}): a plain tensor attribute stays on the CPU after `.to(device)` and is missing from `state_dict`; register it with `self.register_buffer(...)`.",
@@ -159,8 +159,8 @@ _ADDITIVE_MESSAGES = {
 }
 _ADDITIVE_FIXES = {
     "additive_uses_masked_fill": {
-        "en": f"In `forward`: `{_ADD}`, no `masked_fill`.",
-        "zh": f"在 `forward` 里写 `{_ADD}`，不用 `masked_fill`。",
+        "en": f"In `forward`: `{_ADD}`, no `masked_fill` or `torch.where` (`torch.nan_to_num` or `clamp` for a guard).",
+        "zh": f"在 `forward` 里写 `{_ADD}`，不用 `masked_fill` 或 `torch.where`（需要保护时用 `torch.nan_to_num` 或 `clamp`）。",
     },
     "mask_not_buffer": {"en": f"In `__init__`: `{_REGISTER}`.", "zh": f"在 `__init__` 里写 `{_REGISTER}`。"},
     "mask_is_parameter": {"en": f"In `__init__`: `{_REGISTER}`.", "zh": f"在 `__init__` 里写 `{_REGISTER}`。"},

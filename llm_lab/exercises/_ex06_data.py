@@ -57,6 +57,8 @@ def document_windows_ref(ids: list, max_length: int, stride: int, how: str = "ok
         starts = [st for b, e in spans for st in range(b, e - m + 1, s) if st + m + 1 <= len(ids)]
     elif how == "missing_last_window":
         starts = [st for b, e in spans for st in range(b, e - m - 1, s)]
+    elif how == "one_window_document_skipped":  # `len(doc) > max_length + 1` where `>=` is meant
+        starts = [st for b, e in spans if e - b > m + 1 for st in range(b, e - m, s)]
     else:
         starts = [st for b, e in spans for st in range(b, e - m, s)]
     return _cut(ids, starts, m)
@@ -81,6 +83,7 @@ DOC_MISTAKES = (
     "separator_starts_document",
     "stride_across_documents",
     "missing_last_window",
+    "one_window_document_skipped",
 )
 
 
@@ -93,38 +96,62 @@ def _stream(g, lengths, closed) -> list[int]:
     return ids
 
 
+def _windows_wrong(case, stacked, want, w) -> None:
+    """Fail for one case whose windows are wrong, when no document mistake explains every case: targets left
+    unshifted or swapped (read on this case alone), else shape, dtype or the first wrong value."""
+    inputs, targets = stacked
+    mistakes = [
+        ("targets_not_shifted", lambda: torch.stack([w[0], w[0]])),
+        ("targets_swapped", lambda: torch.stack([w[1], w[0]])),
+    ]
+    if inputs.shape == targets.shape:
+        diagnose(torch.stack([inputs, targets]), mistakes, want, case=case)
+    for t, wt in ((inputs, want[0]), (targets, want[1])):
+        compare(t, wt, case)
+
+
 def body_document_windows(fn) -> list[str]:
     g = gen(909)
-    cases = []
+    cases, runs, wrong = [], [], None
     for lengths, closed, max_length, stride in DOC_CASES:
         ids = _stream(g, lengths, closed)
         case = f"documents of {'+'.join(str(n + 1) for n in lengths)}{'' if closed else ' (the last without <|endoftext|>)'} tokens, max_length={max_length}, stride={stride}"
         token_ids = list(ids)
-        out = call(fn, token_ids, max_length, stride, case=case)
-        if token_ids != ids:
-            raise Fail("input_modified", name="token_ids", case=case)
-        if out is None:
-            raise Fail("returned_none", case=case)
-        if not isinstance(out, (tuple, list)) or len(out) != 2:
-            raise Fail("not_pair", got=type(out).__name__, case=case)
-        inputs, targets = (as_tensor(t, case) for t in out)
-        want = w = document_windows_ref(ids, max_length, stride)
-        mistakes = [
-            (hint, lambda hint=hint, ids=ids, m=max_length, s=stride: document_windows_ref(ids, m, s, hint))
-            for hint in DOC_MISTAKES
-        ]
-        mistakes += [
-            ("targets_not_shifted", lambda w=w: torch.stack([w[0], w[0]])),
-            ("targets_swapped", lambda w=w: torch.stack([w[1], w[0]])),
-        ]
-        if inputs.shape == targets.shape:
-            diagnose(torch.stack([inputs, targets]), mistakes, want, case=case)
-        for t, wt in ((inputs, want[0]), (targets, want[1])):
-            compare(t, wt, case)
-            if t.dtype != torch.int64:  # nn.Embedding takes int32 too, but the dataset and the book use int64
-                raise Fail("ids_not_int64", got=str(t.dtype), case=case)
+        try:
+            out = call(fn, token_ids, max_length, stride, case=case)
+            if token_ids != ids:
+                raise Fail("input_modified", name="token_ids", case=case)
+            if out is None:
+                raise Fail("returned_none", case=case)
+            if not isinstance(out, (tuple, list)) or len(out) != 2:
+                raise Fail("not_pair", got=type(out).__name__, case=case)
+            inputs, targets = (as_tensor(t, case) for t in out)
+        except Fail:
+            if wrong is not None:  # an earlier case was wrong: that is said first
+                _windows_wrong(*wrong)
+            raise
+        want = document_windows_ref(ids, max_length, stride)
+        runs.append((ids, max_length, stride, (inputs, targets)))
+        if same(inputs, want[0]) and same(targets, want[1]):
+            for t in (inputs, targets):
+                if t.dtype != torch.int64:  # nn.Embedding takes int32 too, but the dataset and the book use int64
+                    raise Fail("ids_not_int64", got=str(t.dtype), case=case)
+        elif wrong is None:
+            wrong = (case, (inputs, targets), want, want)
         cases.append(f"{len(lengths)} document{'s' * (len(lengths) > 1)}, max_length={max_length} stride={stride}")
+    if wrong is not None:
+        # a document mistake is named only when it reproduces the learner's windows on every case
+        for hint in DOC_MISTAKES:
+            if all(_reproduces(hint, *run) for run in runs):
+                raise Fail(hint, case=wrong[0])
+        _windows_wrong(*wrong)
     return cases
+
+
+def _reproduces(hint: str, ids: list, max_length: int, stride: int, out) -> bool:
+    inputs, targets = out
+    made = document_windows_ref(ids, max_length, stride, hint)
+    return inputs.shape == targets.shape and same(torch.stack([inputs, targets]), made)
 
 
 def _positions_probe(fn, tok_emb, pos_emb) -> str | None:
@@ -227,6 +254,10 @@ _MESSAGES = {
         "en": "{title}: a document lost its last window (input: {case}): a window fits while its start + max_length + 1 <= the document's length.",
         "zh": "{title}：有一篇文档少了最后一个窗口（输入：{case}）：只要起点 + max_length + 1 <= 文档长度，窗口就放得下。",
     },
+    "one_window_document_skipped": {
+        "en": "{title}: a document of exactly max_length + 1 tokens got no window (input: {case}); it holds one: max_length inputs and, shifted by one, their targets.",
+        "zh": "{title}：恰好有 max_length + 1 个词元的文档一个窗口也没有得到（输入：{case}）；它正好放得下一个：max_length 个输入，以及错开一位的目标。",
+    },
 }
 # The fixes, for a solution that splits the ids into documents and cuts each one as the lesson did.
 _SPLIT = "`current.append(token)`, then, if `token == EOT`, `documents.append(current)` and `current = []`"
@@ -260,6 +291,10 @@ _FIXES = {
     "missing_last_window": {
         "en": f"`{_CUT}`: the last start is len(doc) - max_length - 1.",
         "zh": f"`{_CUT}`：最后一个起点是 len(doc) - max_length - 1。",
+    },
+    "one_window_document_skipped": {
+        "en": "Keep a document when `len(doc) >= max_length + 1`, not `>`.",
+        "zh": "当 `len(doc) >= max_length + 1` 时保留这篇文档，而不是用 `>`。",
     },
     "targets_not_shifted": {
         "en": "`inputs.append(doc[start : start + max_length])` and `targets.append(doc[start + 1 : start + max_length + 1])`, one token later.",
@@ -346,6 +381,7 @@ RECORDS = [
             "separator_starts_document",
             "stride_across_documents",
             "missing_last_window",
+            "one_window_document_skipped",
             "targets_not_shifted",
             "targets_swapped",
             "ids_not_int64",

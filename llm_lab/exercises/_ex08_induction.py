@@ -91,13 +91,18 @@ def body_induction_score(fn) -> list[str]:
 # ---- which layer-0 head does an induction head depend on? (found by ablation) -----------------------------------
 
 
-def _pattern(kind: str, t: int, g: torch.Generator, strength: float, noise: torch.Tensor) -> torch.Tensor:
+def _pattern(kind: str, t: int, g: torch.Generator, strength: float, noise: torch.Tensor, copy: float = 0.0):
     """One head's weights ``(T, T)`` on a probe whose second half repeats its first: ``strength`` of each row's
-    weight on the kind's target keys, the rest on ``noise`` (a causal softmax of its own)."""
+    weight on the kind's target keys, the rest on ``noise`` (a causal softmax of its own); an induction head also
+    puts ``copy`` of that rest on the copy itself (key ``i - T/2``), so that scoring the copy is an answer of its
+    own and not the mirror of the right one."""
     rows = torch.arange(t)
     target = torch.zeros(t, t, dtype=torch.bool)
     if kind == "induction":
         target[rows[t // 2 :], rows[t // 2 :] - t // 2 + 1] = True
+        copies = torch.zeros(t, t, dtype=torch.bool)
+        copies[rows[t // 2 :], rows[t // 2 :] - t // 2] = True
+        noise = _sharpen(noise, copies, copy)
     elif kind == "previous":
         target[rows[1:], rows[1:] - 1] = True
     elif kind == "first":
@@ -107,17 +112,17 @@ def _pattern(kind: str, t: int, g: torch.Generator, strength: float, noise: torc
     return _sharpen(noise, target, 0.0 if kind == "spread" else strength)
 
 
-def induction_of(weights: torch.Tensor, layer: int, head: int) -> torch.Tensor:
+def induction_of(weights: torch.Tensor, layer: int, head: int, offset: int = 1) -> torch.Tensor:
     """The induction score of head ``(layer, head)`` in every run: ``(R, L, nh, T, T) -> (R,)``: the mean weight of
-    the repeated half's rows ``i`` on key ``i - T/2 + 1``."""
+    the repeated half's rows ``i`` on key ``i - T/2 + offset`` (1: the token after the copy; 0: the copy)."""
     t = weights.shape[-1]
     rows = torch.arange(t // 2, t)
-    return weights[:, layer, head, rows, rows - t // 2 + 1].mean(dim=-1)
+    return weights[:, layer, head, rows, rows - t // 2 + offset].mean(dim=-1)
 
 
 def needed_head(runs: torch.Tensor, layer: int, head: int, *, mistake: str | None = None) -> int:
     """The reference: the layer-0 head whose ablation lowers the induction score of ``(layer, head)`` the most.
-    ``mistake`` computes one of the named wrong answers instead."""
+    ``mistake`` computes one of the named wrong answers instead (``ABLATION_MISTAKES``)."""
     if mistake == "picked_by_pattern":  # the clean run's strongest previous-token head: no ablation read
         t = runs.shape[-1]
         rows = torch.arange(1, t)
@@ -128,7 +133,11 @@ def needed_head(runs: torch.Tensor, layer: int, head: int, *, mistake: str | Non
         )
         lay, h = divmod(int(scores.argmax()), runs.shape[2])
         return needed_head(runs, lay + 1, h)
-    scores = induction_of(runs, layer, head)  # (1 + nh,): run 0 clean, run 1 + h without layer-0 head h
+    if mistake == "layer_one_used":  # `layer` ignored: layer 1 (where the lesson's model has its induction heads)
+        return needed_head(runs, 1, head)
+    if mistake == "last_layer_used":  # `layer` ignored: the last layer
+        return needed_head(runs, runs.shape[1] - 1, head)
+    scores = induction_of(runs, layer, head, offset=0 if mistake == "copy_key_scored" else 1)  # (1 + nh,)
     if mistake == "clean_run_counted":  # the argmax over all the runs: run 1 + h read as head 1 + h
         return int((scores[0] - scores).argmax())
     if mistake == "least_drop":  # argmax of the ablated score: the head the induction head needs least
@@ -136,16 +145,40 @@ def needed_head(runs: torch.Tensor, layer: int, head: int, *, mistake: str | Non
     return int((scores[0] - scores[1:]).argmax())
 
 
-def _runs(layers: int, heads: int, t: int, g: torch.Generator):
+# (mistake, hint): the wrong answers the statement invites, each computed by ``needed_head(..., mistake=...)``;
+# both ways of ignoring `layer` get one name
+ABLATION_MISTAKES = (
+    ("picked_by_pattern", "picked_by_pattern"),
+    ("other_induction_head", "other_induction_head"),
+    ("layer_one_used", "layer_ignored"),
+    ("last_layer_used", "layer_ignored"),
+    ("clean_run_counted", "clean_run_counted"),
+    ("copy_key_scored", "copy_key_scored"),
+    ("least_drop", "least_drop"),
+)
+_ABLATION_MISTAKES = tuple(m for m, _ in ABLATION_MISTAKES)
+# (layers, heads, T, where the asked head sits): a middle layer on some models, the last on others, so code that
+# ignores `layer` (layer 1, or the last) is wrong on at least one model whichever layer it reads
+ABLATION_MODELS = ((3, 7, 16, "middle"), (3, 8, 12, "last"), (4, 7, 20, "middle"), (4, 8, 14, "last"))
+ROLES = ("needed", "decoy", "other", "least", "copy")
+
+
+def _runs(layers: int, heads: int, t: int, g: torch.Generator, where: str = "middle"):
     """Weights ``(1 + nh, L, nh, T, T)`` of one probe: run 0 clean, run ``1 + h`` with layer-0 head ``h`` zeroed
     (zero ablation leaves layer 0's own patterns as they were; the layers above change). Returns the runs, the
-    induction head asked about, and the roles: the head it needs, a strong previous-token head it does not need
-    (``decoy``), the head a second, stronger induction head needs (``other``), the head it needs least (``least``).
-    The roles and ``needed + 1`` are five different heads, so every named mistake gives its own answer."""
-    needed = int(torch.randint(0, heads - 1, (), generator=g))
-    rest = [h for h in torch.randperm(heads, generator=g).tolist() if h not in (needed, needed + 1)]
-    decoy, other, least = rest[:3]
-    asked = (int(torch.randint(1, layers, (), generator=g)), int(torch.randint(0, heads, (), generator=g)))
+    induction head asked about (in a middle layer, or the last: ``where``), and the roles: the head it needs, a
+    strong previous-token head it does not need (``decoy``), the head a second, stronger induction head needs
+    (``other``), the head it needs least (``least``), the head whose ablation takes its weight off the copy itself
+    (``copy``). Head 0 has no role: every head not asked about is the same in every run, so its drops are all 0 and
+    their argmax is head 0, the answer of code that reads another layer. Head 0, the roles and ``needed + 1`` are
+    seven different heads, so every named mistake gives its own answer."""
+    if layers < 3 or heads < 7:
+        raise ValueError(f"_runs needs >= 3 layers and >= 7 heads (a middle layer, 7 roles), got {layers}, {heads}")
+    needed = int(torch.randint(1, heads - 1, (), generator=g))
+    rest = [h for h in torch.randperm(heads, generator=g).tolist() if h not in (0, needed, needed + 1)]
+    decoy, other, least, copy = rest[:4]
+    asked_layer = layers - 1 if where == "last" else int(torch.randint(1, layers - 1, (), generator=g))
+    asked = (asked_layer, int(torch.randint(0, heads, (), generator=g)))
     second = (asked[0], (asked[1] + 1 + int(torch.randint(0, heads - 1, (), generator=g))) % heads)
     kinds0 = ["previous" if h in (needed, decoy) else ("first", "current", "spread")[h % 3] for h in range(heads)]
     strength0 = {h: 0.45 + 0.1 * float(torch.rand((), generator=g)) for h in range(heads)}
@@ -160,6 +193,7 @@ def _runs(layers: int, heads: int, t: int, g: torch.Generator):
     base = {asked: 0.6, second: 0.8}  # the second induction head is the stronger one in the clean run
     drop = {h: 0.03 + 0.07 * float(torch.rand((), generator=g)) for h in range(heads)}  # small, for most heads
     drop[least] = 0.0
+    drop[copy] += 0.03  # its run also gives back the weight taken off the copy: the score must still drop
     runs = []
     for run in range(1 + heads):
         off = run - 1  # the layer-0 head zeroed in this run (-1: none)
@@ -167,15 +201,18 @@ def _runs(layers: int, heads: int, t: int, g: torch.Generator):
         for lay in range(1, layers):
             ws = []
             for h in range(heads):
-                s = base.get((lay, h), 0.5 + 0.1 * (lay + h) / (layers + heads))
-                if (lay, h) == asked and off >= 0:
-                    s = s * 0.1 if off == needed else s - drop[off] * (0.5 if off == other else 1.0)
+                s, copied = base.get((lay, h), 0.5 + 0.1 * (lay + h) / (layers + heads)), 0.0
+                if (lay, h) == asked:
+                    copied = 0.0 if off == copy else 0.3
+                    if off >= 0:
+                        s = s * 0.1 if off == needed else s - drop[off] * (0.5 if off == other else 1.0)
                 elif (lay, h) == second and off >= 0:
                     s = s * 0.1 if off == other else s - 0.05
-                ws.append(_pattern(upper_kinds[(lay, h)], t, g, s, noise[lay, h]))
+                ws.append(_pattern(upper_kinds[(lay, h)], t, g, s, noise[lay, h], copy=copied))
             layer_w.append(torch.stack(ws))
         runs.append(torch.stack(layer_w))
-    return torch.stack(runs), asked, {"needed": needed, "decoy": decoy, "other": other, "least": least}
+    roles = {"needed": needed, "decoy": decoy, "other": other, "least": least, "copy": copy}
+    return torch.stack(runs), asked, roles
 
 
 def _integer(x) -> int | None:
@@ -204,14 +241,11 @@ def _head_index(out, heads: int, case: str) -> int:
     return got
 
 
-_ABLATION_MISTAKES = ("picked_by_pattern", "other_induction_head", "clean_run_counted", "least_drop")
-
-
 def body_find_by_ablation(fn) -> list[str]:
     g = gen(8008)
     cases, wrong, labels = [], [], []
-    for layers, heads, t in ((2, 6, 16), (3, 5, 12), (2, 8, 20)):
-        runs, (layer, head), roles = _runs(layers, heads, t, g)
+    for layers, heads, t, where in ABLATION_MODELS:
+        runs, (layer, head), roles = _runs(layers, heads, t, g, where)
         case = f"runs.shape={tuple(runs.shape)}, layer={layer}, head={head}"
         out = call_unchanged(fn, runs, layer, head, names=("runs", "layer", "head"), case=case)
         got = _head_index(out, heads, case)
@@ -223,10 +257,10 @@ def body_find_by_ablation(fn) -> list[str]:
         labels.append(f"{layers}x{heads} heads, T={t}")
     if wrong:
         # a mistake is named only when it gives the learner's answer on every case
-        for m in _ABLATION_MISTAKES:
+        for m, hint in ABLATION_MISTAKES:
             if all(m in named for _, _, _, named in cases):
                 case, got, want, _ = next(c for c in cases if c[1] != c[2])
-                raise Fail(m, case=case, got=got, want=want)
+                raise Fail(hint, case=case, got=got, want=want, layer=case.split("layer=")[1].split(",")[0])
         case, got, want, _ = next(c for c in cases if c[1] != c[2])
         raise Fail("wrong_layer0_head", case=case, got=got, want=want)
     return labels
@@ -265,6 +299,14 @@ _MESSAGES = {
         "en": "{title}: returned {got}, one more than the head whose ablation hurts most ({want}) (input: {case}): run 0 is the clean run, so run 1 + h is the one without head h; drop run 0 before the argmax, or subtract 1.",
         "zh": "{title}：返回了 {got}，比消融后伤害最大的那个头（{want}）多 1（输入：{case}）：第 0 次运行是未消融的，第 1 + h 次运行才是去掉头 h 的那次；取 argmax 前先去掉第 0 次运行，或者减 1。",
     },
+    "layer_ignored": {
+        "en": "{title}: returned {got}, the answer for the same head index in another layer, not for layer {layer} asked (input: {case}); the induction head may sit in any layer above 0: score `runs[:, layer, head]`, with the `layer` you are given.",
+        "zh": "{title}：返回了 {got}，这是另一层里同一个头编号的答案，而不是题目问的第 {layer} 层（输入：{case}）；归纳头可以在第 0 层之上的任何一层：请用给你的 `layer` 给 `runs[:, layer, head]` 打分。",
+    },
+    "copy_key_scored": {
+        "en": "{title}: returned {got}, the head whose ablation lowers the weight on the copy itself, key i - T/2 (input: {case}); an induction head looks one further, at key i - T/2 + 1, the token that came after the copy.",
+        "zh": "{title}：返回了 {got}，去掉它会降低放在副本本身（键 i - T/2）上的权重（输入：{case}）；归纳头要再往后看一个位置，看键 i - T/2 + 1，也就是副本后面的那个词元。",
+    },
     "least_drop": {
         "en": "{title}: returned {got}, the layer-0 head whose ablation leaves the induction score *highest*: the head this induction head needs least (input: {case}). The head it depends on is the one whose ablation lowers the score most.",
         "zh": "{title}：返回了 {got}，去掉它之后归纳分数*最高*，也就是这个归纳头最不需要的头（输入：{case}）。它所依赖的头，是去掉之后分数降得最多的那个。",
@@ -299,6 +341,14 @@ _FIXES = {
         "en": "`int((scores[0] - scores[1:]).argmax())`: `scores[1:]` starts at head 0.",
         "zh": "`int((scores[0] - scores[1:]).argmax())`：`scores[1:]` 从头 0 开始。",
     },
+    "layer_ignored": {
+        "en": "Index the layer you are given: `runs[:, layer, head, rows, rows - T//2 + 1]`.",
+        "zh": "用给你的那一层做下标：`runs[:, layer, head, rows, rows - T//2 + 1]`。",
+    },
+    "copy_key_scored": {
+        "en": "The key after the copy: `rows - T//2 + 1` with `rows = torch.arange(T//2, T)`.",
+        "zh": "副本后面的那个键：`rows - T//2 + 1`，其中 `rows = torch.arange(T//2, T)`。",
+    },
     "least_drop": {
         "en": "The drop is `scores[0] - scores[1:]`; take its argmax (or the argmin of `scores[1:]`).",
         "zh": "下降量是 `scores[0] - scores[1:]`；对它取 argmax（或者对 `scores[1:]` 取 argmin）。",
@@ -311,6 +361,7 @@ _SCORE_REFERENCES = (
     "explore.heads.head_scores",
     "explore.heads.head_roles",
     "explore.heads._induction_targets",
+    "explore.induction.induction_scores",  # the lesson's score on a probe: the asked head's score in each run
 )
 
 RECORDS = [
@@ -342,12 +393,14 @@ RECORDS = [
             "no_such_head",
             "picked_by_pattern",
             "other_induction_head",
+            "layer_ignored",
             "clean_run_counted",
+            "copy_key_scored",
             "least_drop",
             "wrong_layer0_head",
             "input_modified",
         ),
-        references=("exercises._ex08_induction.needed_head", "exercises._ex08_induction.induction_of"),
+        references=_SCORE_REFERENCES,
         messages=_MESSAGES,
         fixes=_FIXES,
     ),

@@ -201,6 +201,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "{title}: the dropped fraction does not follow the `dropout` argument ({fracs}): the rate is hard-coded.",
         "zh": "{title}：被丢弃的比值不随 `dropout` 参数变化（{fracs}）：丢弃率被写死了。",
     },
+    "layers_not_followed": {
+        "en": "{title}: the output does not follow W_query, W_key, W_value (input: {case}): right with the weights the module was built with, wrong once the checker set them to others; forward must read its layers on every call (weights copied in __init__ go stale after one optimizer step).",
+        "zh": "{title}：输出不随 W_query、W_key、W_value 变化（输入：{case}）：用模块构造时的权重是对的，检查器把权重换成别的之后就错了；forward 每次调用都必须读取它的层（在 __init__ 里复制的权重，优化器走一步之后就过时了）。",
+    },
     "dropout_missing": {
         "en": "{title}: with dropout={p} in training mode nothing is ever dropped (input: {case}).",
         "zh": "{title}：训练模式下 dropout={p}，却从来没有任何东西被丢弃（输入：{case}）。",
@@ -331,6 +335,10 @@ FIXES: dict[str, dict[str, str]] = {
     "dropout_rate_fixed": {
         "en": "In `__init__`: `self.dropout = nn.Dropout(dropout)`.",
         "zh": "在 `__init__` 里写 `self.dropout = nn.Dropout(dropout)`。",
+    },
+    "layers_not_followed": {
+        "en": "In `forward`: `queries = self.W_query(x)` (and keys, values) on every call, no weights kept from `__init__`.",
+        "zh": "在 `forward` 里每次调用都写 `queries = self.W_query(x)`（键、值同理），不保留 `__init__` 里的权重。",
     },
     "dropout_missing": {
         "en": "`attn_weights = self.dropout(attn_weights)` right after the softmax.",

@@ -25,19 +25,38 @@ _ROOT_DIR = str(Path(__file__).resolve().parent.parent)  # "llm_lab.exercises", 
 _LLM_LAB = _PACKAGE.rsplit(".", 1)[0]
 
 
+def checker_code(module) -> tuple[str, ...]:
+    """The checker's own code for the exercises of ``module`` (an ``_exNN_*`` module): every function it defines
+    (the reference, its mask and span helpers, the mistakes' computations) and the shared helpers that compute
+    part of an answer (``_shared.HELPERS``), as dotted names under ``llm_lab``. Each is a reference for every
+    exercise of that module: what a checker computes, it computes for the answer."""
+    short = module.__name__.rsplit(".", 1)[1]
+    own = sorted(
+        f"exercises.{short}.{name}"
+        for name, obj in vars(module).items()
+        if inspect.isfunction(obj) and obj.__module__ == module.__name__
+    )
+    return (*own, *_shared.HELPERS)
+
+
 def _load_records() -> dict[str, Exercise]:
     """Every ``_exNN_*`` module's ``RECORDS``; a module's ``MODULE_MESSAGES`` / ``MODULE_FIXES`` (hint texts no
-    other module uses) go to each of its records, under the record's own."""
+    other module uses) go to each of its records, under the record's own. A record's ``references`` are its own
+    (llm_lab's lesson code that computes its answer, listed by hand) and the checker's code (``checker_code``)."""
     records: dict[str, Exercise] = {}
     names = sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if m.name.startswith("_ex"))
     for module_name in names:
         module = importlib.import_module(f"{_PACKAGE}.{module_name}")
         own_messages, own_fixes = getattr(module, "MODULE_MESSAGES", {}), getattr(module, "MODULE_FIXES", {})
+        derived = checker_code(module)
         for record in module.RECORDS:
             if record.name in records:
                 raise ValueError(f"exercise {record.name!r} is defined twice")
             records[record.name] = dataclasses.replace(
-                record, messages={**own_messages, **record.messages}, fixes={**own_fixes, **record.fixes}
+                record,
+                messages={**own_messages, **record.messages},
+                fixes={**own_fixes, **record.fixes},
+                references=tuple(dict.fromkeys((*record.references, *derived))),
             )
     return records
 

@@ -93,7 +93,7 @@ QKV_PAIRS = "((queries, num_heads), (keys, num_kv_heads), (values, num_kv_heads)
 SPLIT_QKV_CASES = [
     (
         "qkv_equal_thirds",
-        [(QKV_HD, "head_dim = qkv.shape[-1] // (3 * num_heads)"), (QKV_BLOCKS, "qkv.chunk(3, dim=-1)")],
+        [(QKV_SPLIT, "t.reshape(b, num_tokens, heads, -1).transpose(1, 2)"), (QKV_BLOCKS, "qkv.chunk(3, dim=-1)")],
         None,
     ),
     (

@@ -102,6 +102,20 @@ def embeddings_one_based(token_ids, tok_emb, pos_emb):
     return tok_emb(token_ids) + pos_emb(torch.arange(1, token_ids.shape[-1] + 1))
 
 
+def docs_one_window_skipped(token_ids, max_length, stride):
+    """Off by one in the guard: a document of exactly max_length + 1 tokens (one window) gets none."""
+    ids = torch.tensor(token_ids, dtype=torch.long)
+    ends = (ids == 50256).nonzero().flatten() + 1
+    bounds = [0, *ends.tolist()] + ([len(ids)] if not len(ends) or ends[-1] < len(ids) else [])
+    starts = []
+    for b, e in zip(bounds[:-1], bounds[1:], strict=True):
+        if e - b > max_length + 1:  # should be >=
+            starts += range(b, e - max_length, stride)
+    index = torch.tensor(starts, dtype=torch.long)[:, None] + torch.arange(max_length + 1)
+    windows = ids[index] if starts else torch.empty(0, max_length + 1, dtype=torch.long)
+    return windows[:, :-1], windows[:, 1:]
+
+
 SOLUTIONS = {
     "document_windows": document_windows,
     "input_embeddings": input_embeddings,
@@ -114,6 +128,7 @@ PLANTED = [
     ("document_windows", docs_factory(split="starts"), "separator_starts_document"),
     ("document_windows", docs_factory(stream_stride=True), "stride_across_documents"),
     ("document_windows", docs_factory(last=-1), "missing_last_window"),
+    ("document_windows", docs_one_window_skipped, "one_window_document_skipped"),
     ("document_windows", docs_factory(shift=0), "targets_not_shifted"),
     ("document_windows", docs_factory(swap=True), "targets_swapped"),
     ("document_windows", docs_factory(dtype=torch.int32), "ids_not_int64"),

@@ -49,7 +49,12 @@ def ablation_factory(mistake):
             ind = runs[0, 1:, :, rows, rows - t // 2 + 1].mean(-1)
             lay, h = divmod(int(ind.argmax()), runs.shape[2])
             layer, head = lay + 1, h
-        scores = runs[:, layer, head, rows, rows - t // 2 + 1].mean(-1)
+        if mistake == "layer_one":  # `layer` ignored: the lesson's model has its induction heads in layer 1
+            layer = 1
+        if mistake == "last_layer":  # `layer` ignored: the last layer
+            layer = runs.shape[1] - 1
+        offset = 0 if mistake == "copy_key" else 1  # 0: key i - T/2, the copy itself
+        scores = runs[:, layer, head, rows, rows - t // 2 + offset].mean(-1)
         if mistake == "counted":  # argmax over every run, run 0 included
             return int((scores[0] - scores).argmax())
         if mistake == "least":  # the highest score left after the ablation
@@ -68,6 +73,9 @@ PLANTED_ALL = [
     ("find_by_ablation", ablation_factory("strongest"), "other_induction_head"),
     ("find_by_ablation", ablation_factory("counted"), "clean_run_counted"),
     ("find_by_ablation", ablation_factory("least"), "least_drop"),
+    ("find_by_ablation", ablation_factory("layer_one"), "layer_ignored"),
+    ("find_by_ablation", ablation_factory("last_layer"), "layer_ignored"),
+    ("find_by_ablation", ablation_factory("copy_key"), "copy_key_scored"),
     ("find_by_ablation", lambda runs, layer, head: float(find_by_ablation(runs, layer, head)), "not_a_head_index"),
     ("find_by_ablation", lambda runs, layer, head: runs.shape[2], "no_such_head"),
     (

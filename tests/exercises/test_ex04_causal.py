@@ -133,3 +133,94 @@ def test_an_output_assembled_row_by_row_is_not_a_mask():
 def test_writing_minus_inf_into_the_scores_is_named(how):
     result = ex.grade("additive_attention", _additive_writes(how))
     assert (result.status, result.hint) == ("fail", "additive_uses_masked_fill"), result.message
+
+
+# ---- issue 35 item 6: the statement rules out torch.where anywhere in forward, and the checker does just that -----
+
+
+def _additive_with_guard(guard):
+    """A correct additive class whose forward guards the weights after the softmax with ``guard``."""
+    from torch import nn
+
+    class Guarded(nn.Module):
+        def __init__(self, d_in, d_out, context_length, dropout):
+            super().__init__()
+            self.W_query, self.W_key, self.W_value = (nn.Linear(d_in, d_out, bias=False) for _ in range(3))
+            self.dropout = nn.Dropout(dropout)
+            self.register_buffer("mask", torch.triu(torch.full((context_length, context_length), NEG_INF), 1))
+
+        def forward(self, x):
+            t = x.shape[1]
+            queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+            scores = queries @ keys.transpose(1, 2) + self.mask[:t, :t]
+            weights = guard(torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1))
+            return self.dropout(weights) @ values
+
+    return Guarded
+
+
+@pytest.mark.parametrize(
+    "guard", [lambda w: torch.nan_to_num(w, nan=0.0), lambda w: w.clamp(min=0.0)], ids=["nan_to_num", "clamp"]
+)
+def test_a_guard_without_where_passes(guard):
+    result = ex.grade("additive_attention", _additive_with_guard(guard))
+    assert result.passed, result.message
+
+
+def test_a_where_guard_is_named_as_the_statement_says():
+    result = ex.grade("additive_attention", _additive_with_guard(lambda w: torch.where(w.isnan(), 0.0, w)))
+    assert (result.status, result.hint) == ("fail", "additive_uses_masked_fill"), result.message
+    assert "torch.where" in result.message and "NaN guard" in result.message
+
+
+def test_the_statement_rules_out_what_the_checker_rules_out_in_both_languages():
+    from pathlib import Path
+
+    from llm_lab.exercises import _ex04_causal
+
+    source = (Path(__file__).parents[2] / "notebooks/src/04_causal_attention_class.exercises.nbsrc").read_text()
+    en, zh = source.split("### Exercise 2")[1].split("%% md zh")[:2]
+    for op in _ex04_causal.NOT_ADDITIVE_OPS:
+        name = op.rstrip("_")
+        assert f"`{name}`" in en or f"`torch.{name}`" in en, op
+        assert f"`{name}`" in zh or f"`torch.{name}`" in zh, op
+
+
+# ---- issue 35 item 7: a module whose output does not follow its layers is named, in 04 and 05 ------------------
+
+
+def _stale_class(stale_values: bool):
+    """Copies W_query and W_key (and W_value if ``stale_values``) at construction; dropout on the context vectors."""
+    from torch import nn
+
+    class Stale(nn.Module):
+        def __init__(self, d_in, d_out, context_length, dropout, num_heads=1):
+            super().__init__()
+            self.W_query, self.W_key, self.W_value = (nn.Linear(d_in, d_out, bias=False) for _ in range(3))
+            self.out_proj = nn.Linear(d_out, d_out)
+            self.num_heads = num_heads
+            self.wq, self.wk, self.wv = (m.weight.detach().clone() for m in (self.W_query, self.W_key, self.W_value))
+            self.stale_values = stale_values
+            self.dropout = nn.Dropout(dropout)
+            self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length, dtype=torch.bool), 1))
+
+        def forward(self, x):
+            b, t, _ = x.shape
+            nh = self.num_heads
+            v_w = self.wv if self.stale_values else self.W_value.weight
+            q, k, v = ((x @ w.T).view(b, t, nh, -1).transpose(1, 2) for w in (self.wq, self.wk, v_w))
+            s = (q @ k.transpose(-2, -1)).masked_fill(self.mask[:t, :t], NEG_INF)
+            context = (torch.softmax(s / k.shape[-1] ** 0.5, dim=-1) @ v).transpose(1, 2).reshape(b, t, -1)
+            return self.dropout(self.out_proj(context) if self._mha else context)
+
+    return Stale
+
+
+@pytest.mark.parametrize("stale_values", [True, False], ids=["all-layers-copied", "scores-stale"])
+@pytest.mark.parametrize("exercise", ["causal_attention", "multihead"])
+def test_a_module_that_copies_its_layers_at_construction_is_named(exercise, stale_values):
+    cls = _stale_class(stale_values)
+    cls._mha = exercise == "multihead"
+    result = ex.grade(exercise, cls)
+    assert (result.status, result.hint) == ("fail", "layers_not_followed"), result.message
+    assert ex.grade(exercise, cls, lang="zh").message != result.message

@@ -5,7 +5,7 @@ mistakes: solutions_ex05_multihead.py)."""
 import pytest
 import torch
 from _exercise_solutions import with_mistake
-from solutions_ex05_multihead import MultiHeadAttention, _blocks, qkv_thirds, split_qkv
+from solutions_ex05_multihead import MultiHeadAttention, _blocks, qkv_lesson_07, qkv_thirds, split_qkv
 
 from llm_lab import exercises as ex
 
@@ -78,3 +78,36 @@ def test_internal_helpers_are_references():
     for exercise, fn in cases:
         result = ex.grade(exercise, fn)
         assert (result.status, result.score) == ("reference", 0), (exercise, result.message)
+
+
+# ---- issue 35 item 2: a size error is called three equal blocks only when re-running shows three equal blocks ----
+
+
+def _kv_as_num_heads_of_head_dim(qkv, num_heads, num_kv_heads):
+    b, t, w = qkv.shape
+    hs = w // (num_heads + 2 * num_kv_heads)
+    q, k, v = qkv.split([num_heads * hs, num_kv_heads * hs, num_kv_heads * hs], dim=-1)
+    return tuple(x.view(b, t, num_heads, hs).transpose(1, 2) for x in (q, k, v))  # a size error on k, v
+
+
+def _head_dim_hard_coded(qkv, num_heads, num_kv_heads):
+    b, t, _ = qkv.shape
+    sizes = [num_heads * 2, num_kv_heads * 2, num_kv_heads * 2]  # head_dim = 2, as in the first cases
+    return tuple(
+        x.view(b, t, h, 2).transpose(1, 2)
+        for x, h in zip(qkv.split(sizes, dim=-1), (num_heads, num_kv_heads, num_kv_heads), strict=True)
+    )
+
+
+@pytest.mark.parametrize("fn", [_kv_as_num_heads_of_head_dim, _head_dim_hard_coded])
+def test_a_size_error_that_is_not_three_equal_blocks_shows_torchs_message(fn):
+    for secret in (None, 3):
+        result = ex.grade("split_qkv", fn, secret=secret)
+        assert (result.status, result.hint) == ("error", "exception"), result.message
+        assert "RuntimeError" in result.message
+
+
+@pytest.mark.parametrize("fn", [qkv_thirds, qkv_lesson_07])
+def test_three_equal_blocks_are_named_in_public_and_secret_checks(fn):
+    for secret in (None, 3, 4):
+        assert ex.grade("split_qkv", fn, secret=secret).hint == "qkv_equal_thirds"

@@ -4,7 +4,7 @@ solutions_ex06_data.py)."""
 
 import pytest
 import torch
-from solutions_ex06_data import EOT, docs_factory, document_windows, embeddings
+from solutions_ex06_data import EOT, docs_factory, docs_one_window_skipped, document_windows, embeddings
 
 from llm_lab import exercises as ex
 
@@ -78,3 +78,13 @@ def test_embeddings_leave_ids_and_tables_alone():
     assert ex.grade("input_embeddings", shifts_ids).hint == "input_modified"
     assert ex.grade("input_embeddings", scales_table).hint == "input_modified"
     assert ex.grade("input_embeddings", embeddings).passed
+
+
+# ---- issue 35 item 5: a document mistake is named only when it reproduces the learner's windows on every case ----
+
+
+def test_an_off_by_one_guard_is_not_called_a_dropped_endoftext():
+    for secret in (None, 2):
+        result = ex.grade("document_windows", docs_one_window_skipped, secret=secret)
+        assert result.status == "fail", result.message
+        assert result.hint == "one_window_document_skipped", result.message

@@ -40,18 +40,48 @@ def test_find_by_ablation_sees_only_tensors_and_ints_and_may_answer_with_a_tenso
 
 
 def test_every_named_ablation_mistake_gives_its_own_answer_on_every_input():
-    """The checker's models are built so that the answer, the head before it in the runs' numbering and the three
-    decoys are five different heads: each mistake is told apart on every input, public or secret."""
+    """The checker's models are built so that the answer, the head after it, head 0 and the four decoys are seven
+    different heads: each mistake is told apart on every input, public or secret (the checker's own draws)."""
     from llm_lab.exercises import _ex08_induction as m
+    from llm_lab.exercises._shared import gen, secret_inputs
 
-    for seed in range(20):
-        g = torch.Generator().manual_seed(seed)
-        runs, (layer, head), roles = m._runs(2 + seed % 2, 5 + seed % 4, 12 + 2 * (seed % 3), g)
-        answers = {None: m.needed_head(runs, layer, head)}
-        answers.update({k: m.needed_head(runs, layer, head, mistake=k) for k in m._ABLATION_MISTAKES})
-        assert answers[None] == roles["needed"]
-        assert len(set(answers.values())) == len(answers), (seed, answers)
-        assert (runs[1:, 0] == runs[0, 0]).all()  # zero ablation leaves layer 0's own patterns alone
+    for secret in (None, *range(40)):
+        with secret_inputs(secret):
+            g = gen(8008)
+            for layers, heads, t, where in m.ABLATION_MODELS:
+                runs, (layer, head), roles = m._runs(layers, heads, t, g, where)
+                assert layer == layers - 1 if where == "last" else 1 <= layer < layers - 1
+                answers = {None: m.needed_head(runs, layer, head)}
+                answers.update({k: m.needed_head(runs, layer, head, mistake=k) for k in m._ABLATION_MISTAKES})
+                assert answers[None] == roles["needed"] != 0
+                unchanged = {0}  # every other head is the same in every run: its drops are 0, their argmax 0
+                ignored = {answers["layer_one_used"], answers["last_layer_used"]} - {answers[None]}
+                assert ignored == unchanged, (secret, answers)
+                told = [v for k, v in answers.items() if k not in ("layer_one_used", "last_layer_used")]
+                assert len(set(told)) == len(told) and 0 not in told, (secret, answers)
+                assert (runs[1:, 0] == runs[0, 0]).all()  # zero ablation leaves layer 0's own patterns alone
+
+
+@pytest.mark.parametrize("fixed", ["layer_one", "last_layer"])
+def test_code_that_ignores_layer_fails_in_the_learners_check_and_every_graded_secret(fixed):
+    """Issue 35 item 1: hard-coding layer 1 or the last layer passed the learner's check (two of three models had
+    2 layers) and about 2 in 3 graded secrets."""
+    from solutions_ex08_induction import ablation_factory
+
+    fn = ablation_factory(fixed)
+    for secret in (None, *range(30)):
+        result = ex.grade("find_by_ablation", fn, secret=secret)
+        assert (result.status, result.hint) == ("fail", "layer_ignored"), (secret, result.message)
+        assert ex.grade("find_by_ablation", find_by_ablation, secret=secret).passed
+
+
+def test_the_copy_key_is_named_for_what_it_is():
+    """Issue 35 item 4: scoring key i - T/2 (the copy) was named least_drop, whose fix the code already follows."""
+    from solutions_ex08_induction import ablation_factory
+
+    for secret in (None, 1, 2, 3):
+        result = ex.grade("find_by_ablation", ablation_factory("copy_key"), secret=secret)
+        assert result.hint == "copy_key_scored", result.message
 
 
 def test_the_lesson_score_equals_the_token_score_on_the_probe():
