@@ -19,7 +19,16 @@ import torch.nn.functional as F
 
 from .. import _checks
 
-__all__ = ["source_distances", "sweep_batch", "sweep", "ideal_copier_losses", "SWEEP_LENGTH"]
+__all__ = [
+    "source_distances",
+    "sweep_batch",
+    "sweep",
+    "sweep_claims",
+    "ideal_copier_losses",
+    "loss_by_distance",
+    "icl_score",
+    "SWEEP_LENGTH",
+]
 
 SWEEP_LENGTH = 8
 """Tokens in the repeated segment of :func:`sweep_batch`: the last 8 of the window, so sources reach 56 back."""
@@ -123,3 +132,33 @@ def sweep_claims(result: dict) -> dict:
         "copy loss above 3.0 at 56 back": at[56] > 3.0,
         "ideal copier between 0.4 and 0.6 at every distance from 8 on": all(0.4 < i < 0.6 for i in ideal),
     }
+
+
+NEAR = (2, 7)
+"""The distances most training copies come from (:func:`loss_by_distance` splits the loss there)."""
+
+
+def loss_by_distance(logits: torch.Tensor, ids: torch.Tensor) -> dict:
+    """The mean next-token loss of ``logits`` ``(B, T, V)`` on ``ids`` ``(B, T)``, split by the nearest earlier copy
+    (:func:`source_distances`): ``"2-7 back"``, ``"8 or more back"`` and ``"not copyable"`` (``nan`` where a group is
+    empty; copies 1 back, a token repeated, belong to neither distance group)."""
+    ids = _ids2d(ids)
+    if logits.dim() != 3 or logits.shape[:2] != ids.shape:
+        raise ValueError(f"logits must be (B, T, V) for ids {tuple(ids.shape)}, got {tuple(logits.shape)}")
+    loss = F.cross_entropy(logits.detach()[:, :-1].transpose(1, 2).double(), ids[:, 1:], reduction="none")
+    match = _matches(ids)  # (B, i, j)
+    t = match.shape[-1]
+    i = torch.arange(t, device=ids.device)
+    gap = torch.where(match, i[:, None] - i[None, :], torch.full_like(match, t, dtype=torch.long)).min(dim=-1).values
+    groups = {"2-7 back": (gap >= NEAR[0]) & (gap <= NEAR[1]), "8 or more back": (gap > NEAR[1]) & (gap < t)}
+    groups["not copyable"] = gap == t
+    return {name: float(loss[m].mean()) if m.any() else float("nan") for name, m in groups.items()}
+
+
+def icl_score(logits: torch.Tensor, ids: torch.Tensor, width: int = 8) -> float:
+    """Olsson et al.'s in-context-learning score on a 64-token window: the mean loss of the last ``width``
+    predictions minus that of the first ``width`` (negative: the model predicts better late in the context)."""
+    ids = _ids2d(ids)
+    loss = F.cross_entropy(logits.detach()[:, :-1].transpose(1, 2).double(), ids[:, 1:], reduction="none")
+    _checks.int_range("width", width, 1, loss.shape[1] // 2)
+    return float(loss[:, -width:].mean() - loss[:, :width].mean())
