@@ -33,6 +33,8 @@ __all__ = [
     "key_uses",
     "head_outputs",
     "path_ablation",
+    "path_effects",
+    "path_claims",
     "logit_attribution",
     "generate",
     "decode_tokens",
@@ -117,6 +119,32 @@ def path_ablation(model: AttentionOnlyTransformer, ids: torch.Tensor, head: int,
     ctx, weights = _attend(model.attn[1], q, k, v)
     x = whole + _through_out_proj(model.attn[1], ctx).sum(dim=1) + _bias(model.attn[1])
     return model.unembed(model.final_norm(x)), weights
+
+
+@torch.no_grad()
+def path_effects(model: AttentionOnlyTransformer, ids: torch.Tensor, head: int) -> dict:
+    """The copyable loss (:func:`split_losses`) on ``ids``: ``"whole"`` model, and layer-0 head ``head`` taken out
+    of layer 1's ``"keys"``, ``"queries"`` or ``"values"`` only (:func:`path_ablation`)."""
+    was_training = model.training
+    model.eval()
+    try:
+        out = {"whole": split_losses(model(ids), ids)["copyable"]}
+        for path in ("keys", "queries", "values"):
+            out[path] = split_losses(path_ablation(model, ids, head, paths=(path,))[0], ids)["copyable"]
+    finally:
+        model.train(was_training)
+    return out
+
+
+def path_claims(effects: dict) -> dict:
+    """What notebook 08 says about :func:`path_effects`, as booleans: the keys need the head (the copyable loss
+    rises by more than 1 without it), the queries and the values do not (it moves by less than 0.5)."""
+    whole = effects["whole"]
+    return {
+        "keys without it: copyable loss up by more than 1": effects["keys"] > whole + 1.0,
+        "queries without it: within 0.5 of the whole model": abs(effects["queries"] - whole) < 0.5,
+        "values without it: within 0.5 of the whole model": abs(effects["values"] - whole) < 0.5,
+    }
 
 
 @torch.no_grad()

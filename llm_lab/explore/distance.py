@@ -1,0 +1,164 @@
+"""How far back a copy reaches: notebook 08's distance sweep and the source distances of its training data.
+
+Shape names: B batch, T tokens, L layers, nh heads, V vocabulary size.
+
+- :func:`source_distances` is, for every prediction a copier can make, how far back its nearest earlier copy is:
+  the histogram of what the training data teaches.
+- :func:`sweep_batch` holds a repeated segment at the end of the window and moves its source back by ``distance``.
+- :func:`sweep` measures a model on those rows at each distance: its copy loss, the ideal one-token copier's loss
+  on the same predictions, and layer 1's weight on the right key.
+- :func:`ideal_copier_losses` is the ideal copier's loss per prediction (``circuit.ideal_copier_loss`` is its mean).
+
+Every random draw uses its own ``torch.Generator`` seeded from the arguments.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .. import _checks
+
+__all__ = [
+    "source_distances",
+    "sweep_batch",
+    "sweep",
+    "sweep_claims",
+    "ideal_copier_losses",
+    "loss_by_distance",
+    "icl_score",
+    "SWEEP_LENGTH",
+]
+
+SWEEP_LENGTH = 8
+"""Tokens in the repeated segment of :func:`sweep_batch`: the last 8 of the window, so sources reach 56 back."""
+
+
+def _ids2d(ids) -> torch.Tensor:
+    _checks.tensor("ids", ids)
+    if ids.dim() != 2 or ids.dtype != torch.long or ids.shape[1] < 2:
+        raise ValueError(
+            f"ids must be a (B, T) tensor of int64 token ids with T >= 2, got {ids.dtype} {tuple(ids.shape)}"
+        )
+    return ids
+
+
+def _matches(ids: torch.Tensor) -> torch.Tensor:
+    """``(B, i, j)`` bool for ``i, j < T - 1``: ``j < i``, ``ids[j] == ids[i]`` and ``ids[j + 1] == ids[i + 1]``."""
+    cur, nxt = ids[:, :-1], ids[:, 1:]
+    t = cur.shape[1]
+    earlier = torch.ones(t, t, dtype=torch.bool, device=ids.device).tril(-1)
+    return (cur[:, :, None] == cur[:, None, :]) & (nxt[:, :, None] == nxt[:, None, :]) & earlier
+
+
+def source_distances(ids: torch.Tensor) -> torch.Tensor:
+    """``(B, T)`` ids -> ``(n,)`` int64: for each of the ``n`` copyable predictions (:func:`copyable`), ``i - j`` for
+    the nearest earlier ``j`` whose pair ``(ids[j], ids[j + 1])`` equals ``(ids[i], ids[i + 1])``: how far back the
+    copy is."""
+    match = _matches(_ids2d(ids))  # (B, i, j)
+    t = match.shape[-1]
+    i = torch.arange(t, device=ids.device)
+    gap = torch.where(match, i[:, None] - i[None, :], torch.full_like(match, t, dtype=torch.long))  # (B, i, j)
+    nearest = gap.min(dim=-1).values  # (B, T - 1)
+    return nearest[match.any(dim=-1)]
+
+
+def ideal_copier_losses(ids: torch.Tensor) -> torch.Tensor:
+    """``(B, T)`` ids -> ``(B, T - 1)`` float64: at a copyable prediction ``i``, the loss of a copier that sees only
+    ``ids[i]`` and bets on the tokens that followed its earlier occurrences, in proportion to how often each did;
+    ``nan`` where the prediction is not copyable."""
+    ids = _ids2d(ids)
+    cur = ids[:, :-1]
+    t = cur.shape[1]
+    earlier = torch.ones(t, t, dtype=torch.bool, device=ids.device).tril(-1)
+    seen = (cur[:, :, None] == cur[:, None, :]) & earlier  # (B, i, j): ids[j] == ids[i], j < i
+    right = _matches(ids)
+    p = right.sum(-1).double() / seen.sum(-1).clamp(min=1).double()  # (B, T - 1)
+    return torch.where(p > 0, -p.log(), torch.full_like(p, float("nan")))
+
+
+def sweep_batch(batch_size: int, config, distance: int, length: int = SWEEP_LENGTH, seed: int = 0) -> torch.Tensor:
+    """``(B, T)`` random tokens (drawn with ``seed``) whose last ``length`` tokens copy the tokens ``distance`` places
+    back: ``ids[i] = ids[i - distance]`` for ``i >= T - length``, left to right (a distance below ``length`` repeats a
+    short pattern). The scored predictions are ``i = T - length .. T - 2``: each one's target is a copy."""
+    _checks.positive_int("batch_size", batch_size)
+    t = config.context_length
+    _checks.positive_int("length", length)
+    if length > t - 1:
+        raise ValueError(f"length={length} must be below context_length={t}")
+    _checks.int_range("distance", distance, 1, t - length)
+    ids = torch.randint(0, config.vocab_size, (batch_size, t), generator=torch.Generator().manual_seed(seed))
+    for i in range(t - length, t):
+        ids[:, i] = ids[:, i - distance]
+    return ids
+
+
+@torch.no_grad()
+def sweep(model, distances, batch_size: int = 256, length: int = SWEEP_LENGTH, seed: int = 0) -> dict:
+    """``model`` on :func:`sweep_batch` rows at each distance (the same random tokens at every distance, then the
+    copy). Returns lists, one entry per distance: ``"loss"``, the model's mean loss on the scored predictions;
+    ``"ideal"``, the ideal one-token copier's on the same predictions; ``"weight"``, layer 1's weight on the right
+    key (``i - distance + 1``), mean over its heads and the scored rows."""
+    distances = [_checks.positive_int("distance", d) for d in distances]
+    if not distances:
+        raise ValueError("distances must name at least one distance")
+    t = model.config.context_length
+    rows = torch.arange(t - length, t - 1)  # the scored predictions i
+    out = {"distance": distances, "loss": [], "ideal": [], "weight": []}
+    was_training = model.training
+    model.eval()
+    try:
+        for d in distances:
+            ids = sweep_batch(batch_size, model.config, d, length, seed)
+            logits, weights = model(ids, return_attn_weights=True)  # (B, T, V), (B, L, nh, T, T)
+            loss = F.cross_entropy(logits[:, rows].transpose(1, 2).double(), ids[:, rows + 1], reduction="none")
+            out["loss"].append(float(loss.mean()))
+            out["ideal"].append(float(ideal_copier_losses(ids)[:, rows].nanmean()))
+            out["weight"].append(float(weights[:, 1, :, rows, rows - d + 1].mean()))
+    finally:
+        model.train(was_training)
+    return out
+
+
+def sweep_claims(result: dict) -> dict:
+    """What notebook 08 says about a :func:`sweep` result (distances 8 and 56 must be in it), as booleans: near
+    copies are cheap, far ones dear, and the ideal copier flat over the distances measured from 8 on."""
+    at = dict(zip(result["distance"], result["loss"], strict=True))
+    if 8 not in at or 56 not in at:
+        raise ValueError(f"the sweep must include distances 8 and 56, got {result['distance']}")
+    ideal = [i for d, i in zip(result["distance"], result["ideal"], strict=True) if d >= 8]
+    return {
+        "copy loss below 1.5 at 8 back": at[8] < 1.5,
+        "copy loss above 3.0 at 56 back": at[56] > 3.0,
+        "ideal copier between 0.4 and 0.6 at every distance from 8 on": all(0.4 < i < 0.6 for i in ideal),
+    }
+
+
+NEAR = (2, 7)
+"""The distances most training copies come from (:func:`loss_by_distance` splits the loss there)."""
+
+
+def loss_by_distance(logits: torch.Tensor, ids: torch.Tensor) -> dict:
+    """The mean next-token loss of ``logits`` ``(B, T, V)`` on ``ids`` ``(B, T)``, split by the nearest earlier copy
+    (:func:`source_distances`): ``"2-7 back"``, ``"8 or more back"`` and ``"not copyable"`` (``nan`` where a group is
+    empty; copies 1 back, a token repeated, belong to neither distance group)."""
+    ids = _ids2d(ids)
+    if logits.dim() != 3 or logits.shape[:2] != ids.shape:
+        raise ValueError(f"logits must be (B, T, V) for ids {tuple(ids.shape)}, got {tuple(logits.shape)}")
+    loss = F.cross_entropy(logits.detach()[:, :-1].transpose(1, 2).double(), ids[:, 1:], reduction="none")
+    match = _matches(ids)  # (B, i, j)
+    t = match.shape[-1]
+    i = torch.arange(t, device=ids.device)
+    gap = torch.where(match, i[:, None] - i[None, :], torch.full_like(match, t, dtype=torch.long)).min(dim=-1).values
+    groups = {"2-7 back": (gap >= NEAR[0]) & (gap <= NEAR[1]), "8 or more back": (gap > NEAR[1]) & (gap < t)}
+    groups["not copyable"] = gap == t
+    return {name: float(loss[m].mean()) if m.any() else float("nan") for name, m in groups.items()}
+
+
+def icl_score(logits: torch.Tensor, ids: torch.Tensor, width: int = 8) -> float:
+    """Olsson et al.'s in-context-learning score on a 64-token window: the mean loss of the last ``width``
+    predictions minus that of the first ``width`` (negative: the model predicts better late in the context)."""
+    ids = _ids2d(ids)
+    loss = F.cross_entropy(logits.detach()[:, :-1].transpose(1, 2).double(), ids[:, 1:], reduction="none")
+    _checks.int_range("width", width, 1, loss.shape[1] // 2)
+    return float(loss[:, -width:].mean() - loss[:, :width].mean())

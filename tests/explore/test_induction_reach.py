@@ -1,0 +1,119 @@
+"""Notebook 08's distance sweep, path effects and weight circuits: the measures on hand-made rows, the claims the
+notebook prints on the trained default model, and each claim failing on a model that lacks what it checks."""
+
+import pytest
+import torch
+
+from llm_lab.explore import circuit, distance, induction
+from llm_lab.explore import weights_circuits as wc
+
+CONFIG = induction.InductionConfig()
+
+
+@pytest.fixture(scope="module")
+def trained():
+    torch.manual_seed(123)
+    model = induction.AttentionOnlyTransformer(CONFIG)
+    induction.train(model, induction.TrainSettings())  # the notebook's training, ~15 s on one thread
+    return model
+
+
+@pytest.fixture(scope="module")
+def untrained():
+    torch.manual_seed(123)
+    return induction.AttentionOnlyTransformer(CONFIG).eval()
+
+
+def _prev_head(model):
+    probe = induction.probe_batch(64, CONFIG, 0, 32, seed=10)
+    with torch.no_grad():
+        _, w = model(probe, return_attn_weights=True)
+    return int(circuit.previous_token_per_row(w)[0].mean(dim=-1).argmax()), probe
+
+
+# ---- the measures on rows whose answer is known ------------------------------------------------------------
+
+
+def test_source_distances_finds_the_nearest_earlier_pair():
+    ids = torch.tensor([[1, 2, 3, 1, 2, 5, 1, 2]])  # the pair (1, 2) at 0, 3, 6
+    # prediction 3 (token 1 -> 2) copies from 3 back; prediction 6 from 3 back (nearest), not 6
+    assert distance.source_distances(ids).tolist() == [3, 3]
+    assert distance.source_distances(torch.tensor([[1, 2, 3, 4]])).numel() == 0
+
+
+def test_ideal_copier_losses_per_prediction_average_to_circuit_s():
+    ids = induction.copy_batch(50, CONFIG, torch.Generator().manual_seed(4))
+    per = distance.ideal_copier_losses(ids)
+    assert torch.equal(per.isnan(), ~induction.copyable(ids))
+    assert float(per.nanmean()) == pytest.approx(circuit.ideal_copier_loss(ids))
+
+
+@pytest.mark.parametrize("d", [3, 8, 30, 56])
+def test_sweep_batch_copies_its_last_tokens_from_distance_back(d):
+    ids = distance.sweep_batch(4, CONFIG, d, seed=1)
+    for i in range(64 - distance.SWEEP_LENGTH, 64):
+        assert torch.equal(ids[:, i], ids[:, i - d])
+    with pytest.raises(ValueError, match="distance"):
+        distance.sweep_batch(4, CONFIG, 57)
+
+
+def test_training_data_copies_mostly_from_a_few_tokens_back():
+    d = distance.source_distances(induction.copy_batch(2000, CONFIG, torch.Generator().manual_seed(1)))
+    assert 0.6 < float(((d >= 2) & (d <= 7)).float().mean()) < 0.8
+    assert float((d >= 32).float().mean()) < 0.02
+
+
+# ---- the claims the notebook prints: true on the trained model, false on one that lacks it --------------------
+
+
+def test_sweep_claims_hold_on_the_trained_model_also_between_the_printed_distances(trained):
+    r = distance.sweep(trained, range(8, 57))
+    assert all(distance.sweep_claims(r).values())
+    loss = dict(zip(r["distance"], r["loss"], strict=True))
+    near = sum(loss[d] for d in range(9, 13)) / 4  # distances the notebook does not print
+    far = sum(loss[d] for d in range(50, 56)) / 6
+    assert near < 1.8 and far > 3.0 and loss[12] < loss[24] < loss[40] < loss[52]
+    weight = dict(zip(r["distance"], r["weight"], strict=True))
+    assert weight[10] > 2 * weight[54]
+
+
+def test_sweep_claims_fail_on_an_untrained_model(untrained):
+    claims = distance.sweep_claims(distance.sweep(untrained, [8, 56]))
+    assert not claims["copy loss below 1.5 at 8 back"]
+    flat = {"distance": [8, 56], "loss": [1.0, 4.0], "ideal": [0.5, 1.2]}  # an ideal line that is not flat
+    assert not distance.sweep_claims(flat)["ideal copier between 0.4 and 0.6 at every distance from 8 on"]
+    with pytest.raises(ValueError, match="8 and 56"):
+        distance.sweep_claims({"distance": [8], "loss": [1.0], "ideal": [0.5]})
+
+
+def test_path_claims_hold_trained_and_fail_untrained(trained, untrained):
+    head, probe = _prev_head(trained)
+    effects = circuit.path_effects(trained, probe, head)
+    assert all(circuit.path_claims(effects).values())
+    assert effects["keys"] > 3.0 and effects["whole"] < 2.0
+    bad = circuit.path_claims(circuit.path_effects(untrained, probe, head))
+    assert not bad["keys without it: copyable loss up by more than 1"]
+    # a model whose values need the head: the claim about the values fails
+    fake = dict(effects, values=effects["whole"] + 1.0)
+    assert not circuit.path_claims(fake)["values without it: within 0.5 of the whole model"]
+
+
+def test_weight_claims_hold_trained_and_fail_untrained_or_zeroed(trained, untrained):
+    head, _ = _prev_head(trained)
+    assert all(wc.claims(trained, head).values())
+    bad = wc.claims(untrained, head)
+    assert not bad["every layer-1 OV circuit: diagonal on more than 0.8 of the rows"]
+    assert not bad[f"layer 0, head {head}: band on more than 0.8 of rows 1 .. 60"]
+    broken = wc.random_head(trained, 0, head, seed=1)  # the previous-token head's weights redrawn
+    assert not wc.claims(broken, head)[f"layer 0, head {head}: band on more than 0.8 of rows 1 .. 60"]
+    no_copy = wc.random_head(trained, 1, 0, seed=1)  # one induction head's weights redrawn
+    assert not wc.claims(no_copy, head)["every layer-1 OV circuit: diagonal on more than 0.8 of the rows"]
+
+
+def test_diagonal_and_band_share_on_known_matrices():
+    assert wc.diagonal_share(torch.eye(5)) == 1.0
+    assert wc.diagonal_share(torch.eye(5).roll(1, dims=1)) == 0.0
+    band = torch.eye(6).roll(-1, dims=1)  # row i: largest at i - 1 (row 0 wraps, and is not scored)
+    assert wc.band_share(band) == 1.0 and wc.band_share(torch.eye(6)) == 0.0
+    with pytest.raises(ValueError, match="num_tokens"):
+        wc.diagonal_share(torch.ones(3, 4))
