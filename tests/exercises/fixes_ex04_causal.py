@@ -215,9 +215,28 @@ ADDITIVE_CASES = [
     ),
 ]
 
+# weights copied in __init__ and read in forward: right until the weights change (an optimizer step)
+FROZEN = (
+    "self.dropout = nn.Dropout(dropout)\n"
+    "        self.frozen = [layer.weight.detach().clone() for layer in (self.W_query, self.W_key, self.W_value)]"
+)
+PROJECT = "queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)"
+PROJECT_EACH = "queries = self.W_query(x)\n        keys = self.W_key(x)\n        values = self.W_value(x)"
+
+
+def layers_not_followed(project: str, frozen: str, fixed: str):
+    """The case where forward projects with weights copied at construction (``frozen``) instead of its layers."""
+    return (
+        "layers_not_followed",
+        [("self.dropout = nn.Dropout(dropout)", FROZEN), (project, frozen)],
+        [(frozen, fixed)],
+    )
+
+
 # notebook 04's single head: d_k is the keys' width d_out, which the input's d_in equals only by chance
 SINGLE_HEAD_CASES = [
     ("scale_uses_d_in", [(SOFTMAX, SOFTMAX.replace("keys.shape[-1]", "x.shape[-1]"))], None),
+    layers_not_followed(PROJECT, "queries, keys, values = (x @ w.T for w in self.frozen)", PROJECT_EACH),
 ]
 
 

@@ -7,7 +7,7 @@ Read by tests/exercises/test_fixes.py: ``FIX_TEMPLATES`` (exercise -> a correct 
 ``FIX_CASES`` ((exercise, hint, [(correct, wrong) ...], [(wrong, fixed) ...] or None: undo the plant)).
 """
 
-from fixes_ex04_causal import CAUSAL, DROP, MASKED_FILL_CASES, MODULE_CASES, SOFTMAX
+from fixes_ex04_causal import CAUSAL, DROP, MASKED_FILL_CASES, MODULE_CASES, PROJECT_EACH, SOFTMAX, layers_not_followed
 
 MULTIHEAD = (
     CAUSAL.replace(
@@ -38,7 +38,13 @@ def fixed(qkv, num_heads, num_kv_heads):
     return queries, keys, values
 """
 
+HEADS = ".view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)"
 MHA_CASES = [
+    layers_not_followed(
+        f"queries, keys, values = (layer(x){HEADS}\n                                 for layer in (self.W_query, self.W_key, self.W_value))",
+        f"queries, keys, values = ((x @ w.T){HEADS} for w in self.frozen)",
+        f"{PROJECT_EACH}\n        queries, keys, values = (t{HEADS} for t in (queries, keys, values))",
+    ),
     ("out_proj_missing", [("return self.out_proj(context_vec)", "return context_vec")], None),
     (
         "view_without_transpose",

@@ -51,6 +51,16 @@ DOC_SPLIT = """        current.append(token)
 """
 DOC_WINDOWS_CASES = [
     (
+        "one_window_document_skipped",
+        [
+            (
+                "    for doc in documents:\n",
+                "    for doc in documents:\n        if not len(doc) > max_length + 1:\n            continue\n",
+            )
+        ],
+        [("if not len(doc) > max_length + 1:", "if not len(doc) >= max_length + 1:")],
+    ),
+    (
         "window_crosses_document",
         [
             ("    for token in token_ids:\n", "    for token in []:\n"),

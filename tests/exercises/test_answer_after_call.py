@@ -1,4 +1,4 @@
-"""Every checker computes its expected answer after the learner's call returns (issue 35, item 8): code that
+"""Every checker computes its expected answer after the learner's call returns: code that
 walks up the frames for a tensor the checker already computed finds none for its own input, and fails.
 
 ``frame_reader`` is that code: it returns the first tensor of the output's shape that a checker frame holds

@@ -1,4 +1,4 @@
-"""The checkers' own code is a reference for every exercise of its module (issue 35, item 3), derived from the
+"""The checkers' own code is a reference for every exercise of its module, derived from the
 module rather than listed by hand (``_registry.checker_code``), and llm_lab's lesson code that computes an answer
 is a reference for that exercise (listed in its record): handing it in or calling it scores 0 with status
 ``reference``."""

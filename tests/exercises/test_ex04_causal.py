@@ -135,7 +135,7 @@ def test_writing_minus_inf_into_the_scores_is_named(how):
     assert (result.status, result.hint) == ("fail", "additive_uses_masked_fill"), result.message
 
 
-# ---- issue 35 item 6: the statement rules out torch.where anywhere in forward, and the checker does just that -----
+# ---- the statement rules out torch.where anywhere in forward, and the checker does just that -----
 
 
 def _additive_with_guard(guard):
@@ -186,7 +186,7 @@ def test_the_statement_rules_out_what_the_checker_rules_out_in_both_languages():
         assert f"`{name}`" in zh or f"`torch.{name}`" in zh, op
 
 
-# ---- issue 35 item 7: a module whose output does not follow its layers is named, in 04 and 05 ------------------
+# ---- a module whose output does not follow its layers is named, in 04 and 05 ------------------
 
 
 def _stale_class(stale_values: bool):

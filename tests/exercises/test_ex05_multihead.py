@@ -80,7 +80,7 @@ def test_internal_helpers_are_references():
         assert (result.status, result.score) == ("reference", 0), (exercise, result.message)
 
 
-# ---- issue 35 item 2: a size error is called three equal blocks only when re-running shows three equal blocks ----
+# ---- a size error is called three equal blocks only when re-running shows three equal blocks ----
 
 
 def _kv_as_num_heads_of_head_dim(qkv, num_heads, num_kv_heads):

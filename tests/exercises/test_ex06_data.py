@@ -80,7 +80,7 @@ def test_embeddings_leave_ids_and_tables_alone():
     assert ex.grade("input_embeddings", embeddings).passed
 
 
-# ---- issue 35 item 5: a document mistake is named only when it reproduces the learner's windows on every case ----
+# ---- a document mistake is named only when it reproduces the learner's windows on every case ----
 
 
 def test_an_off_by_one_guard_is_not_called_a_dropped_endoftext():

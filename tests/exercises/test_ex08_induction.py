@@ -64,7 +64,7 @@ def test_every_named_ablation_mistake_gives_its_own_answer_on_every_input():
 
 @pytest.mark.parametrize("fixed", ["layer_one", "last_layer"])
 def test_code_that_ignores_layer_fails_in_the_learners_check_and_every_graded_secret(fixed):
-    """Issue 35 item 1: hard-coding layer 1 or the last layer passed the learner's check (two of three models had
+    """Hard-coding layer 1 or the last layer passed the learner's check (two of three models had
     2 layers) and about 2 in 3 graded secrets."""
     from solutions_ex08_induction import ablation_factory
 
@@ -76,7 +76,7 @@ def test_code_that_ignores_layer_fails_in_the_learners_check_and_every_graded_se
 
 
 def test_the_copy_key_is_named_for_what_it_is():
-    """Issue 35 item 4: scoring key i - T/2 (the copy) was named least_drop, whose fix the code already follows."""
+    """Scoring key i - T/2 (the copy) was named least_drop, whose fix the code already follows."""
     from solutions_ex08_induction import ablation_factory
 
     for secret in (None, 1, 2, 3):

@@ -100,4 +100,6 @@ def test_the_tests_collect_without_the_instructor_tools():
     )
     proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    assert " error" not in proc.stdout.lower()
+    # the collected test ids may say "error" (a compile error is a case); the rest of the output may not
+    rest = [line for line in proc.stdout.splitlines() if not line.startswith("tests/")]
+    assert not [line for line in rest if "error" in line.lower()], "\n".join(rest[-20:])

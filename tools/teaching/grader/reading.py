@@ -18,6 +18,7 @@ or answers too much is that student's problem row (``Prepared.problem``), never 
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import pickle
@@ -37,10 +38,21 @@ class Decided:
     """What the source decides for each exercise, computed where the source was read (``Reading.verdict``'s
     answers, so the grader never holds the parsed trees): the same ``verdict`` call ``judging`` makes."""
 
-    findings: dict[tuple[str, str], source_checks.Finding | None]
+    findings: dict[tuple[str, str, frozenset], source_checks.Finding | None]
+    broken: tuple[int, ...] = ()  # the learner's cells that do not compile (``Cell.broken``)
 
-    def verdict(self, key: str, exercise: str, until: int, lang: str = "en"):
-        return self.findings[(key, lang)]
+    def verdict(self, key: str, exercise: str, until: int, lang: str = "en", errors: dict | None = None, own=()):
+        """The finding for the cells that ran nothing: those of ``broken`` the kernel also reported a compile
+        error for (``errors``); a combination not read ahead (more than ``MAX_BROKEN`` such cells) reads as
+        none of them confirmed (each unreadable)."""
+        ran = frozenset(
+            i for i in self.broken if i < until and str((errors or {}).get(i, "")).split(":", 1)[0] in COMPILE
+        )
+        return self.findings.get((key, lang, ran), self.findings[(key, lang, frozenset())])
+
+
+MAX_BROKEN = 4  # cells that do not compile, below one exercise, whose every combination is read ahead
+COMPILE = source_checks.COMPILE_ERRORS
 
 
 @dataclass
@@ -69,12 +81,24 @@ def read_submission(path: Path, root: Path | None, course, expected) -> Prepared
     course_nb = course[key]
     plan = matching.build_plan(course_nb, nb)
     source = source_checks.read(plan.nb.cells, plan.learner)
-    findings = {
-        (ex.key, course_nb.lang): source.verdict(ex.key, ex.exercise, plan.grading[ex.key], course_nb.lang)
-        for ex in course_nb.exercises
-        if ex.key in plan.grading
-    }
-    return Prepared(key=key, plan=plan, reading=Decided(findings))
+    broken = tuple(i for i in plan.learner if source.cells[i].broken)
+    findings = {}
+    for ex in course_nb.exercises:
+        if ex.key not in plan.grading:
+            continue
+        until, own = plan.grading[ex.key], plan.solutions.get(ex.key, [])
+        below = [i for i in broken if i < until]
+        combos = (
+            [()]
+            if len(below) > MAX_BROKEN
+            else itertools.chain.from_iterable(itertools.combinations(below, n) for n in range(len(below) + 1))
+        )
+        for ran in combos:  # the kernel's report, as it may come: these cells did not compile there either
+            errors = {i: "SyntaxError: reported by the kernel" for i in ran}
+            findings[(ex.key, course_nb.lang, frozenset(ran))] = source.verdict(
+                ex.key, ex.exercise, until, course_nb.lang, errors, own
+            )
+    return Prepared(key=key, plan=plan, reading=Decided(findings, broken))
 
 
 def _vm_size() -> int:

@@ -142,7 +142,7 @@ def graded(tmp_path_factory, sandbox_required):
     expect = class_of(notebooks, subs)
     before = digest(subs)
     out = root / "out"
-    results = cli.grade(subs, out, "01", cell_timeout=10, src=notebooks, echo=lambda *a: None)
+    results = cli.grade(subs, out, "01", cell_timeout=10, src=notebooks, echo=lambda *a: None, lang="en")
     return {
         "expect": expect,
         "results": {r.student: r for r in results},

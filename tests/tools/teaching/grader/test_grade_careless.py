@@ -171,6 +171,7 @@ def test_make_grade(notebooks, tmp_path):
     results = cli.grade(
         tmp_path / "subs",
         tmp_path / "out",
+        "01",
         cell_timeout=10,
         src=notebooks,
         sandboxed=_sandboxed(),

@@ -264,7 +264,7 @@ def test_many_busy_processes_are_one_submission_and_its_neighbour_keeps_its_scor
     results = {
         r.student: r
         for r in cli.grade(
-            subs, tmp_path / "out", jobs=2, cell_timeout=8, src=notebooks, echo=lambda *a: None, max_seconds=15
+            subs, tmp_path / "out", "01", jobs=2, cell_timeout=8, src=notebooks, echo=lambda *a: None, max_seconds=15
         )
     }
     print(f"busy beside alice: {time.monotonic() - start:.0f} s, alice {results['alice'].total}/{sum(pts.values())}")

@@ -78,7 +78,8 @@ def test_the_reader_is_bounded_on_its_own(tmp_path):
         nbformat.write(nb, str(tmp_path / f"{name}.ipynb"))
     honest = reading.prepare(tmp_path / "alice.ipynb", tmp_path, course, expected)
     assert honest.problem == "" and honest.key == ("en", "01") and honest.plan.grading
-    assert set(honest.reading.findings) == {(k, "en") for k in fx.points(notebooks)}
+    # every cell compiles: one finding per exercise, for "no cell ran nothing"
+    assert set(honest.reading.findings) == {(k, "en", frozenset()) for k in fx.points(notebooks)}
     assert all(f is None for f in honest.reading.findings.values())  # nothing in the source decides
     big = reading.prepare(tmp_path / "diff24.ipynb", tmp_path, course, expected)
     assert big.problem == "reading it needed more than 1 GiB: not graded"

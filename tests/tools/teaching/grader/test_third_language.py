@@ -12,6 +12,7 @@ code as written.
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 import sys
 
 import _course_fixture as fx
@@ -20,7 +21,7 @@ import pytest
 
 from llm_lab.exercises import _messages
 from tools import course
-from tools.teaching.grader import cli, matching, report
+from tools.teaching.grader import cli, matching, reading, report
 
 FAKE = "ja"
 WRONG_RENORMALIZE = (
@@ -93,6 +94,9 @@ def class_in_ja(tmp_path_factory):
         root = tmp_path_factory.mktemp("ja")
         notebooks = fx.build_course(root)  # the builder's languages, before ja exists
         add_language(mp)
+        # the reader's child must see the patched tables: a fork copies them (a language added in the source, the
+        # real case, is imported by the forkserver's children as well)
+        mp.setattr(reading, "_CONTEXT", multiprocessing.get_context("fork"))
         ja = translate(nbformat.read(str(notebooks / "en" / fx.NAME), as_version=4))
         (notebooks / FAKE).mkdir()
         nbformat.write(ja, str(notebooks / FAKE / fx.NAME))
