@@ -104,3 +104,56 @@ def test_nbgrader_path_a_file_too_big_to_read_is_that_students_row(tmp_path):
     assert by["diff24"].problem == "reading it needed more than 1 GiB: not graded"
     assert nbc.scores(course, "alice")[fx.NAME.removesuffix(".ipynb")] == by["alice"].total
     assert _peak_mb() - peak < 400
+
+
+def _with_typos(notebooks, count: int):
+    """The honest notebook with ``count`` cells that do not compile added before the first solution cell, and a
+    typo in the first solution itself."""
+    nb = fx.filled(notebooks, causal_mask="def causal_mask(n:\n    pass\n")
+    at = nb.cells.index(fx.solution_cells(nb)[0])
+    for i in range(count):
+        nb.cells.insert(at, nbformat.v4.new_code_cell(f"x{i} = (\n"))
+    return nb
+
+
+@pytest.mark.parametrize("added", [0, reading.MAX_BROKEN - 1])  # MAX_BROKEN broken cells in all: read ahead
+def test_the_findings_read_ahead_are_those_of_the_full_reading(tmp_path, added):
+    """The child reads each exercise's finding for every set of non-compiling cells the kernel may confirm; the
+    grader's pick for the kernel's report equals what reading the source with that report decides."""
+    from tools.teaching.grader import matching, source_checks
+
+    notebooks = fx.build_course(tmp_path)
+    course = matching.load_course(notebooks)
+    nbformat.write(_with_typos(notebooks, added), str(tmp_path / "gus.ipynb"))
+    prepared = reading.read_submission(tmp_path / "gus.ipynb", tmp_path, course, cli.assignment(course, "01"))
+    plan, decided = prepared.plan, prepared.reading
+    assert len(decided.broken) == added + 1
+    full = source_checks.read(plan.nb.cells, plan.learner)
+    confirmed = {i: "SyntaxError: invalid syntax" for i in decided.broken}
+    for errors in ({}, confirmed, {decided.broken[-1]: "SyntaxError: invalid syntax"}):
+        for ex in course[("en", "01")].exercises:
+            until, own = plan.grading[ex.key], plan.solutions.get(ex.key, [])
+            want = full.verdict(ex.key, ex.exercise, until, "en", errors, own)
+            assert decided.verdict(ex.key, ex.exercise, until, "en", errors, own) == want, (ex.key, errors)
+    # the typo costs its own exercise only once the kernel confirms it; unconfirmed, the cell is unreadable
+    first, second = (ex.key for ex in course[("en", "01")].exercises)
+    mine = decided.verdict(first, "", plan.grading[first], "en", confirmed)
+    assert mine is not None and mine.hint == "does_not_compile"
+    assert decided.verdict(second, "", plan.grading[second], "en", confirmed) is None
+    assert decided.verdict(second, "", plan.grading[second], "en", {}).hint == "unreadable"
+
+
+def test_more_broken_cells_than_read_ahead_read_as_unreadable(tmp_path):
+    """Past ``MAX_BROKEN`` non-compiling cells below an exercise only the unconfirmed finding is read ahead: every
+    exercise after them reads as unreadable, whatever the kernel reports (the conservative side)."""
+    from tools.teaching.grader import matching
+
+    notebooks = fx.build_course(tmp_path)
+    course = matching.load_course(notebooks)
+    nbformat.write(_with_typos(notebooks, reading.MAX_BROKEN), str(tmp_path / "gus.ipynb"))  # one past the bound
+    prepared = reading.read_submission(tmp_path / "gus.ipynb", tmp_path, course, cli.assignment(course, "01"))
+    decided, plan = prepared.reading, prepared.plan
+    assert {ran for _, _, ran in decided.findings} == {frozenset()}
+    confirmed = {i: "SyntaxError: invalid syntax" for i in decided.broken}
+    for ex in course[("en", "01")].exercises:
+        assert decided.verdict(ex.key, "", plan.grading[ex.key], "en", confirmed).hint == "unreadable"
