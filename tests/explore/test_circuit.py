@@ -149,8 +149,11 @@ def test_trained_previous_token_head_works_on_every_row_and_the_keys_read_it(tra
     rows = torch.arange(32, 64)
     score = lambda w: float(w[:, :, rows, rows - 31].mean())  # noqa: E731
     whole = score(weights[:, 1])
-    paths = {p: score(circuit.path_ablation(trained, probe, head, paths=(p,))[1]) for p in circuit.PATHS}
-    assert paths["keys"] < whole / 3 and paths["queries"] > 2 * whole / 3 and paths["values"] > 2 * whole / 3
+    # no claim on the values: layer 1's pattern reads only its queries and keys, so without the head in the values
+    # this score equals the whole one by construction (test_path_ablation_removes_the_head_from_the_chosen_inputs_only
+    # checks that); what the values path does to the copying is path_claims' (test_induction_reach.py)
+    paths = {p: score(circuit.path_ablation(trained, probe, head, paths=(p,))[1]) for p in ("keys", "queries")}
+    assert paths["keys"] < whole / 3 and paths["queries"] > 2 * whole / 3
 
 
 def test_by_ablation_the_strongest_induction_head_depends_on_the_previous_token_head(trained, probes):
