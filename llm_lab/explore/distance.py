@@ -8,6 +8,9 @@ Shape names: B batch, T tokens, L layers, nh heads, V vocabulary size.
 - :func:`sweep` measures a model on those rows at each distance: its copy loss, the ideal one-token copier's loss
   on the same predictions, and layer 1's weight on the right key.
 - :func:`ideal_copier_losses` is the ideal copier's loss per prediction (``circuit.ideal_copier_loss`` is its mean).
+- :func:`training_point` is one point of the training curve: the probe, the loss split by distance
+  (:func:`loss_by_distance`), the in-context-learning score (:func:`icl_score`) and layer 0's previous-token weight;
+  :func:`training_claims` reads the order in which they fell.
 
 Every random draw uses its own ``torch.Generator`` seeded from the arguments.
 """
@@ -18,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import _checks
+from .induction import measure
 
 __all__ = [
     "source_distances",
@@ -27,6 +31,9 @@ __all__ = [
     "ideal_copier_losses",
     "loss_by_distance",
     "icl_score",
+    "training_point",
+    "training_claims",
+    "trade_claims",
     "SWEEP_LENGTH",
 ]
 
@@ -159,6 +166,64 @@ def icl_score(logits: torch.Tensor, ids: torch.Tensor, width: int = 8) -> float:
     """Olsson et al.'s in-context-learning score on a 64-token window: the mean loss of the last ``width``
     predictions minus that of the first ``width`` (negative: the model predicts better late in the context)."""
     ids = _ids2d(ids)
+    if logits.dim() != 3 or logits.shape[:2] != ids.shape:
+        raise ValueError(f"logits must be (B, T, V) for ids {tuple(ids.shape)}, got {tuple(logits.shape)}")
     loss = F.cross_entropy(logits.detach()[:, :-1].transpose(1, 2).double(), ids[:, 1:], reduction="none")
     _checks.int_range("width", width, 1, loss.shape[1] // 2)
     return float(loss[:, -width:].mean() - loss[:, :width].mean())
+
+
+@torch.no_grad()
+def training_point(model, probe: torch.Tensor, held: torch.Tensor) -> dict:
+    """One measurement during training, in eval mode (the model's mode is restored): the ``copyable`` and
+    ``other`` losses on ``probe`` (a segment told twice), layer 0's strongest ``previous`` -token weight there, and
+    on ``held`` ``(B, T)`` rows of the training distribution the loss by distance (:func:`loss_by_distance`) and
+    the ``icl`` score (:func:`icl_score`)."""
+    m = measure(model, probe)
+    was_training = model.training
+    model.eval()
+    logits = model(_ids2d(held))
+    model.train(was_training)
+    point = {"copyable": m["copyable"], "other": m["other"], "previous": float(m["previous"][0].max())}
+    return {**point, **loss_by_distance(logits, held), "icl": icl_score(logits, held)}
+
+
+EARLY, LATE = 100, 300
+"""The steps :func:`training_claims` compares: the short-range copier is there by ``EARLY``, the circuit by ``LATE``."""
+
+
+def training_claims(curve: dict, uniform: float) -> dict:
+    """Claims about a training curve (``curve["step"]`` and one list per key of :func:`training_point`, measured at
+    least at steps ``EARLY`` and ``LATE``) that hold for the default training on every machine, with margins: the
+    copies a few tokens back are learned before the induction circuit forms."""
+    at = {step: i for i, step in enumerate(curve["step"])}
+    if EARLY not in at or LATE not in at:
+        raise ValueError(f"the curve must be measured at steps {EARLY} and {LATE}, got steps {curve['step']}")
+    early, late = at[EARLY], at[LATE]
+    return {
+        f"step {EARLY}: copies 2-7 back at least 0.5 below copies 8+ back": curve["2-7 back"][early]
+        < curve["8 or more back"][early] - 0.5,
+        f"step {EARLY}: the probe (copies 32 back) still within 0.3 of ln 64": abs(curve["copyable"][early] - uniform)
+        < 0.3,
+        f"layer 0's previous-token weight below 0.2 at step {EARLY}, above 0.5 at step {LATE}": curve["previous"][early]
+        < 0.2
+        and curve["previous"][late] > 0.5,
+        f"in-context-learning score below -1 from step {LATE} on": all(
+            v < -1 for s, v in zip(curve["step"], curve["icl"], strict=True) if s >= LATE
+        ),
+    }
+
+
+def trade_claims(default: dict, far: dict, late_default: float, late_far: float) -> dict:
+    """What training on data with more far copies traded, from two :func:`sweep` results (the default data's and the
+    far data's, each with distances 8 and 48) and the late probe's copyable loss of each model: the far end better,
+    the near end and the late probe worse, each by a margin a rerun on another machine keeps."""
+    at = {d: i for i, d in enumerate(default["distance"])}
+    if 8 not in at or 48 not in at or default["distance"] != far["distance"]:
+        raise ValueError("both sweeps must cover the same distances, 8 and 48 among them")
+    near, back = at[8], at[48]
+    return {
+        "more far copies: 48 back at least 0.5 better": far["loss"][back] < default["loss"][back] - 0.5,
+        "more far copies: 8 back at least 0.5 worse": far["loss"][near] > default["loss"][near] + 0.5,
+        "more far copies: the late probe at least 0.5 worse": late_far > late_default + 0.5,
+    }

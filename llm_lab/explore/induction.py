@@ -88,29 +88,18 @@ class AttentionOnlyTransformer(nn.Module):
         )
         self.final_norm = nn.LayerNorm(d)
         self.unembed = nn.Linear(d, config.vocab_size, bias=False)
-        self._ablated: dict[int, list[int]] = {}
-        for layer, attn in enumerate(self.attn):
-            attn.out_proj.register_forward_pre_hook(self._zero_heads_hook(layer))
-
-    def _zero_heads_hook(self, layer: int):
-        hs = self.config.d_model // self.config.num_heads
-
-        def hook(module, args):
-            heads = self._ablated.get(layer)
-            if not heads:
-                return None
-            (context_vec,) = args  # (B, T, nh * hs): the heads' outputs side by side, before out_proj
-            keep = torch.ones(context_vec.shape[-1], dtype=context_vec.dtype, device=context_vec.device)
-            for h in heads:
-                keep[h * hs : (h + 1) * hs] = 0.0
-            return (context_vec * keep,)
-
-        return hook
+        for attn in self.attn:
+            # the heads to zero live on the out_proj they act on (a copy of the model carries its own)
+            attn.out_proj.ablated_heads = []
+            attn.out_proj.head_size = d // config.num_heads
+            attn.out_proj.register_forward_pre_hook(_zero_heads)
 
     def forward(self, ids: torch.Tensor, return_attn_weights: bool = False, ablate=()):
         _checks.flag("return_attn_weights", return_attn_weights)
         _check_ids(ids, self.config)
-        self._ablated = _ablation_plan(ablate, self.config)
+        plan = _ablation_plan(ablate, self.config)
+        for layer, attn in enumerate(self.attn):
+            attn.out_proj.ablated_heads = plan.get(layer, [])
         try:
             x = self.tok_emb(ids) + self.pos_emb(torch.arange(ids.shape[1], device=ids.device))  # (B, T, d)
             weights = []
@@ -123,8 +112,21 @@ class AttentionOnlyTransformer(nn.Module):
                 weights.append(w)
             logits = self.unembed(self.final_norm(x))  # (B, T, V)
         finally:
-            self._ablated = {}
+            for attn in self.attn:
+                attn.out_proj.ablated_heads = []
         return (logits, torch.stack(weights, dim=1)) if return_attn_weights else logits  # weights: (B, L, nh, T, T)
+
+
+def _zero_heads(out_proj, args):
+    """``out_proj``'s forward pre-hook: zero the features of the heads in ``out_proj.ablated_heads``."""
+    if not out_proj.ablated_heads:
+        return None
+    (context_vec,) = args  # (B, T, nh * hs): the heads' outputs side by side, before out_proj
+    hs = out_proj.head_size
+    keep = torch.ones(context_vec.shape[-1], dtype=context_vec.dtype, device=context_vec.device)
+    for h in out_proj.ablated_heads:
+        keep[h * hs : (h + 1) * hs] = 0.0
+    return (context_vec * keep,)
 
 
 def _check_ids(ids, config: InductionConfig) -> None:

@@ -279,3 +279,20 @@ def test_train_draws_its_data_from_its_own_generator():
     after_training = torch.rand(3)
     torch.manual_seed(9)
     assert torch.equal(torch.rand(3), after_training)
+
+
+def test_a_copy_of_the_model_ablates_its_own_heads():
+    """The heads to zero are kept on each copy's own layers: ablating a deep copy (``weights_circuits.random_head``
+    returns one) changes the copy's logits, and ablating the original leaves the copy's unchanged."""
+    import copy
+
+    torch.manual_seed(0)
+    config = induction.InductionConfig(vocab_size=16, context_length=12, d_model=16, num_heads=2, num_layers=2)
+    model = induction.AttentionOnlyTransformer(config).eval()
+    twin = copy.deepcopy(model)
+    ids = induction.copy_batch(4, config, torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        whole = twin(ids)
+        assert not torch.allclose(twin(ids, ablate=[(0, 1)]), whole)
+        assert torch.equal(model(ids, ablate=[(0, 1)]), twin(ids, ablate=[(0, 1)]))
+        assert torch.equal(twin(ids), whole)  # the plan is cleared after each call
