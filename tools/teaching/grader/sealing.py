@@ -462,8 +462,16 @@ def sealed_copy(notebooks: tuple[str, ...]) -> Path:
 
 
 def sealed_names(notebooks) -> set[str]:
-    """The plain names of what is left out (``causal_mask``), for the course cells that name them."""
-    return {name.rsplit(".", 1)[-1] for name in removed(notebooks)}
+    """The plain names of llm_lab's own code that is left out (``causal_mask``; not ``torch``, which a removed
+    module imported), for the course cells that name them."""
+    graph = _graph()
+    names, _ = _plan(tuple(sorted(set(notebooks))))
+    own = set()
+    for module, name in names:
+        for s in graph.binding(module, name):
+            if not isinstance(s.node, (ast.Import, ast.ImportFrom)) or name in s.imports:
+                own.add(name)
+    return {n for n in own if not n.startswith("__")}
 
 
 SEALED_ERRORS = (ImportError, NameError, AttributeError)
