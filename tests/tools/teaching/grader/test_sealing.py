@@ -194,7 +194,7 @@ def test_several_notebooks_seal_everything_either_one_seals():
 
 def test_a_course_cell_naming_a_sealed_answer_runs_statement_by_statement():
     names = sealing.sealed_names(["01"])
-    assert "causal_mask" in names and "torch" not in names and "book_inputs" not in names
+    assert "causal_mask" in names and "torch" not in names
     source = "import torch\nfrom llm_lab import causal_mask, SelfAttention\nx = causal_mask(3)\ny = torch.ones(2)\n"
     code = sealing.tolerant(source, names)
     namespace: dict = {}
@@ -231,7 +231,8 @@ PROBE = textwrap.dedent(
                         blob = open(os.path.join(folder, f), "rb").read()
                     except OSError:
                         continue
-                    if b"def causal_mask(" in blob or b"def mask_and_renormalize(" in blob:
+                    # torch has a causal_mask of its own (flex attention): llm_lab's is found by its package
+                    if b"def mask_and_renormalize(" in blob or b"def causal_mask(" in blob and "llm_lab" in folder:
                         found.append(os.path.join(folder, f))
     print("FOUND", sorted(set(found)))
     print("SITE", [sorted(os.listdir(os.path.join(p, "llm_lab"))) for p in sys.path
@@ -267,10 +268,10 @@ REACHING = {
         "except Exception:\n    _T = {}\n\n\ndef causal_mask(num_tokens):\n    return _T[num_tokens]\n"
     ),
     "subprocess": (
-        "def causal_mask(num_tokens):\n    import subprocess, sys, torch\n"
+        "def causal_mask(num_tokens):\n    import json, subprocess, sys, torch\n"
         "    code = 'from llm_lab import causal_mask; print(causal_mask(%d).int().tolist())' % num_tokens\n"
         "    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True).stdout\n"
-        "    return torch.tensor(eval(out)).bool()\n"
+        "    return torch.tensor(json.loads(out)).bool()\n"
     ),
     "executor_thread": (
         "def causal_mask(num_tokens):\n    import asyncio\n"
