@@ -254,7 +254,8 @@ class Kernel:
                 pids.append(int(kids[0]))
             top = Path(f"/proc/{pids[-1]}/root/tmp")  # the sandbox's own /tmp, seen from outside
         found = []
-        mounted = set(sandbox.read_only_paths(self.notebooks)) | {str(self.conn)}  # bound into /tmp: not written by the code
+        # bound into /tmp: not written by the code
+        mounted = set(sandbox.read_only_paths(self.notebooks)) | {str(self.conn)}
         for n, (folder, dirs, files) in enumerate(os.walk(top)):
             if n == 0:  # tools' caches
                 dirs[:] = [d for d in dirs if d not in self.TOOL_DIRS]

@@ -35,14 +35,11 @@ process only (docs/instructors.md says what that leaves open).
 
 from __future__ import annotations
 
-import atexit
-import functools
 import os
 import platform
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from tools.teaching.grader import sandbox_limits, sandbox_seccomp, sealing
@@ -208,7 +205,9 @@ class Box:
             self.close()
             raise
 
-    def wrap(self, argv: list[str], writable: list[str], env: dict[str, str] | None = None, notebooks=None) -> list[str]:
+    def wrap(
+        self, argv: list[str], writable: list[str], env: dict[str, str] | None = None, notebooks=None
+    ) -> list[str]:
         """``wrap`` with this box's uid and cgroup: the first process joins the cgroup, then becomes bwrap."""
         join = self.cgroup.procs if self.cgroup else []
         return wrap(argv, writable, env, uid=self.uid, join=join, notebooks=notebooks)

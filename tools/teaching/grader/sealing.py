@@ -39,7 +39,7 @@ from tools import course as _course
 PACKAGE = Path(llm_lab.__file__).resolve().parent
 EXERCISES = "exercises"  # the checkers' subpackage: only the kernel's side of it is kept
 
-SEALED_EXERCISES_INIT = '''"""llm_lab.exercises while a notebook is graded in the sandbox: the checks run in the grader's process, not here.
+SEALED_EXERCISES_INIT = '''"""llm_lab.exercises in the grading sandbox: the checks run in the grader's process.
 
 ``set_language`` and ``get_language`` work as usual; each ``check_<name>`` only says that the grader checks.
 """
@@ -238,25 +238,7 @@ def names_used(sources: list[str]) -> set[tuple[str, str | None]]:
     aliases: dict[str, str] = {}
     used: set[tuple[str, str | None]] = set()
     for tree in trees:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.level == 0:
-                source = _resolve("", 0, node.module, "", True)
-                if source is None or source.split(".")[0] == EXERCISES:
-                    continue
-                for alias in node.names:
-                    unit = graph.follow(source, [alias.name])
-                    used.add(unit)
-                    if unit[1] is None:
-                        aliases[alias.asname or alias.name] = unit[0]
-            elif isinstance(node, ast.Import):
-                for alias in node.names:
-                    source = _resolve("", 0, alias.name, "", True)
-                    if source is None or source.split(".")[0] == EXERCISES:
-                        continue
-                    if alias.asname:
-                        aliases[alias.asname] = source
-                    else:
-                        aliases["llm_lab"] = ""
+        _imports(graph, tree, aliases, used)
     for tree in trees:
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute):
@@ -266,6 +248,25 @@ def names_used(sources: list[str]) -> set[tuple[str, str | None]]:
                     if unit[0].split(".")[0] != EXERCISES:
                         used.add(unit)
     return used
+
+
+def _imports(graph: _Graph, tree: ast.Module, aliases: dict[str, str], used: set) -> None:
+    """What ``tree`` imports from llm_lab: names into ``used``, modules into ``aliases`` (bound name -> module)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0:
+            source = _resolve("", 0, node.module, "", True)
+            if source is None or source.split(".")[0] == EXERCISES:
+                continue
+            for alias in node.names:
+                unit = graph.follow(source, [alias.name])
+                used.add(unit)
+                if unit[1] is None:
+                    aliases[alias.asname or alias.name] = unit[0]
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                source = _resolve("", 0, alias.name, "", True)
+                if source is not None and source.split(".")[0] != EXERCISES:
+                    aliases[alias.asname or "llm_lab"] = source if alias.asname else ""
 
 
 @functools.cache
@@ -369,9 +370,7 @@ def _rewrite(module: str, dropped: set[int], removed_names: set[tuple[str, str]]
             node.names = keep
         elif _is_all(node) and isinstance(node.value, (ast.List, ast.Tuple)):
             keep = [
-                e
-                for e in node.value.elts
-                if not (isinstance(e, ast.Constant) and (module, e.value) in removed_names)
+                e for e in node.value.elts if not (isinstance(e, ast.Constant) and (module, e.value) in removed_names)
             ]
             touched |= len(keep) != len(node.value.elts)
             node.value.elts = keep

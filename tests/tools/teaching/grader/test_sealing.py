@@ -199,7 +199,10 @@ def test_a_course_cell_naming_a_sealed_answer_runs_statement_by_statement():
     code = sealing.tolerant(source, names)
     namespace: dict = {}
     # here the full llm_lab is importable: the sealed import is played by a name llm_lab never had
-    exec(code.replace("import causal_mask", "import no_such_name").replace("= causal_mask(", "= no_such_name("), namespace)
+    exec(
+        code.replace("import causal_mask", "import no_such_name").replace("= causal_mask(", "= no_such_name("),
+        namespace,
+    )
     assert "y" in namespace and "SelfAttention" in namespace and "x" not in namespace
     assert sealing.tolerant("y = 1\n", names) == "y = 1\n"
     with pytest.raises(ImportError):
