@@ -24,7 +24,7 @@
   (the grader's workers, one submission each) never see each other's hits, observed ops or output.
 - spot llm_lab's own reference code running inside the learner's code (``sys.setprofile``), calls to
   functions an exercise rules out (e.g. ``F.scaled_dot_product_attention`` in the tiled-attention exercise),
-  and, in every check, a thread or process started (``_registry.STARTERS``): the hook and the observation of
+  and, in every check, a thread or process started (``STARTERS``): the hook and the observation of
   the ops cover the calling thread only, so work handed to another thread would hide from both.
 - run on the CPU in float32 with gradients off, whatever the notebook set as torch defaults, on one thread
   (the inputs are tiny: on a busy 2-core machine one thread is 10-20x faster than torch's default pool), and
@@ -52,6 +52,34 @@ from .grading.proxies import Proxy
 
 MAX_OUTPUT_LINES = 20
 MAX_OUTPUT_CHARS = 4000
+
+
+# What starts a thread or a process: ruled out in every check, since the watch (and the observation of the ops
+# a call runs) covers the calling thread only; ``threading.Thread.start`` and ``concurrent.futures`` end in the
+# first two, ``multiprocessing`` and ``subprocess`` in the others. Kept here (not with the exercise records) so
+# that the kernel's answering side watches them without the checkers' records.
+STARTERS = tuple(
+    (module, attr, "thread_started")
+    for module, attr in (
+        ("_thread", "start_new_thread"),
+        ("_thread", "start_joinable_thread"),
+        ("_thread", "start_new"),
+        ("os", "fork"),
+        ("os", "forkpty"),
+        ("os", "posix_spawn"),
+        ("os", "posix_spawnp"),
+        ("os", "system"),
+        ("_posixsubprocess", "fork_exec"),
+    )
+)
+# The Python functions those are reached through: a call observed by the observer is watched by a trace hook that
+# sees Python calls only (cheaper than the profile hook, which also sees every builtin call), so the builtins above
+# are caught there through these.
+PY_STARTERS = (
+    ("threading", "Thread.start"),
+    ("multiprocessing.process", "BaseProcess.start"),
+    ("subprocess", "Popen.__init__"),
+)
 
 
 class Deadline(BaseException):

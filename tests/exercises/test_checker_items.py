@@ -32,6 +32,7 @@ def _through_a_kernel(exercise, obj):
     import json
 
     from llm_lab.exercises.grading import kernel, proxies, wire
+    from tools.teaching.grader import judging
 
     def send(request, timeout):
         request = json.loads(json.dumps(request))
@@ -40,7 +41,7 @@ def _through_a_kernel(exercise, obj):
         return json.loads(json.dumps(wire.encode(kernel.answer_call(request))))
 
     link = proxies.KernelLink(send)
-    link.exercise = exercise
+    link.exercise, link.watching = exercise, judging.watching(exercise)  # what the grader sends with each call
     return link.lookup("obj")
 
 

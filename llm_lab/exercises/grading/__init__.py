@@ -7,8 +7,10 @@ kernel sends back what came out. The checker, the reference and the comparison n
 runs, so a kernel that patches ``json``, ``print``, ``torch.allclose``, IPython's input transformers or the checker
 modules can only change what it says its own function returns.
 
-The modules, by the process they run in; imports go one way (``kernel`` uses the checkers' harness, the harness
-knows the ``proxies``, both sides use ``wire``; nothing here imports ``kernel``):
+The modules, by the process they run in; imports go one way (``kernel`` uses the checkers' harness, never their
+records or references: each request names what to watch; the harness knows the ``proxies``, both sides use
+``wire``; nothing here imports ``kernel``). In the sandbox the kernel runs on llm_lab sealed for the assignment
+(``tools/teaching/grader/sealing.py``), which keeps of the exercises package only what ``kernel`` imports:
 
 - ``wire``: the encoding both sides speak (JSON, tensors as raw bytes, no pickle); it imports nothing of llm_lab.
 - ``proxies`` (the grader's process): stand-ins for the kernel's objects, ``KernelLink``, ``RemoteObject`` and

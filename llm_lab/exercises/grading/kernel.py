@@ -9,22 +9,30 @@ context, and send back what came out). Replies are data only (``wire``); nothing
 
 What this side says about *how* the learner's code computed (``hit``: llm_lab's reference or a ruled-out
 function ran; ``observed``: the ops and the largest tensor) is the kernel's word: an honest submission that calls
-the reference is caught, a lying kernel is not (the grader's source check backs it up).
+the reference is caught, a lying kernel is not (the grader's source check backs it up). What to watch comes with
+each request (``references``, dotted names under llm_lab, and ``forbidden``), so this side needs none of the
+checkers' records: in the sandbox it runs on the sealed copy of llm_lab (``tools/teaching/grader/sealing.py``),
+where the references are absent and only the ruled-out callables and the starters of threads and processes
+(``_harness.STARTERS``) are left to watch.
 """
 
 from __future__ import annotations
 
 import base64
+import importlib
+import inspect
 import json
 import sys
+from pathlib import Path
 
 import torch
 from torch import nn
 
 from .. import _harness
 from .._core import LearnerError, NotImplementedYet, TimedOut
-from .._registry import watch_for
 from .wire import clean_name, decode, encode, type_name
+
+_LLM_LAB_DIR = str(Path(__file__).resolve().parents[2])  # this llm_lab's files: its own code, not a notebook's
 
 _captured: dict[str, object] = {}
 _missing: dict[str, str] = {}
@@ -99,6 +107,52 @@ def _sync(module: nn.Module, linears: dict, training) -> None:
         module.train(bool(training))
 
 
+def _codes(obj):
+    """Code objects that running ``obj`` executes first: a function's, or every method a class defines."""
+    if inspect.isclass(obj):
+        for klass in obj.__mro__:
+            if klass.__module__.split(".")[0] not in ("torch", "builtins"):
+                yield from (f.__code__ for f in vars(klass).values() if inspect.isfunction(f))
+    elif inspect.isfunction(obj):
+        yield obj.__code__
+
+
+def _find(module_name: str, path: str):
+    """``module_name`` (imported if need be) and the attribute ``path`` of it, or None where there is none (a
+    reference the sealed llm_lab leaves out)."""
+    try:
+        obj = sys.modules.get(module_name) or importlib.import_module(module_name)
+        for part in path.split("."):
+            obj = getattr(obj, part)
+    except Exception:
+        return None
+    return obj
+
+
+def watch_of(request: dict) -> _harness.Watch:
+    """What a call must not run, named by the grader's request: llm_lab's ``references`` (dotted names under
+    llm_lab; watched where this llm_lab has them, under the names the grader's watch gives them), the
+    ``forbidden`` callables (``[module, attribute, hint]``), and in every check the starters of threads and
+    processes."""
+    watch = _harness.Watch()
+    for dotted in request.get("references") or ():
+        module_name, _, attr = str(dotted).rpartition(".")
+        obj = _find(f"llm_lab.{module_name}" if module_name else "llm_lab", attr)
+        for code in _codes(obj) if obj is not None else ():
+            if code.co_filename.startswith(_LLM_LAB_DIR):  # not a notebook's function patched into llm_lab
+                watch.add(code, f"llm_lab.{attr}", "reference")
+    for item in (*(request.get("forbidden") or ()), *_harness.STARTERS):
+        module_name, attr, hint = (str(part) for part in item)
+        obj = _find(module_name, attr)
+        if obj is not None:
+            watch.add(obj, f"{module_name}.{attr}", hint)
+    for module_name, path in _harness.PY_STARTERS:  # their code, for the trace hook that sees Python calls only
+        obj = _find(module_name, path)
+        if obj is not None:
+            watch.add(obj.__code__, f"{module_name}.{path}", "thread_started")
+    return watch
+
+
 def answer_call(request: dict) -> dict:
     """A ``call`` request answered: the learner's object (by its handle) run on the decoded inputs inside one
     check (the harness's time limit and watch on that exercise's references), and what came out: ``value`` or
@@ -107,8 +161,7 @@ def answer_call(request: dict) -> dict:
     args, kwargs = decode(request.get("args", [])), decode(request.get("kwargs", {"__dict__": []}))
     if isinstance(obj, nn.Module):
         _sync(obj, decode(request.get("sync", {"__dict__": []})), request.get("training"))
-    exercise = request.get("exercise")
-    watch = watch_for(exercise) if exercise else _harness.Watch()
+    watch = watch_of(request)
     reply: dict = {}
     with _harness.checking(request.get("timeout"), watch) as run:
         try:

@@ -31,11 +31,14 @@ class RemoteError(Exception):
 class KernelLink:
     """The grader's end of one kernel: ``send(request: dict, timeout: float) -> dict`` does the round trip.
 
-    ``exercise`` is the exercise being graded (the kernel watches for that exercise's references)."""
+    ``exercise`` is the exercise being graded; ``watching`` what the kernel watches each call of it for
+    (``{"references": [dotted names under llm_lab], "forbidden": [[module, attribute, hint]]}``, sent with every
+    call: the kernel holds no exercise records)."""
 
     def __init__(self, send):
         self._send = send
         self.exercise: str | None = None
+        self.watching: dict = {}
 
     def request(self, request: dict, timeout: float) -> dict:
         reply = decode(self._send(request, timeout))
@@ -99,6 +102,7 @@ class Proxy:
             "timeout": timeout,
             "observe": observe,
             "exercise": self._link.exercise,
+            **self._link.watching,
             **self._state(),
         }
         reply = self._link.request(request, (timeout or 60.0) + 15.0)

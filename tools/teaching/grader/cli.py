@@ -68,6 +68,7 @@ class KernelSettings(NamedTuple):
     max_output: int
     sandboxed: bool
     max_seconds: float
+    notebooks: tuple[str, ...] = ()  # the assignment: the sandbox holds the llm_lab sealed for these
 
 
 def _one_line(text: str, limit: int = 200) -> str:
@@ -99,7 +100,7 @@ def grade_submission(
         submission.notes += plan.notes
         if not sandboxed:
             submission.notes.append("graded WITHOUT the sandbox (--no-sandbox): the code ran with the grader's rights")
-        settings = KernelSettings(cell_timeout, max_output, sandboxed, max_seconds)
+        settings = KernelSettings(cell_timeout, max_output, sandboxed, max_seconds, tuple(expected[1]))
         _run(submission, course[key], plan, settings, prepared.reading)
     except ValueError as exc:
         submission.problem = str(exc)

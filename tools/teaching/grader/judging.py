@@ -48,6 +48,12 @@ def exercise_budget(base: float | None = None) -> float:
     return base * min(4.0, max(1.0, per_core))
 
 
+def watching(exercise: str) -> dict:
+    """What the kernel watches the calls of ``exercise`` for: its references and the callables it rules out."""
+    record = exercises.REGISTRY[exercise]
+    return {"references": list(record.references), "forbidden": [list(f) for f in record.forbidden]}
+
+
 def judge(course_nb, plan, kernel: _kernel.Kernel, reading: source_checks.Reading | None = None) -> list[Verdict]:
     """Each exercise's verdict (``course_nb``: the ``matching.CourseNotebook``, ``plan``: its
     ``matching.ExecutionPlan``), computed HERE by llm_lab's checkers on the learner's object in the kernel, right
@@ -67,7 +73,7 @@ def judge(course_nb, plan, kernel: _kernel.Kernel, reading: source_checks.Readin
         decided = reading.verdict(ex.key, ex.exercise, plan.grading[ex.key], course_nb.lang, errors, own)
         try:
             if decided is None:
-                link.exercise = ex.exercise
+                link.exercise, link.watching = ex.exercise, watching(ex.exercise)
                 # the whole check's budget: the learner's time plus a round trip per call to a busy kernel;
                 # the checkers' inputs drawn from this run's secret, not the public checkers' fixed seeds
                 decided = exercises.grade(

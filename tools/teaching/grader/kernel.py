@@ -30,7 +30,7 @@ from nbclient.exceptions import DeadKernelError
 from traitlets import default
 
 from llm_lab.exercises.grading import KERNEL_MODULE, kernel_cell, proxies, wire
-from tools.teaching.grader import sandbox
+from tools.teaching.grader import sandbox, sealing
 
 # One frame the grader accepts from a kernel: the largest reply it reads, plus room for the message's
 # envelope. A larger frame closes that connection before it is read into memory (ZMQ's MAXMSGSIZE).
@@ -117,9 +117,23 @@ class Kernel:
 
     ``run()`` executes the plan's cells (``plan``: a ``matching.ExecutionPlan``); ``send(request, timeout)`` is
     the grader's round trip to the kernel: one request cell, whose printed reply is read back as data. Used as a
-    context manager; leaving it ends the kernel and, with the sandbox, every process the submission started."""
+    context manager; leaving it ends the kernel and, with the sandbox, every process the submission started.
 
-    def __init__(self, plan, tmp: Path, cell_timeout: float, max_output: int, sandboxed: bool, max_seconds: float):
+    In the sandbox the kernel holds the ``llm_lab`` sealed for ``notebooks`` (the assignment): the course cells of
+    the plan that name something the seal leaves out run statement by statement (``sealing.tolerant``), so that
+    an import of a sealed answer costs only that statement; a course cell's error never costs the learner (the
+    judge reads the learner's cells only)."""
+
+    def __init__(
+        self,
+        plan,
+        tmp: Path,
+        cell_timeout: float,
+        max_output: int,
+        sandboxed: bool,
+        max_seconds: float,
+        notebooks: tuple[str, ...] = (),
+    ):
         self.plan, self.tmp, self.cell_timeout = plan, tmp, cell_timeout
         self.sandboxed, self.max_seconds = sandboxed, max_seconds
         self.conn = tmp / "conn"
@@ -129,10 +143,13 @@ class Kernel:
         specs = tmp / "kernels"
         spec = specs / "llm-lab-grading"
         spec.mkdir(parents=True)
-        argv = sandbox.kernel_argv(sandboxed)
+        self.notebooks = notebooks
+        argv = sandbox.kernel_argv(sandboxed, notebooks)
+        if sandboxed:
+            _tolerate_the_seal(plan, notebooks)
         self.box = sandbox.Box() if sandboxed else None  # its uid and cgroup, let go in __exit__
         if sandboxed:
-            argv = self.box.wrap(argv, [str(self.conn)])
+            argv = self.box.wrap(argv, [str(self.conn)], notebooks=notebooks)
         (spec / "kernel.json").write_text(
             json.dumps(
                 {"argv": argv, "display_name": "llm-lab grading", "language": "python", "interrupt_mode": "message"}
@@ -237,7 +254,8 @@ class Kernel:
                 pids.append(int(kids[0]))
             top = Path(f"/proc/{pids[-1]}/root/tmp")  # the sandbox's own /tmp, seen from outside
         found = []
-        mounted = set(sandbox.read_only_paths()) | {str(self.conn)}  # bound into /tmp: not written by the code
+        # bound into /tmp: not written by the code
+        mounted = set(sandbox.read_only_paths(self.notebooks)) | {str(self.conn)}
         for n, (folder, dirs, files) in enumerate(os.walk(top)):
             if n == 0:  # tools' caches
                 dirs[:] = [d for d in dirs if d not in self.TOOL_DIRS]
@@ -333,6 +351,16 @@ class Kernel:
             return wire.parse(base64.b64decode(replies[-1], validate=True))
         except (wire.WireError, ValueError, binascii.Error) as exc:
             raise proxies.RemoteFailed(f"the kernel's reply was not readable ({exc})"[:300]) from None
+
+
+def _tolerate_the_seal(plan, notebooks) -> None:
+    """The plan's course cells (not the learner's, not the capture cells) that name something the sealed llm_lab
+    leaves out, rewritten by ``sealing.tolerant``."""
+    names = sealing.sealed_names(sandbox._assigned(notebooks))
+    skip = set(plan.learner) | set(plan.grading.values())
+    for i, cell in enumerate(plan.nb.cells):
+        if i not in skip and cell.cell_type == "code":
+            cell.source = sealing.tolerant(cell.source, names)
 
 
 def _regular(path: str) -> bool:

@@ -7,8 +7,10 @@ What the graded code gets (``Box.wrap``):
   other submissions and the machine's other processes are invisible); when its kernel ends, every process it
   started ends too (the namespace's init dies and the kernel kills the rest);
 - **a read-only view of what the kernel needs, nothing else, at neutral paths**: ``/usr`` (system libraries,
-  fonts), Python's installation at ``/opt/python``, each site-packages folder at ``/opt/site/N`` and the
-  ``llm_lab`` package and its data at ``/course``; NOT the course checkout (its notebooks hold the answers),
+  fonts), Python's installation at ``/opt/python``, each site-packages folder at ``/opt/site/N`` (an ``llm_lab``
+  installed there hidden under an empty tmpfs) and, at ``/course``, the sealed ``llm_lab`` for the assigned
+  notebooks (``sealing``: none of their answers, nothing of the later notebooks, none of the checkers, no
+  bytecode) and its data; NOT the course checkout (its notebooks hold the answers),
   the other submissions, the gradebook or any home folder, and no path inside names them (the instructor's
   user name, a pyenv under a home folder). ``/proc`` is the sandbox's own, the environment is cleared (no
   instructor variables, tokens or other kernels' connection files);
@@ -33,17 +35,14 @@ process only (docs/instructors.md says what that leaves open).
 
 from __future__ import annotations
 
-import atexit
-import functools
 import os
 import platform
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from tools.teaching.grader import sandbox_limits, sandbox_seccomp
+from tools.teaching.grader import sandbox_limits, sandbox_seccomp, sealing
 
 NPROC = 64
 MEMORY_BYTES = 6 * 2**30  # address space per process: torch maps ~1.5 GiB at import; a notebook needs < 2 GiB
@@ -62,10 +61,20 @@ def _inside(path: str, base: str, inside: str) -> str | None:
     return inside + path[len(base) :] if path == base or path.startswith(base + os.sep) else None
 
 
-def _layout() -> tuple[list[tuple[str, str]], str, list[str]]:
-    """(binds as (host folder, path inside), the Python executable inside, site folders inside in sys.path order).
-    A Python under /usr stays where it is (it is bound with /usr); one elsewhere (a pyenv in a home folder) is
-    bound at ``PYTHON`` and found through ``LD_LIBRARY_PATH``."""
+def _assigned(notebooks) -> tuple[str, ...]:
+    """The assigned notebooks as a sorted tuple; none named: every notebook with exercises (the strictest seal)."""
+    if not notebooks:
+        from llm_lab.exercises import REGISTRY
+
+        notebooks = {ex.notebook for ex in REGISTRY.values()}
+    return tuple(sorted(set(notebooks)))
+
+
+def _layout(notebooks=None) -> tuple[list[tuple[str, str]], str, list[str], list[str]]:
+    """(binds as (host folder, path inside), the Python executable inside, site folders inside in sys.path order,
+    paths inside to hide under an empty tmpfs: an ``llm_lab`` installed in a site folder). A Python under /usr
+    stays where it is (it is bound with /usr); one elsewhere (a pyenv in a home folder) is bound at ``PYTHON`` and
+    found through ``LD_LIBRARY_PATH``. ``/course`` holds the sealed copy for ``notebooks``."""
     base = os.path.realpath(sys.base_prefix)
     python_at = base if base.startswith("/usr/") else PYTHON
     binds = [] if python_at == base else [(base, PYTHON)]
@@ -75,53 +84,49 @@ def _layout() -> tuple[list[tuple[str, str]], str, list[str]]:
         binds.append((os.path.dirname(exe), PYTHON + "-bin"))
         exe_inside = f"{PYTHON}-bin/{os.path.basename(exe)}"
     sites: list[str] = []
+    hidden: list[str] = []
     for p in dict.fromkeys(os.path.realpath(p) for p in sys.path if p and "site-packages" in p and os.path.isdir(p)):
         inside = _inside(p, base, python_at)
         if inside is None:
             inside = f"{SITE}/{len(sites)}"
             binds.append((p, inside))
         sites.append(inside)
-    binds.append((str(_course_copy()), COURSE))
-    return binds, exe_inside, sites
+        if os.path.isdir(os.path.join(p, "llm_lab")):  # a wheel install: the full package, answers and all
+            hidden.append(f"{inside}/llm_lab")
+    binds.append((str(_course_copy(_assigned(notebooks))), COURSE))
+    return binds, exe_inside, sites, hidden
 
 
-@functools.cache
-def _course_copy() -> Path:
-    """A copy of ``llm_lab`` and its data in a folder of this grader's own (removed when it exits): bound as
-    ``COURSE``, so that not even the sandbox's mount table names the checkout (or the user it is under)."""
-    import llm_lab
-
-    package = Path(llm_lab.__file__).resolve().parent
-    top = Path(tempfile.mkdtemp(prefix="llm-lab-course-"))
-    atexit.register(shutil.rmtree, top, True)
-    shutil.copytree(package, top / "llm_lab", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    if (package.parent / "data").is_dir():  # a checkout's data folder (a wheel carries it as llm_lab/_data)
-        shutil.copytree(package.parent / "data", top / "data")
-    for p in [top, *top.rglob("*")]:
-        p.chmod(0o755 if p.is_dir() else 0o644)  # readable by the sandbox's uid
-    return top
+def _course_copy(notebooks: tuple[str, ...]) -> Path:
+    """The sealed copy of ``llm_lab`` and its data for ``notebooks`` in a folder of this grader's own (removed when
+    it exits; ``sealing.sealed_copy``): bound as ``COURSE``, so that not even the sandbox's mount table names the
+    checkout (or the user it is under)."""
+    return sealing.sealed_copy(notebooks)
 
 
-def read_only_paths() -> list[str]:
+def read_only_paths(notebooks=None) -> list[str]:
     """What ``wrap`` binds read-only besides /usr and a few /etc files, as the sandbox sees it."""
-    return [inside for _, inside in _layout()[0]]
+    return [inside for _, inside in _layout(notebooks)[0]]
 
 
-def python_argv(code: str) -> list[str]:
-    """The sandbox's Python running ``code``: isolated (``-I -S``), with the course's ``llm_lab`` first on its
-    path, then the grader's site-packages folders (their ``.pth`` files read)."""
-    _, exe, sites = _layout()
+def python_argv(code: str, notebooks=None) -> list[str]:
+    """The sandbox's Python running ``code``: isolated (``-I -S``), with the sealed ``llm_lab`` for ``notebooks``
+    first on its path, then the grader's site-packages folders (their ``.pth`` files read)."""
+    _, exe, sites, _ = _layout(notebooks)
     boot = f"import site, sys\nsys.path.insert(0, {COURSE!r})\nfor p in {sites!r}: site.addsitedir(p)\n"
     return [exe, "-I", "-S", "-c", boot + code]
 
 
-def kernel_argv(sandboxed: bool = True) -> list[str]:
+def kernel_argv(sandboxed: bool = True, notebooks=None) -> list[str]:
     """The kernel command (``{connection_file}`` filled in by jupyter_client) for a kernelspec: the sandbox's
-    Python at its neutral paths, or (``sandboxed=False``, ``--no-sandbox``) the grader's own."""
+    Python at its neutral paths, with the sealed ``llm_lab`` for ``notebooks``, or (``sandboxed=False``,
+    ``--no-sandbox``) the grader's own, with the whole package."""
     if not sandboxed:
         return [sys.executable, "-I", "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     return [
-        *python_argv("import runpy\nrunpy.run_module('ipykernel_launcher', run_name='__main__', alter_sys=True)"),
+        *python_argv(
+            "import runpy\nrunpy.run_module('ipykernel_launcher', run_name='__main__', alter_sys=True)", notebooks
+        ),
         "-f",
         "{connection_file}",
     ]
@@ -200,9 +205,12 @@ class Box:
             self.close()
             raise
 
-    def wrap(self, argv: list[str], writable: list[str], env: dict[str, str] | None = None) -> list[str]:
+    def wrap(
+        self, argv: list[str], writable: list[str], env: dict[str, str] | None = None, notebooks=None
+    ) -> list[str]:
         """``wrap`` with this box's uid and cgroup: the first process joins the cgroup, then becomes bwrap."""
-        return wrap(argv, writable, env, uid=self.uid, join=self.cgroup.procs if self.cgroup else [])
+        join = self.cgroup.procs if self.cgroup else []
+        return wrap(argv, writable, env, uid=self.uid, join=join, notebooks=notebooks)
 
     def close(self) -> None:
         if self.cgroup is not None:
@@ -225,19 +233,22 @@ def wrap(
     env: dict[str, str] | None = None,
     uid: int | None = None,
     join: tuple[Path, ...] | list[Path] = (),
+    notebooks=None,
 ) -> list[str]:
     """The command that runs ``argv`` in the sandbox; ``writable`` folders are bound read-write. As root the code
     runs as ``uid`` (a ``Box``'s, which keeps it unique on the machine), with no capabilities. The launcher
-    (``_launcher``) first joins the cgroups whose process files are ``join``, then becomes bwrap."""
+    (``_launcher``) first joins the cgroups whose process files are ``join``, then becomes bwrap. ``/course``
+    holds the sealed ``llm_lab`` for the assigned ``notebooks`` (none named: sealed for every notebook); pass
+    the same ``notebooks`` to ``python_argv``/``kernel_argv``."""
     root = os.geteuid() == 0
     if root and uid is None:
         raise ValueError("as root, wrap() needs the uid of a Box (sandbox.Box().wrap(...)): a uid of its own")
-    binds, _, _ = _layout()
+    binds, exe, _, hidden = _layout(notebooks)
     return [
         *_launcher(join),
         *_namespaces(root),
-        *_filesystem(binds, writable),
-        *_environment(binds, env),
+        *_filesystem(binds, writable, hidden),
+        *_environment(binds, env, exe),
         "--",
         *_limits(uid if root else None),
         *argv,
@@ -289,9 +300,10 @@ def _namespaces(root: bool) -> list[str]:
     return cmd if root else [*cmd, "--unshare-user", "--disable-userns"]
 
 
-def _filesystem(binds: list[tuple[str, str]], writable: list[str]) -> list[str]:
-    """What the sandbox sees: the system's folders and the layout's binds read-only, a private /tmp, its own /proc
-    and /dev, the ``writable`` folders read-write."""
+def _filesystem(binds: list[tuple[str, str]], writable: list[str], hidden: list[str] = ()) -> list[str]:
+    """What the sandbox sees: the system's folders and the layout's binds read-only (the ``hidden`` paths in them
+    covered by an empty read-only tmpfs), a private /tmp, its own /proc and /dev, the ``writable`` folders
+    read-write."""
     cmd = []
     for target, link in (("usr/lib", "/lib"), ("usr/lib64", "/lib64"), ("usr/bin", "/bin"), ("usr/sbin", "/sbin")):
         cmd += ["--symlink", target, link]
@@ -302,6 +314,8 @@ def _filesystem(binds: list[tuple[str, str]], writable: list[str]) -> list[str]:
             cmd += ["--ro-bind", path, path]
     for host, inside in binds:
         cmd += [*_dirs_to(inside), "--ro-bind", host, inside]
+    for path in hidden:  # an installed llm_lab: only the sealed copy at COURSE may be imported
+        cmd += ["--perms", "0555", "--size", "4096", "--tmpfs", path, "--remount-ro", path]
     cmd += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm"]
     for path in MASKED:  # the machine's keys, timers and scheduler, by name: hidden, as container runtimes do
         if os.path.exists(path):
@@ -311,9 +325,9 @@ def _filesystem(binds: list[tuple[str, str]], writable: list[str]) -> list[str]:
     return cmd
 
 
-def _environment(binds: list[tuple[str, str]], env: dict[str, str] | None) -> list[str]:
+def _environment(binds: list[tuple[str, str]], env: dict[str, str] | None, exe: str) -> list[str]:
     """A cleared environment with only what the kernel needs (``env`` added), working in /tmp."""
-    python_bin = os.path.dirname(_layout()[1])
+    python_bin = os.path.dirname(exe)
     base_env = {
         "PATH": f"{python_bin}:/usr/bin:/bin",
         "HOME": "/tmp",
