@@ -195,7 +195,9 @@ EARLY, LATE = 100, 300
 def training_claims(curve: dict, uniform: float) -> dict:
     """Claims about a training curve (``curve["step"]`` and one list per key of :func:`training_point`, measured at
     least at steps ``EARLY`` and ``LATE``) that hold for the default training on every machine, with margins: the
-    copies a few tokens back are learned before the induction circuit forms."""
+    copies a few tokens back are learned before the induction circuit forms, which then brings the far copies down.
+    The in-context-learning score is not among them: on this data it falls in both stages (most rows end inside a
+    short pattern, so late predictions are short copies more often than early ones)."""
     at = {step: i for i, step in enumerate(curve["step"])}
     if EARLY not in at or LATE not in at:
         raise ValueError(f"the curve must be measured at steps {EARLY} and {LATE}, got steps {curve['step']}")
@@ -208,9 +210,8 @@ def training_claims(curve: dict, uniform: float) -> dict:
         f"layer 0's previous-token weight below 0.2 at step {EARLY}, above 0.5 at step {LATE}": curve["previous"][early]
         < 0.2
         and curve["previous"][late] > 0.5,
-        f"in-context-learning score below -1 from step {LATE} on": all(
-            v < -1 for s, v in zip(curve["step"], curve["icl"], strict=True) if s >= LATE
-        ),
+        f"copies 8+ back at least 1.5 lower at step {LATE} than at step {EARLY}": curve["8 or more back"][late]
+        < curve["8 or more back"][early] - 1.5,
     }
 
 

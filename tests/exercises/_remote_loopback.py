@@ -10,6 +10,7 @@ import json
 
 from llm_lab import exercises as ex
 from llm_lab.exercises.grading import kernel, proxies
+from tools.teaching.grader import judging
 
 
 def loopback() -> proxies.KernelLink:
@@ -29,6 +30,6 @@ def loopback() -> proxies.KernelLink:
 
 def remote_grade(exercise: str, obj):
     link = loopback()
-    link.exercise = exercise
+    link.exercise, link.watching = exercise, judging.watching(exercise)  # what the grader sends with each call
     kernel.capture(exercise, lambda: obj)
     return ex.grade(exercise, link.lookup(exercise), timeout=60)

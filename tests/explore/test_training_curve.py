@@ -15,7 +15,7 @@ CONFIG = induction.InductionConfig()
 UNIFORM = math.log(CONFIG.vocab_size)
 
 
-def notebook_curve(model, steps: int | None = None) -> dict:
+def notebook_curve(model, steps: int | None = None, task=None) -> dict:
     """The notebook's training loop (section 4), measuring ``distance.training_point`` every 20 steps."""
     settings = induction.TrainSettings()
     probe = induction.probe_batch(64, CONFIG, 0, 32, seed=10)  # "0-31 told again at 32-63"
@@ -26,7 +26,7 @@ def notebook_curve(model, steps: int | None = None) -> dict:
     curve: dict = {"step": []}
     model.train()
     for step in range(settings.steps if steps is None else steps):
-        ids = induction.copy_batch(settings.batch_size, CONFIG, data, settings.task)
+        ids = induction.copy_batch(settings.batch_size, CONFIG, data, task or settings.task)
         loss = F.cross_entropy(model(ids)[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -59,6 +59,21 @@ def test_the_claims_hold_on_the_default_training(curve):
         curve["8 or more back"][i],
     )
     assert curve["icl"][0] > -0.3 and curve["icl"][-1] < -1.5  # no in-context learning at first, a lot at the end
+
+
+def test_the_far_copies_claim_fails_on_a_model_that_never_sees_far_copies():
+    """Trained on short patterns only (``short_share=1.0``: every copy 2-7 back), the model learns the short copies
+    but its copies 8+ back barely move: the claim that they fall between the two steps fails."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        torch.manual_seed(123)
+        model = induction.AttentionOnlyTransformer(CONFIG)
+        short = notebook_curve(model, steps=300, task=induction.CopyTask(short_share=1.0))
+    finally:
+        torch.set_num_threads(threads)
+    claims = distance.training_claims(short, UNIFORM)
+    assert not claims["copies 8+ back at least 1.5 lower at step 300 than at step 100"], short["8 or more back"]
 
 
 def test_the_claims_fail_on_a_model_that_does_not_learn():

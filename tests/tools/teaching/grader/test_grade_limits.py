@@ -272,5 +272,7 @@ def test_many_busy_processes_are_one_submission_and_its_neighbour_keeps_its_scor
         (v.key, v.status, v.message) for v in results["alice"].verdicts
     ]
     r = results["busy"]
-    assert r.total == 0 and any("15 s of CPU in all and was stopped" in n for n in r.notes), r.notes
+    # stopped by its CPU time (15 s), or by the wall-clock bound (3 x 15 s) on a machine too loaded to give it 15 s
+    stopped = ("15 s of CPU in all and was stopped", "ran past 45 s in all and was stopped")
+    assert r.total == 0 and any(s in n for n in r.notes for s in stopped), r.notes
     assert _left_behind() == []
