@@ -134,7 +134,10 @@ CACHED_CASES = [
         "window_not_renormalized",
         [
             (WINDOW_LINE, WINDOW_LINE.replace("    hidden |= ", "    too_old = ")),
-            ("torch.softmax(scores, dim=-1) @ values", "torch.softmax(scores, dim=-1).masked_fill(too_old, 0.0) @ values"),
+            (
+                "torch.softmax(scores, dim=-1) @ values",
+                "torch.softmax(scores, dim=-1).masked_fill(too_old, 0.0) @ values",
+            ),
         ],
         None,
     ),
