@@ -80,6 +80,12 @@ def split_qkv_ref(qkv, nh, n_kv, how="ok"):
         q, k, v = qkv.split([nh * hs, n_kv * hs, n_kv * hs], dim=-1)
         return split(q, nh), split(k, nh), split(v, nh)
     q, k, v = qkv.split([nh * hs, n_kv * hs, n_kv * hs], dim=-1)
+    if how == "kv_swapped":  # keys and values swapped
+        return split(q, nh), split(v, n_kv), split(k, n_kv)
+    if how in ("kv_repeated", "kv_tiled"):  # each kv head repeated for its query heads (grouped-query attention's
+        g = nh // n_kv  # step before the scores), one after the other (repeat_interleave) or the whole set (repeat)
+        rep = (lambda t: t.repeat_interleave(g, dim=1)) if how == "kv_repeated" else (lambda t: t.repeat(1, g, 1, 1))
+        return split(q, nh), rep(split(k, n_kv)), rep(split(v, n_kv))
     return split(q, nh, how), split(k, n_kv, how), split(v, n_kv, how)
 
 
@@ -92,6 +98,11 @@ QKV_MISTAKES = (
     ("qkv_per_group", "per_group"),
     ("view_without_transpose", "no_transpose"),
     ("heads_interleaved", "interleaved"),
+)
+# named only when the learner's triple is theirs on every case (run in full): (hint, its ways of computing it)
+QKV_WHOLE_MISTAKES = (
+    ("kv_heads_repeated", ("kv_repeated", "kv_tiled")),
+    ("keys_values_swapped", ("kv_swapped",)),
 )
 
 
@@ -142,25 +153,54 @@ def _cuts_thirds(fn) -> bool:
     return same(out[0], split(thirds[0], nh)) and holds(out[1], thirds[1]) and holds(out[2], thirds[2])
 
 
+def _triple_wrong(out, qkv, nh, n_kv, want, case) -> None:
+    """Fail for the first wrong case: a mistake read on this case alone, else shape or the first wrong value."""
+    _diagnose_triple(out, qkv, nh, n_kv, want, case)
+    for got, right in zip(out, want, strict=True):
+        compare(got, right, case)
+
+
+def _same_triple(out, wrong) -> bool:
+    return all(same(a, b) for a, b in zip(out, wrong, strict=True))
+
+
 def body_split_qkv(fn) -> list[str]:
     g = gen(707)
-    cases, passed_equal = [], False
+    cases, passed_equal, runs, wrong = [], False, [], None
     for b, n, nh, n_kv, hs in QKV_CASES:
         qkv_out = torch.randn(b, n, (nh + 2 * n_kv) * hs, generator=g)
         case = f"qkv.shape={shape_str(qkv_out.shape)}, num_heads={nh}, num_kv_heads={n_kv}"
         try:
             out = _call_unchanged(fn, (qkv_out, nh, n_kv), ("qkv", "num_heads", "num_kv_heads"), case)
         except LearnerError as err:  # right with three equal blocks, a size error with fewer kv heads?
+            if wrong is not None:  # an earlier case was wrong: that is said first
+                _triple_wrong(*wrong)
             if passed_equal and n_kv < nh and isinstance(err.exc, RuntimeError) and _cuts_thirds(fn):
                 raise Fail("qkv_equal_thirds", case=case) from None
             raise
-        out = _triple(out, case)
+        except Fail:
+            if wrong is not None:
+                _triple_wrong(*wrong)
+            raise
+        try:
+            out = _triple(out, case)
+        except Fail:
+            if wrong is not None:
+                _triple_wrong(*wrong)
+            raise
         want = split_qkv_ref(qkv_out, nh, n_kv)
-        _diagnose_triple(out, qkv_out, nh, n_kv, want, case)
-        for got, right in zip(out, want, strict=True):
-            compare(got, right, case)
-        passed_equal = passed_equal or n_kv == nh
+        runs.append((out, qkv_out, nh, n_kv))
+        if wrong is None and not _same_triple(out, want):
+            wrong = (out, qkv_out, nh, n_kv, want, case)
+        passed_equal = passed_equal or (wrong is None and n_kv == nh)
         cases.append(f"num_heads={nh} num_kv_heads={n_kv}")
+    if wrong is not None:
+        for hint, ways in QKV_WHOLE_MISTAKES:
+            if all(
+                any(_same_triple(out, split_qkv_ref(q, nh, n_kv, how)) for how in ways) for out, q, nh, n_kv in runs
+            ):
+                raise Fail(hint, case=wrong[-1])
+        _triple_wrong(*wrong)
     return cases
 
 
@@ -267,6 +307,14 @@ _QKV_MESSAGES = {
         "en": "{title}: the key and value blocks were cut into num_heads heads (input: {case}); they hold num_kv_heads heads of head_dim features each.",
         "zh": "{title}：把键和值那两块切成了 num_heads 个头（输入：{case}）；它们各有 num_kv_heads 个头，每个头 head_dim 个特征。",
     },
+    "kv_heads_repeated": {
+        "en": "{title}: the keys and values come back with num_heads heads, each key/value head repeated for the query heads that share it (input: {case}); the split returns the num_kv_heads heads the projection made, (B, num_kv_heads, T, head_dim) each: repeating them for the query heads is a step of the attention, after the split.",
+        "zh": "{title}：返回的键和值有 num_heads 个头，每个键/值头都为共用它的查询头重复了一遍（输入：{case}）；拆分只返回投影算出的 num_kv_heads 个头，键和值各为 (B, num_kv_heads, T, head_dim)：为查询头重复它们是注意力计算里的一步，在拆分之后。",
+    },
+    "keys_values_swapped": {
+        "en": "{title}: the keys and values are swapped (input: {case}): the fused columns are [queries | keys | values], so the keys are the middle block and the values the last.",
+        "zh": "{title}：键和值弄反了（输入：{case}）：融合投影的列是 [查询 | 键 | 值]，所以键是中间那一块，值是最后一块。",
+    },
     "view_without_transpose": {
         "en": "{title}: a block was cut into heads without moving the heads in front of the tokens (input: {case}): a reshape straight to (B, heads, T, head_dim) mixes tokens and heads.",
         "zh": "{title}：把一块拆分成多个头时，没有把“头”的维度移到词元前面（输入：{case}）：直接 reshape 成 (B, heads, T, head_dim) 会把词元和头混在一起。",
@@ -286,6 +334,14 @@ _QKV_FIXES = {
     "kv_split_into_num_heads": {
         "en": f"`{_QKV_SPLIT}` with `heads = num_kv_heads` for the keys and the values, `heads = num_heads` for the queries.",
         "zh": f"`{_QKV_SPLIT}`：键和值用 `heads = num_kv_heads`，查询用 `heads = num_heads`。",
+    },
+    "kv_heads_repeated": {
+        "en": f"`{_QKV_SPLIT}` with `heads = num_kv_heads` for the keys and the values, returned as they are: no `repeat_interleave` in the split.",
+        "zh": f"键和值用 `heads = num_kv_heads` 做 `{_QKV_SPLIT}`，原样返回：拆分里不要 `repeat_interleave`。",
+    },
+    "keys_values_swapped": {
+        "en": f"`queries, keys, values = {_QKV_BLOCKS}`: queries, then keys, then values.",
+        "zh": f"`queries, keys, values = {_QKV_BLOCKS}`：先查询，再键，最后是值。",
     },
     "view_without_transpose": {
         "en": f"Tokens first, then move the heads in front: `{_QKV_SPLIT}` for each block `t`.",
@@ -385,6 +441,8 @@ RECORDS = [
             "qkv_per_group",
             "view_without_transpose",
             "heads_interleaved",
+            "kv_heads_repeated",
+            "keys_values_swapped",
             "not_triple",
             "input_modified",
         ),

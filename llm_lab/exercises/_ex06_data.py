@@ -49,6 +49,10 @@ def document_windows_ref(ids: list, max_length: int, stride: int, how: str = "ok
     m, s = max_length, stride
     rule = {"separator_dropped": "dropped", "separator_starts_document": "starts"}.get(how, "ends")
     spans = _spans(ids, rule)
+    if how == "unclosed_document_dropped":  # the documents kept only when an <|endoftext|> closes them
+        spans = [(b, e) for b, e in spans if ids[e - 1] == EOT]
+    if how == "unclosed_document_closed" and ids and ids[-1] != EOT:  # an <|endoftext|> of its own added
+        return document_windows_ref([*ids, EOT], max_length, stride)
     if how == "window_crosses_document":
         starts = range(0, len(ids) - m, s)
     elif how == "stride_across_documents":  # one stride over the whole stream, windows inside one document kept
@@ -67,14 +71,15 @@ def document_windows_ref(ids: list, max_length: int, stride: int, how: str = "ok
 # (content lengths of the documents, is the last one closed by <|endoftext|>?, max_length, stride): first a stream
 # whose unclosed last document tells a lost last window from a dropped <|endoftext|> (the two agree where every
 # document is closed), a document exactly max_length + 1 tokens long (one window), one whose last window ends on
-# its <|endoftext|>, documents too short for any window (some, or all), one document with a stride longer than a window
+# its <|endoftext|>, documents too short for any window (some, or all), one unclosed document with a stride longer than
+# a window, whose last window would end on an <|endoftext|> added to close it
 DOC_CASES = (
     ((3, 10, 7), False, 3, 3),
     ((7, 4, 9), True, 4, 2),
     ((2, 12), True, 4, 4),
     ((5, 5), True, 5, 1),
     ((1, 2), True, 4, 2),
-    ((20,), False, 4, 5),
+    ((19,), False, 4, 5),
 )
 DOC_MISTAKES = (
     "window_crosses_document",
@@ -84,6 +89,8 @@ DOC_MISTAKES = (
     "stride_across_documents",
     "missing_last_window",
     "one_window_document_skipped",
+    "unclosed_document_dropped",
+    "unclosed_document_closed",
 )
 
 
@@ -115,7 +122,7 @@ def body_document_windows(fn) -> list[str]:
     cases, runs, wrong = [], [], None
     for lengths, closed, max_length, stride in DOC_CASES:
         ids = _stream(g, lengths, closed)
-        case = f"documents of {'+'.join(str(n + 1) for n in lengths)}{'' if closed else ' (the last without <|endoftext|>)'} tokens, max_length={max_length}, stride={stride}"
+        case = f"documents of {'+'.join(str(n + (closed or i < len(lengths) - 1)) for i, n in enumerate(lengths))}{'' if closed else ' (the last without <|endoftext|>)'} tokens, max_length={max_length}, stride={stride}"
         token_ids = list(ids)
         try:
             out = call(fn, token_ids, max_length, stride, case=case)
@@ -258,6 +265,14 @@ _MESSAGES = {
         "en": "{title}: a document of exactly max_length + 1 tokens got no window (input: {case}); it holds one: max_length inputs and, shifted by one, their targets.",
         "zh": "{title}：恰好有 max_length + 1 个词元的文档一个窗口也没有得到（输入：{case}）；它正好放得下一个：max_length 个输入，以及错开一位的目标。",
     },
+    "unclosed_document_dropped": {
+        "en": "{title}: the last document, which no <|endoftext|> closes, got no windows (input: {case}): the stream may end inside a document, and that document is cut like the others.",
+        "zh": "{title}：最后那篇没有 <|endoftext|> 收尾的文档一个窗口也没有得到（输入：{case}）：词元流可以在一篇文档中间结束，这篇文档也要和其他文档一样切窗口。",
+    },
+    "unclosed_document_closed": {
+        "en": "{title}: the last document, which no <|endoftext|> closes, was given one (input: {case}): its last window's final target is an <|endoftext|> that is not in the stream. The text has not ended there; cut the document as it is.",
+        "zh": "{title}：给最后那篇没有 <|endoftext|> 收尾的文档补上了一个（输入：{case}）：它最后一个窗口的最后一个目标是词元流里并不存在的 <|endoftext|>。这段文本在那里并没有结束；应当按文档本来的样子切窗口。",
+    },
 }
 # The fixes, for a solution that splits the ids into documents and cuts each one as the lesson did.
 _SPLIT = "`current.append(token)`, then, if `token == EOT`, `documents.append(current)` and `current = []`"
@@ -295,6 +310,14 @@ _FIXES = {
     "one_window_document_skipped": {
         "en": "Keep a document when `len(doc) >= max_length + 1`, not `>`.",
         "zh": "当 `len(doc) >= max_length + 1` 时保留这篇文档，而不是用 `>`。",
+    },
+    "unclosed_document_dropped": {
+        "en": "After the loop over the tokens, `documents.append(current)`: the tokens after the last <|endoftext|> are a document too.",
+        "zh": "遍历完所有词元之后写 `documents.append(current)`：最后一个 <|endoftext|> 之后的词元也是一篇文档。",
+    },
+    "unclosed_document_closed": {
+        "en": "After the loop, `documents.append(current)` as it is, with no <|endoftext|> added: only the stream's own <|endoftext|> tokens close a document.",
+        "zh": "循环结束后原样 `documents.append(current)`，不要补 <|endoftext|>：只有词元流里本来就有的 <|endoftext|> 才结束一篇文档。",
     },
     "targets_not_shifted": {
         "en": "`inputs.append(doc[start : start + max_length])` and `targets.append(doc[start + 1 : start + max_length + 1])`, one token later.",
@@ -382,6 +405,8 @@ RECORDS = [
             "stride_across_documents",
             "missing_last_window",
             "one_window_document_skipped",
+            "unclosed_document_dropped",
+            "unclosed_document_closed",
             "targets_not_shifted",
             "targets_swapped",
             "ids_not_int64",

@@ -230,11 +230,27 @@ _FIXES = {
 # ---- a chunk of new queries on a KV cache -------------------------------------------------------------------
 
 
-def cached(q, k, v, window, *, align="bottom_right", scale=True, window_align="bottom_right", width=0):
+def cached(
+    q,
+    k,
+    v,
+    window,
+    *,
+    align="bottom_right",
+    scale=True,
+    window_align="bottom_right",
+    width=0,
+    window_after_softmax=False,
+    empty_rows=0.0,
+):
     """The reference and its known mistakes. The causal edge: aligned bottom right (query i at position
     k_len - q_len + i), top left (``is_causal=True``'s), shifted one key too far back (the query's own key hidden),
     or absent (``align=None``). The window's edge (a query sees its own key and the ``window - 1`` before it):
-    aligned bottom right, top left, absent (``window_align=None``), or ``width`` keys too wide (> 0) or narrow."""
+    aligned bottom right, top left, to the newest key for every query of the chunk (``"newest_key"``: the last
+    ``window`` keys of the cache), absent (``window_align=None``), or ``width`` keys too wide (> 0) or narrow;
+    ``window_after_softmax``: the softmax over the causal past, then the weights outside the window zeroed, not
+    renormalised. ``empty_rows``: the output of a query that sees no key (0, as SDPA gives, or NaN, as a softmax
+    of a row of -inf gives)."""
     q_len, k_len = q.shape[-2], k.shape[-2]
     rows, cols = torch.arange(q_len).unsqueeze(-1), torch.arange(k_len)
     offsets = {"bottom_right": k_len - q_len, "top_left": 0, "own_hidden": k_len - q_len - 1}
@@ -242,10 +258,16 @@ def cached(q, k, v, window, *, align="bottom_right", scale=True, window_align="b
     hidden = torch.zeros(q_len, k_len, dtype=torch.bool)
     if align is not None:
         hidden |= cols > rows + offsets[align]
-    if window_align is not None:
-        hidden |= cols <= rows + offsets[window_align] - (window + width)
-    s = s.masked_fill(hidden, NEG_INF)
-    return (torch.softmax(s, dim=-1).nan_to_num(0.0) @ v.double()).float()
+    outside = torch.zeros(q_len, k_len, dtype=torch.bool)
+    if window_align == "newest_key":
+        outside |= cols <= k_len - 1 - (window + width)
+    elif window_align is not None:
+        outside |= cols <= rows + offsets[window_align] - (window + width)
+    if window_after_softmax:
+        weights = torch.softmax(s.masked_fill(hidden, NEG_INF), dim=-1).masked_fill(outside, 0.0)
+    else:
+        weights = torch.softmax(s.masked_fill(hidden | outside, NEG_INF), dim=-1)
+    return (weights.nan_to_num(empty_rows) @ v.double()).float()
 
 
 # (B, nh, q_len, k_len, hs, window): one new token on a cache of 6 with a window as long as the cache, a chunk of 5
@@ -271,23 +293,50 @@ CACHED_MISTAKES = (
     ("window_one_too_narrow", {"width": -1}),
     ("scale_missing", {"scale": False}),
 )
+# named only when the learner's output is theirs on every case (run in full): (hint, its ways of computing it)
+CACHED_WHOLE_MISTAKES = (
+    ("window_not_renormalized", ({"window_after_softmax": True},)),
+    (
+        "window_from_newest_key",
+        ({"window_align": "newest_key"}, {"window_align": "newest_key", "empty_rows": float("nan")}),
+    ),
+)
+
+
+def _cached_wrong(out, q, k, v, window, case) -> None:
+    """Fail for the first wrong case: a mistake read on this case alone, else shape, NaN or the first wrong value."""
+    mistakes = [(hint, functools.partial(cached, q, k, v, window, **kw)) for hint, kw in CACHED_MISTAKES]
+    compare(out, cached(q, k, v, window), case, mistakes)
 
 
 def body_cached_attention(fn) -> list[str]:
     g = gen(707)
-    cases, observed = [], []
+    cases, observed, runs, wrong = [], [], [], None
     for b, nh, q_len, k_len, hs, window in CACHED_CASES:
         q = torch.randn(b, nh, q_len, hs, generator=g)
         k, v = torch.randn(b, nh, k_len, hs, generator=g), torch.randn(b, nh, k_len, hs, generator=g)
         case = f"queries.shape={shape_str(q.shape)}, keys.shape={shape_str(k.shape)}, window={window}"
-        out = as_tensor(
-            call_unchanged(fn, q, k, v, window, names=("queries", "keys", "values", "window"), case=case, observe=True),
-            case,
-        )
+        try:
+            out = as_tensor(
+                call_unchanged(
+                    fn, q, k, v, window, names=("queries", "keys", "values", "window"), case=case, observe=True
+                ),
+                case,
+            )
+        except Fail:
+            if wrong is not None:  # an earlier case was wrong: that is said first
+                _cached_wrong(*wrong)
+            raise
         observed.append(last_observed())
-        mistakes = [(hint, functools.partial(cached, q, k, v, window, **kw)) for hint, kw in CACHED_MISTAKES]
-        compare(out, cached(q, k, v, window), case, mistakes)
+        runs.append((out, q, k, v, window))
+        if wrong is None and not same(out, cached(q, k, v, window)):
+            wrong = (out, q, k, v, window, case)
         cases.append(f"q_len={q_len} k_len={k_len} window={window}")
+    if wrong is not None:
+        for hint, ways in CACHED_WHOLE_MISTAKES:
+            if all(any(same(out, cached(q, k, v, w, **kw)) for kw in ways) for out, q, k, v, w in runs):
+                raise Fail(hint, case=wrong[-1])
+        _cached_wrong(*wrong)
     for record in observed:  # "build that mask yourself": judged once every value is right
         if marked(record, "is_causal=True"):
             unless_reference(Fail("uses_is_causal", ref=called_matching(record, "scaled_dot_product") or "is_causal"))
@@ -324,6 +373,14 @@ _CACHED_MESSAGES = {
         "zh": "{title}：每个查询只看到了 window - 1 个键（输入：{case}）：窗口有 window 个键，包括查询自己的。",
     },
 }
+_CACHED_MESSAGES["window_not_renormalized"] = {
+    "en": "{title}: the rows of weights do not sum to 1 (input: {case}): the softmax ran over every earlier key, then the weights outside the window were zeroed. Hide those keys before the softmax, so that it spreads each row over the window alone.",
+    "zh": "{title}：各行权重之和不是 1（输入：{case}）：softmax 作用在之前所有的键上，之后才把窗口外的权重置零。应当在 softmax 之前就遮住这些键，让 softmax 只在窗口内分配每一行的权重。",
+}
+_CACHED_MESSAGES["window_from_newest_key"] = {
+    "en": "{title}: every new query sees the last window keys of the cache, as if it sat at the newest position (input: {case}): query i sits at p = k_len - q_len + i, so its window is keys p - window + 1 … p, a different one for each query of the chunk.",
+    "zh": "{title}：每个新查询看到的都是缓存里最后 window 个键，好像它们都位于最新的位置（输入：{case}）：查询 i 位于 p = k_len - q_len + i，它的窗口是键 p - window + 1 … p，块里每个查询的窗口都不一样。",
+}
 _CACHED_MESSAGES["uses_is_causal"] = {
     "en": "{title}: right values, but the causal mask comes from torch (`is_causal=True` or `causal_lower_right`, in `{ref}`): this exercise builds the mask aligned to the newest query itself and passes it as `attn_mask` (or applies it to the scores).",
     "zh": "{title}：数值是对的，但因果遮蔽来自 torch（`{ref}` 里的 `is_causal=True` 或 `causal_lower_right`）：这道练习要求自己构造对齐到最新查询的遮蔽，作为 `attn_mask` 传入（或者直接作用在分数上）。",
@@ -337,6 +394,14 @@ _CACHED_FIXES = {
     "window_top_left": {
         "en": f"`{_WINDOW}`: `tril(diagonal=k_len - q_len - window)`, not `tril(diagonal=-window)`.",
         "zh": f"`{_WINDOW}`：用 `tril(diagonal=k_len - q_len - window)`，而不是 `tril(diagonal=-window)`。",
+    },
+    "window_not_renormalized": {
+        "en": f"`{_WINDOW}` before the softmax, then `scores = scores.masked_fill(hidden, float('-inf'))`: no weight is zeroed after the softmax.",
+        "zh": f"在 softmax 之前 `{_WINDOW}`，再 `scores = scores.masked_fill(hidden, float('-inf'))`：softmax 之后不再把任何权重置零。",
+    },
+    "window_from_newest_key": {
+        "en": f"`{_WINDOW}`: the diagonal moves with each query's row, not `keys[:, :, -window:]` for the whole chunk.",
+        "zh": f"`{_WINDOW}`：对角线随每个查询所在的行移动，而不是对整个块取 `keys[:, :, -window:]`。",
     },
     "window_one_too_wide": {
         "en": f"`{_WINDOW}`: the diagonal k_len - q_len - window hides the key window positions back.",
@@ -386,6 +451,8 @@ RECORDS = [
             "window_top_left",
             "window_one_too_wide",
             "window_one_too_narrow",
+            "window_not_renormalized",
+            "window_from_newest_key",
             "scale_missing",
             "input_modified",
             "uses_is_causal",

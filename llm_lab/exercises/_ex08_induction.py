@@ -13,7 +13,7 @@ import numbers
 
 import torch
 
-from ._core import Exercise, Fail, compare
+from ._core import Exercise, Fail, as_tensor, compare, same
 from ._shared import call_unchanged, gen
 
 
@@ -42,6 +42,14 @@ def token_induction_score(attn_weights: torch.Tensor, token_ids: torch.Tensor, *
     return per_row[..., rows].mean(dim=-1)
 
 
+def probe_offset_score(attn_weights: torch.Tensor) -> torch.Tensor:
+    """``(L, nh, T, T) -> (L, nh)``: the lesson's probe formula read on any text, the mean weight of the rows
+    ``i >= T/2`` on key ``i - T/2 + 1``, whatever the tokens (right only where the second half repeats the first)."""
+    t = attn_weights.shape[-1]
+    rows = torch.arange(t // 2, t)
+    return attn_weights[..., rows, rows - t // 2 + 1].mean(dim=-1)
+
+
 def _causal_noise(shape, g: torch.Generator, spread: float = 1.0) -> torch.Tensor:
     t = shape[-1]
     scores = torch.randn(*shape, generator=g) * spread
@@ -56,9 +64,21 @@ def _sharpen(noise: torch.Tensor, target: torch.Tensor, strength: float) -> torc
     return torch.where(has, (1 - strength) * noise + strength * onehot, noise)
 
 
+def _score_mistakes(weights, ids) -> list:
+    return [
+        ("same_token_not_next", lambda: token_induction_score(weights, ids, next_token=False)),
+        ("current_included", lambda: token_induction_score(weights, ids, strictly_earlier=False)),
+        ("rows_without_target", lambda: token_induction_score(weights, ids, all_rows=True)),
+    ]
+
+
+# named only when the learner's scores are theirs on every case (run in full): (hint, its computation)
+SCORE_WHOLE_MISTAKES = (("probe_offset_used", lambda weights, ids: probe_offset_score(weights)),)
+
+
 def body_induction_score(fn) -> list[str]:
     g = gen(808)
-    cases = []
+    cases, runs, wrong = [], [], None
     # (layers, heads, T, vocabulary, repeated halves?): a repeated probe, natural-looking text with chance repeats
     for layers, heads, t, vocab, probe in (
         (2, 4, 12, 50, True),
@@ -76,15 +96,22 @@ def body_induction_score(fn) -> list[str]:
         weights[0, 0] = _sharpen(weights[0, 0], induction_targets(ids), 0.8)
         weights[-1, -1] = _sharpen(weights[-1, -1], induction_targets(ids, next_token=False), 0.8)
         case = f"attn_weights.shape={(layers, heads, t, t)}, token_ids={ids.tolist()}"
-        out = call_unchanged(fn, weights, ids, names=("attn_weights", "token_ids"), case=case)
+        try:
+            out = as_tensor(call_unchanged(fn, weights, ids, names=("attn_weights", "token_ids"), case=case), case)
+        except Fail:
+            if wrong is not None:  # an earlier case was wrong: that is said first
+                compare(*wrong)
+            raise
         want = token_induction_score(weights, ids)
-        mistakes = [
-            ("same_token_not_next", lambda w=weights, i=ids: token_induction_score(w, i, next_token=False)),
-            ("current_included", lambda w=weights, i=ids: token_induction_score(w, i, strictly_earlier=False)),
-            ("rows_without_target", lambda w=weights, i=ids: token_induction_score(w, i, all_rows=True)),
-        ]
-        compare(out, want, case, mistakes)
+        runs.append((out, weights, ids))
+        if wrong is None and not same(out, want):
+            wrong = (out, want, case, _score_mistakes(weights, ids))
         cases.append(f"{layers}x{heads} heads, T={t}")
+    if wrong is not None:
+        for hint, make in SCORE_WHOLE_MISTAKES:
+            if all(same(out, make(weights, ids)) for out, weights, ids in runs):
+                raise Fail(hint, case=wrong[2])
+        compare(*wrong)
     return cases
 
 
@@ -279,6 +306,10 @@ _MESSAGES = {
         "en": "{title}: the mean also counts rows whose token never occurred before (input: {case}); those rows have no induction target: leave them out of the average.",
         "zh": "{title}：平均值把前文从未出现过当前词元的行也算了进去（输入：{case}）；这些行没有归纳目标，不应参与平均。",
     },
+    "probe_offset_used": {
+        "en": "{title}: the score reads key i - T/2 + 1 in the rows i >= T/2, the lesson's probe formula, whatever the tokens (input: {case}); that holds only where the second half repeats the first. On any text, find each query's targets from the ids: the keys j < i with token_ids[j - 1] == token_ids[i].",
+        "zh": "{title}：分数读的是第 i >= T/2 行里的键 i - T/2 + 1，也就是正文探针的公式，而不管词元是什么（输入：{case}）；这只在后一半重复前一半时才成立。在任意文本上，要从 ID 找出每个查询的目标：满足 j < i 且 token_ids[j - 1] == token_ids[i] 的键 j。",
+    },
     "not_a_head_index": {
         "en": "{title}: expected the index of a layer-0 head, one int, got {got} (input: {case}).",
         "zh": "{title}：应当返回第 0 层某个头的下标（一个整数），实际得到 {got}（输入：{case}）。",
@@ -329,6 +360,10 @@ _FIXES = {
         "en": "`rows = targets.any(dim=-1)`; `per_row[..., rows].mean(dim=-1)`.",
         "zh": "`rows = targets.any(dim=-1)`；`per_row[..., rows].mean(dim=-1)`。",
     },
+    "probe_offset_used": {
+        "en": "`targets[:, 1:] = token_ids[:, None] == token_ids[None, :-1]`, then `targets &= torch.ones(T, T, dtype=torch.bool).tril(diagonal=-1)`: the targets from the ids, not from T.",
+        "zh": "`targets[:, 1:] = token_ids[:, None] == token_ids[None, :-1]`，再 `targets &= torch.ones(T, T, dtype=torch.bool).tril(diagonal=-1)`：目标从 ID 得出，而不是从 T 得出。",
+    },
     "picked_by_pattern": {
         "en": "`scores = runs[:, layer, head, rows, rows - T//2 + 1].mean(-1)` with `rows = torch.arange(T//2, T)`; the answer is `int((scores[0] - scores[1:]).argmax())`.",
         "zh": "`scores = runs[:, layer, head, rows, rows - T//2 + 1].mean(-1)`，其中 `rows = torch.arange(T//2, T)`；答案是 `int((scores[0] - scores[1:]).argmax())`。",
@@ -373,7 +408,7 @@ RECORDS = [
         takes="function",
         signature="``fn(attn_weights (L, nh, T, T), token_ids (T,)) -> (L, nh)``: the mean weight each head puts on "
         "keys j < i with ``token_ids[j - 1] == token_ids[i]``, over the rows that have such a key.",
-        hints=("same_token_not_next", "current_included", "rows_without_target", "input_modified"),
+        hints=("same_token_not_next", "current_included", "rows_without_target", "probe_offset_used", "input_modified"),
         references=_SCORE_REFERENCES
         + ("exercises._ex08_induction.token_induction_score", "exercises._ex08_induction.induction_targets"),
         messages=_MESSAGES,

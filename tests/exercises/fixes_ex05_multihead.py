@@ -126,6 +126,18 @@ SPLIT_QKV_CASES = [
     ("view_without_transpose", [(QKV_SPLIT, "t.reshape(b, heads, num_tokens, head_dim)")], None),
     ("heads_interleaved", [(QKV_SPLIT, "t.reshape(b, num_tokens, head_dim, heads).permute(0, 3, 1, 2)")], None),
     (
+        "kv_heads_repeated",
+        [
+            (
+                "    return queries, keys, values",
+                "    group = num_heads // num_kv_heads\n"
+                "    return queries, keys.repeat_interleave(group, dim=1), values.repeat_interleave(group, dim=1)",
+            )
+        ],
+        None,
+    ),
+    ("keys_values_swapped", [(f"queries, keys, values = {QKV_BLOCKS}", f"queries, values, keys = {QKV_BLOCKS}")], None),
+    (
         "not_triple",
         [
             ("return queries, keys, values", "return torch.cat((queries, keys, values), dim=1)"),

@@ -119,6 +119,21 @@ DOC_WINDOWS_CASES = [
         ],
         [("for start in range((-offset) % stride, len(doc) - max_length, stride):", DOC_RANGE)],
     ),
+    (
+        "unclosed_document_dropped",
+        [("    documents.append(current)\n    inputs, targets", "    inputs, targets")],
+        [("    inputs, targets", "    documents.append(current)\n    inputs, targets")],
+    ),
+    (
+        "unclosed_document_closed",
+        [
+            (
+                "    documents.append(current)\n    inputs",
+                "    if current:\n        current.append(EOT)\n    documents.append(current)\n    inputs",
+            )
+        ],
+        None,
+    ),
     ("missing_last_window", [(DOC_RANGE, "for start in range(0, len(doc) - max_length - 1, stride):")], None),
     (
         "targets_not_shifted",

@@ -131,6 +131,18 @@ CACHED_CASES = [
     ("window_one_too_narrow", [(WINDOW_LINE, WINDOW_LINE.replace("- window)", "- window + 1)"))], None),
     ("scale_missing", [(CACHED_SCORES, "    scores = queries @ keys.transpose(-2, -1)\n")], None),
     (
+        "window_not_renormalized",
+        [
+            (WINDOW_LINE, WINDOW_LINE.replace("    hidden |= ", "    too_old = ")),
+            (
+                "torch.softmax(scores, dim=-1) @ values",
+                "torch.softmax(scores, dim=-1).masked_fill(too_old, 0.0) @ values",
+            ),
+        ],
+        None,
+    ),
+    ("window_from_newest_key", [(WINDOW_LINE, "    hidden |= torch.arange(k_len) < k_len - window")], None),
+    (
         "input_modified",
         [(CACHED_SCORES, "    queries /= queries.shape[-1] ** 0.5\n    scores = queries @ keys.transpose(-2, -1)\n")],
         [("    queries /= queries.shape[-1] ** 0.5\n", "    queries = queries / queries.shape[-1] ** 0.5\n")],

@@ -111,6 +111,29 @@ def qkv_interleaved(qkv, nh, n_kv):
     return tuple(part.reshape(b, t, -1, h).permute(0, 3, 1, 2) for part, h in _blocks(qkv, nh, n_kv))
 
 
+def qkv_kv_repeated(tile=False):
+    """Grouped-query attention's habit in the split: each key/value head repeated for its query heads."""
+
+    def fn(qkv, nh, n_kv):
+        q, k, v = split_qkv(qkv, nh, n_kv)
+        g = nh // n_kv
+        if tile:
+            return q, k.repeat(1, g, 1, 1), v.repeat(1, g, 1, 1)
+        return q, k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+
+    return fn
+
+
+def qkv_kv_swapped(qkv, nh, n_kv):
+    queries, values, keys = (part.unflatten(-1, (h, -1)).transpose(1, 2) for part, h in _blocks(qkv, nh, n_kv))
+    return queries, keys, values
+
+
+def qkv_heads_first(qkv, nh, n_kv):  # correct: all heads at once, then three slices of the head dimension
+    heads = qkv.unflatten(-1, (nh + 2 * n_kv, -1)).transpose(1, 2)
+    return heads[:, :nh], heads[:, nh : nh + n_kv], heads[:, nh + n_kv :]
+
+
 def qkv_listed_twice(qkv, nh, n_kv):
     return [*split_qkv(qkv, nh, n_kv), None]
 
@@ -127,6 +150,9 @@ PLANTED = [
     ("split_qkv", qkv_per_group, "qkv_per_group"),
     ("split_qkv", qkv_no_transpose, "view_without_transpose"),
     ("split_qkv", qkv_interleaved, "heads_interleaved"),
+    ("split_qkv", qkv_kv_repeated(), "kv_heads_repeated"),
+    ("split_qkv", qkv_kv_repeated(tile=True), "kv_heads_repeated"),
+    ("split_qkv", qkv_kv_swapped, "keys_values_swapped"),
     ("split_qkv", lambda qkv, nh, n_kv: torch.cat(split_qkv(qkv, nh, n_kv), dim=1), "not_triple"),
     ("split_qkv", qkv_listed_twice, "not_triple"),
     ("multihead", with_mistake(MultiHeadAttention, "view_without_transpose"), "view_without_transpose"),
@@ -140,6 +166,7 @@ PLANTED = [
 ]
 
 CORRECT_BUT_DIFFERENT = [
+    ("split_qkv", qkv_heads_first),
     ("multihead", flex(sdpa=True)),
     ("multihead", flex(f64=True)),
     ("multihead", flex(bias=(False, False, False, False))),  # out_proj without bias

@@ -24,10 +24,20 @@ def input_embeddings(token_ids, tok_emb, pos_emb):
 
 
 def docs_factory(
-    split="ends", stream_stride=False, last=0, target_reach=0, shift=1, swap=False, whole=False, dtype=torch.long
+    split="ends",
+    stream_stride=False,
+    last=0,
+    target_reach=0,
+    shift=1,
+    swap=False,
+    whole=False,
+    dtype=torch.long,
+    unclosed="kept",
 ):
     """The notebook's loop with one switch turned: how the documents are split, where the stride counts from,
-    how far a window may reach, the target's shift."""
+    how far a window may reach, the target's shift, what becomes of the tokens after the last <|endoftext|>
+    (``unclosed``: ``"kept"``, ``"dropped"`` (no `documents.append(current)` after the loop), ``"if_any"`` (kept
+    when there are any: correct too), ``"closed"`` (an <|endoftext|> of its own added: a target too many))."""
 
     def fn(token_ids, max_length, stride):
         docs, current = [], []
@@ -41,7 +51,10 @@ def docs_factory(
             if token == EOT and split != "starts":
                 docs.append(current)
                 current = []
-        docs.append(current)
+        if unclosed == "closed" and current:
+            current.append(EOT)
+        if unclosed != "dropped" and (current or unclosed != "if_any"):
+            docs.append(current)
         if whole:
             docs = [list(token_ids)]
         inputs, targets, offset = [], [], 0
@@ -129,12 +142,17 @@ PLANTED = [
     ("document_windows", docs_factory(stream_stride=True), "stride_across_documents"),
     ("document_windows", docs_factory(last=-1), "missing_last_window"),
     ("document_windows", docs_one_window_skipped, "one_window_document_skipped"),
+    ("document_windows", docs_factory(unclosed="dropped"), "unclosed_document_dropped"),
+    ("document_windows", docs_factory(unclosed="closed"), "unclosed_document_closed"),
     ("document_windows", docs_factory(shift=0), "targets_not_shifted"),
     ("document_windows", docs_factory(swap=True), "targets_swapped"),
     ("document_windows", docs_factory(dtype=torch.int32), "ids_not_int64"),
     ("input_embeddings", embeddings_no_positions, "positions_missing"),
     ("input_embeddings", embeddings_positions_from_ids, "positions_from_ids"),
     ("input_embeddings", embeddings_full_context, "positions_wrong_length"),
+]
+CORRECT_BUT_DIFFERENT = [
+    ("document_windows", docs_factory(unclosed="if_any")),  # the last document appended only when it has tokens
 ]
 
 # graded: a one-line message naming the hint (int64 asked; misleading positions)

@@ -64,6 +64,52 @@ def chunk_with(offset=None, mask=True, scale=True, in_place=False, window_offset
     return attend
 
 
+def chunk_window_zeroed(renormalize=False):
+    """The window applied after the softmax: the weights outside it zeroed, not renormalised (``renormalize``:
+    each row divided by its sum afterwards, correct)."""
+
+    def attend(queries, keys, values, window):
+        q_len, k_len = queries.shape[-2], keys.shape[-2]
+        scores = queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5
+        future = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)
+        weights = torch.softmax(scores.masked_fill(future, NEG_INF), dim=-1)
+        weights = weights.masked_fill(torch.ones(q_len, k_len, dtype=torch.bool).tril(k_len - q_len - window), 0.0)
+        if renormalize:
+            weights = weights / weights.sum(dim=-1, keepdim=True)
+        return weights @ values
+
+    return attend
+
+
+def chunk_last_keys(sdpa=False):
+    """The window anchored to the newest key for the whole chunk: the cache cut to its last ``window`` keys, then
+    the causal mask aligned bottom right (a query that sees no key: NaN from the softmax, 0 from SDPA)."""
+
+    def attend(queries, keys, values, window):
+        keys, values = keys[:, :, -window:], values[:, :, -window:]
+        q_len, k_len = queries.shape[-2], keys.shape[-2]
+        hidden = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)
+        if sdpa:
+            return F.scaled_dot_product_attention(queries, keys, values, attn_mask=~hidden)
+        scores = queries @ keys.transpose(-2, -1) / queries.shape[-1] ** 0.5
+        return torch.softmax(scores.masked_fill(hidden, NEG_INF), dim=-1) @ values
+
+    return attend
+
+
+def chunk_by_query(queries, keys, values, window):
+    """Correct, one query at a time: its own slice of keys, p - window + 1 … p."""
+    q_len, k_len = queries.shape[-2], keys.shape[-2]
+    rows = []
+    for i in range(q_len):
+        p = k_len - q_len + i
+        lo = max(0, p - window + 1)
+        k, v = keys[:, :, lo : p + 1], values[:, :, lo : p + 1]
+        w = torch.softmax(queries[:, :, i : i + 1] @ k.transpose(-2, -1) / queries.shape[-1] ** 0.5, dim=-1)
+        rows.append(w @ v)
+    return torch.cat(rows, dim=2)
+
+
 def _sdpa_window(is_causal=False, causal=False):
     def attend(q, k, v, window):
         q_len, k_len = q.shape[-2], k.shape[-2]
@@ -96,7 +142,14 @@ PLANTED = [
     ("cached_attention", chunk_with(width=1), "window_one_too_wide"),
     ("cached_attention", chunk_with(width=-1), "window_one_too_narrow"),
     ("cached_attention", chunk_with(scale=False), "scale_missing"),
+    ("cached_attention", chunk_window_zeroed(), "window_not_renormalized"),
+    ("cached_attention", chunk_last_keys(), "window_from_newest_key"),
+    ("cached_attention", chunk_last_keys(sdpa=True), "window_from_newest_key"),
     ("cached_attention", chunk_with(in_place=True), "input_modified"),
+]
+CORRECT_BUT_DIFFERENT = [
+    ("cached_attention", chunk_window_zeroed(renormalize=True)),  # zeroed after the softmax, then renormalised
+    ("cached_attention", chunk_by_query),
 ]
 
 

@@ -16,6 +16,23 @@ def induction_score_from_tokens(attn_weights, token_ids):
     return (attn_weights * targets).sum(dim=-1)[..., rows].mean(dim=-1)
 
 
+def probe_formula(attn_weights, token_ids):
+    """The lesson's probe formula on any text: key i - T/2 + 1 in the rows i >= T/2, the ids unread."""
+    t = token_ids.shape[0]
+    rows = torch.arange(t // 2, t)
+    return attn_weights[..., rows, rows - t // 2 + 1].mean(dim=-1)
+
+
+def score_by_rows(attn_weights, token_ids):  # correct: one query at a time, the keys after its earlier copies
+    t = token_ids.shape[0]
+    per_row = []
+    for i in range(t):
+        keys = [j for j in range(1, i) if token_ids[j - 1] == token_ids[i]]
+        if keys:
+            per_row.append(attn_weights[..., i, keys].sum(dim=-1))
+    return torch.stack(per_row, dim=-1).mean(dim=-1)
+
+
 def score_factory(same_token=False, current=False, all_rows=False):
     def score(attn_weights, token_ids):
         t = token_ids.shape[0]
@@ -66,6 +83,7 @@ def ablation_factory(mistake):
 
 SOLUTIONS = {"induction_score": induction_score_from_tokens, "find_by_ablation": find_by_ablation}
 PLANTED_ALL = [
+    ("induction_score", probe_formula, "probe_offset_used"),
     ("induction_score", score_factory(same_token=True), "same_token_not_next"),
     ("induction_score", score_factory(current=True), "current_included"),
     ("induction_score", score_factory(all_rows=True), "rows_without_target"),
@@ -84,4 +102,7 @@ PLANTED_ALL = [
         "wrong_layer0_head",
     ),
 ]
-PLANTED = [p for p in PLANTED_ALL if p[2] is not None]  # what tests/exercises/test_exercises.py checks: a named hint
+PLANTED = [p for p in PLANTED_ALL if p[2] is not None]
+CORRECT_BUT_DIFFERENT = [
+    ("induction_score", score_by_rows)
+]  # what tests/exercises/test_exercises.py checks: a named hint

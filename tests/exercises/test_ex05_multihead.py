@@ -5,7 +5,16 @@ mistakes: solutions_ex05_multihead.py)."""
 import pytest
 import torch
 from _exercise_solutions import with_mistake
-from solutions_ex05_multihead import MultiHeadAttention, _blocks, qkv_lesson_07, qkv_thirds, split_qkv
+from solutions_ex05_multihead import (
+    MultiHeadAttention,
+    _blocks,
+    qkv_heads_first,
+    qkv_kv_repeated,
+    qkv_kv_swapped,
+    qkv_lesson_07,
+    qkv_thirds,
+    split_qkv,
+)
 
 from llm_lab import exercises as ex
 
@@ -111,3 +120,37 @@ def test_a_size_error_that_is_not_three_equal_blocks_shows_torchs_message(fn):
 def test_three_equal_blocks_are_named_in_public_and_secret_checks(fn):
     for secret in (None, 3, 4):
         assert ex.grade("split_qkv", fn, secret=secret).hint == "qkv_equal_thirds"
+
+
+# ---- keys and values repeated for the query heads, or swapped: named only on every case ----
+
+
+@pytest.mark.parametrize(
+    ("fn", "hint"),
+    [
+        (qkv_kv_repeated(), "kv_heads_repeated"),
+        (qkv_kv_repeated(tile=True), "kv_heads_repeated"),
+        (qkv_kv_swapped, "keys_values_swapped"),
+    ],
+    ids=["repeat_interleave", "repeat", "swapped"],
+)
+def test_repeated_or_swapped_keys_and_values_are_named_in_public_and_secret_checks(fn, hint):
+    for secret in (None, 3):
+        result = ex.grade("split_qkv", fn, secret=secret)
+        assert (result.status, result.hint) == ("fail", hint), result.message
+
+
+def test_keys_and_values_wrong_on_some_cases_only_are_not_named_so():
+    repeated, swapped = qkv_kv_repeated(), qkv_kv_swapped
+
+    def repeated_for_groups_of_two(qkv, nh, n_kv):
+        return (repeated if nh == 2 * n_kv else split_qkv)(qkv, nh, n_kv)
+
+    def swapped_when_grouped(qkv, nh, n_kv):
+        return (swapped if n_kv < nh else split_qkv)(qkv, nh, n_kv)
+
+    for fn in (repeated_for_groups_of_two, swapped_when_grouped):
+        result = ex.grade("split_qkv", fn)
+        assert result.status == "fail", result.message
+        assert result.hint not in ("kv_heads_repeated", "keys_values_swapped"), result.message
+    assert ex.grade("split_qkv", qkv_heads_first).passed

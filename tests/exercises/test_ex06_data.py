@@ -88,3 +88,13 @@ def test_an_off_by_one_guard_is_not_called_a_dropped_endoftext():
         result = ex.grade("document_windows", docs_one_window_skipped, secret=secret)
         assert result.status == "fail", result.message
         assert result.hint == "one_window_document_skipped", result.message
+
+
+def test_the_unclosed_last_document_dropped_or_closed_by_a_made_up_endoftext_is_named():
+    for secret in (None, 2):
+        result = ex.grade("document_windows", docs_factory(unclosed="dropped"), secret=secret)
+        assert (result.status, result.hint) == ("fail", "unclosed_document_dropped"), result.message
+        assert "without <|endoftext|>" in result.message  # the case named is one whose last document is open
+        assert ex.grade("document_windows", docs_factory(unclosed="if_any"), secret=secret).passed
+        closed = ex.grade("document_windows", docs_factory(unclosed="closed"), secret=secret)
+        assert (closed.status, closed.hint) == ("fail", "unclosed_document_closed"), closed.message

@@ -6,7 +6,17 @@ import pytest
 import torch
 import torch.nn.functional as F
 from _exercise_solutions import NEG_INF
-from solutions_ex07_tiled import _hidden, blocked, chunk_attention, full_scores, tiled_factory, whole_rows
+from solutions_ex07_tiled import (
+    _hidden,
+    blocked,
+    chunk_attention,
+    chunk_by_query,
+    chunk_last_keys,
+    chunk_window_zeroed,
+    full_scores,
+    tiled_factory,
+    whole_rows,
+)
 
 import llm_lab
 from llm_lab import exercises as ex
@@ -284,3 +294,38 @@ def test_tiled_attention_mistakes_of_the_checker_are_right_when_unplanted():
     want = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     assert torch.allclose(tiled(q, k, v, 4), want, atol=1e-6)
     assert torch.allclose(tiled_factory()(q, k, v, 3), want, atol=1e-6)
+
+
+# ---- the window zeroed after the softmax, or anchored to the newest key: named only on every case ----
+
+
+@pytest.mark.parametrize(
+    ("fn", "hint"),
+    [
+        (chunk_window_zeroed(), "window_not_renormalized"),
+        (chunk_last_keys(), "window_from_newest_key"),
+        (chunk_last_keys(sdpa=True), "window_from_newest_key"),
+    ],
+    ids=["zeroed-after-softmax", "last-keys-softmax", "last-keys-sdpa"],
+)
+def test_a_window_applied_after_the_softmax_or_from_the_newest_key_is_named(fn, hint):
+    for secret in (None, 5):
+        result = ex.grade("cached_attention", fn, secret=secret)
+        assert (result.status, result.hint) == ("fail", hint), result.message
+
+
+def test_a_window_mistake_on_some_cases_only_is_not_named():
+    zeroed, right = chunk_window_zeroed(), chunk_attention
+
+    def zeroed_on_long_chunks(queries, keys, values, window):  # right where q_len < 4, zeroed on the others
+        return (zeroed if queries.shape[-2] >= 4 else right)(queries, keys, values, window)
+
+    def last_keys_on_one_case(queries, keys, values, window):
+        return (chunk_last_keys() if keys.shape[-2] == 8 else right)(queries, keys, values, window)
+
+    for fn in (zeroed_on_long_chunks, last_keys_on_one_case):
+        result = ex.grade("cached_attention", fn)
+        assert result.status == "fail", result.message
+        assert result.hint not in ("window_not_renormalized", "window_from_newest_key"), result.message
+    for fn in (chunk_window_zeroed(renormalize=True), chunk_by_query):
+        assert ex.grade("cached_attention", fn).passed

@@ -93,6 +93,22 @@ def test_the_lesson_score_equals_the_token_score_on_the_probe():
     assert torch.allclose(induction_score_from_tokens(w, ids), induction.induction_scores(w))
 
 
+def test_the_probe_formula_on_any_text_is_named_only_when_it_gives_every_case():
+    from solutions_ex08_induction import probe_formula, score_by_rows
+
+    for secret in (None, 1, 2):
+        result = ex.grade("induction_score", probe_formula, secret=secret)
+        assert (result.status, result.hint) == ("fail", "probe_offset_used"), result.message
+        assert ex.grade("induction_score", score_by_rows, secret=secret).passed
+
+    def probe_formula_on_one_length(attn_weights, token_ids):  # right elsewhere: not the probe formula's answers
+        use = probe_formula if token_ids.shape[0] == 10 else induction_score_from_tokens
+        return use(attn_weights, token_ids)
+
+    result = ex.grade("induction_score", probe_formula_on_one_length)
+    assert result.status == "fail" and result.hint != "probe_offset_used", result.message
+
+
 @pytest.mark.parametrize(("name", "fn", "hint"), PLANTED, ids=[f"{n}-{h}" for n, _, h in PLANTED])
 def test_planted_mistakes_get_the_same_verdict_through_the_grading_protocol(name, fn, hint):
     """The checkers see the learner's function only through tensors and plain data (grading's kernel proxies)."""
