@@ -38,6 +38,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "{title}: started a thread or a process ({ref}) while checked: the check watches the call it makes, and what another thread or process computes is outside it. Compute the result in the function itself.",
         "zh": "{title}：在检查期间启动了线程或进程（{ref}）：检查只观察它发起的那次调用，别的线程或进程里算出的东西不在观察之内。请在函数本身里计算结果。",
     },
+    "watch_switched_off": {
+        "en": "{title}: your code switched off the checker's watch ({ref} called while it was checked): the check sees which code your function runs, and code that hides from it cannot pass. Remove the call to {ref}.",
+        "zh": "{title}：你的代码在检查期间关掉了检查器的监视（调用了 {ref}）：检查要看到你的函数运行了哪些代码，躲开它的代码不能通过。请去掉对 {ref} 的调用。",
+    },
     "system_exit": {
         "en": "{title}: your code called sys.exit()/exit() (input: {case}); return a value instead.",
         "zh": "{title}：你的代码调用了 sys.exit()/exit()（输入：{case}）；请改为返回结果。",
