@@ -420,6 +420,10 @@ _SCORE_REFERENCES = (
     "explore.heads.head_scores",
     "explore.heads.head_roles",
     "explore.heads._induction_targets",
+    # the average induction_score delegates to, listed by hand: derived from what the listed functions call, the
+    # private helpers would bring in ones that other explorers share (`_weights`, the input check of
+    # previous_token_score and the rest), making an honest call of those a reference
+    "explore.heads._masked_score",
     "explore.induction.induction_scores",  # the lesson's score on a probe: the asked head's score in each run
 )
 
