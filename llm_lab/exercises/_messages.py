@@ -229,6 +229,14 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "{title}: dropout acts before the softmax (on the scores, queries or keys), not on the attention weights (p={p}): a dropped score becomes 0 (NaN where it was -inf), which the softmax still turns into a weight, so nothing is really dropped.",
         "zh": "{title}：dropout 作用在了 softmax 之前（分数、查询或键上），而不是注意力权重上（p={p}）：被丢弃的分数变成 0（原本是 -inf 的地方变成 NaN），softmax 仍会把它变成一个权重，所以其实什么也没有被丢弃。",
     },
+    "dropout_also_on_output": {
+        "en": "{title}: dropout is applied twice, to the attention weights and again to the context vectors (p={p}); only the weights are dropped.",
+        "zh": "{title}：dropout 用了两次，先作用于注意力权重，又作用于上下文向量（p={p}）；只应丢弃权重。",
+    },
+    "dropout_renormalized": {
+        "en": "{title}: after dropout each row of weights was rescaled to sum to 1 again (p={p}): that replaces dropout's own 1/(1-p) scale by one that changes from row to row. Use the weights as dropout returns them.",
+        "zh": "{title}：dropout 之后又把每一行权重重新缩放成和为 1（p={p}）：这用一个逐行变化的缩放取代了 dropout 自带的 1/(1-p) 缩放。请直接使用 dropout 返回的权重。",
+    },
     "dropout_on_input": {
         "en": "{title}: dropout hits the input x (or the values), not the attention weights (p={p}).",
         "zh": "{title}：dropout 作用在了输入 x（或值向量）上，而不是注意力权重上（p={p}）。",
@@ -363,6 +371,14 @@ FIXES: dict[str, dict[str, str]] = {
     "dropout_on_scores": {
         "en": "`attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1))`: dropout after the softmax, on the weights.",
         "zh": "`attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1))`：dropout 放在 softmax 之后，作用于权重。",
+    },
+    "dropout_also_on_output": {
+        "en": "Keep `attn_weights = self.dropout(attn_weights)` after the softmax and remove the dropout on `context_vec`.",
+        "zh": "保留 softmax 之后的 `attn_weights = self.dropout(attn_weights)`，去掉作用在 `context_vec` 上的 dropout。",
+    },
+    "dropout_renormalized": {
+        "en": "`attn_weights = self.dropout(attn_weights)` and nothing after it: `nn.Dropout` already scales the kept weights by 1/(1-p).",
+        "zh": "写 `attn_weights = self.dropout(attn_weights)`，之后不要再处理：`nn.Dropout` 已经把保留的权重乘以 1/(1-p)。",
     },
     "dropout_on_input": {
         "en": "`attn_weights = self.dropout(attn_weights)` right after the softmax, and leave x alone.",
