@@ -32,7 +32,7 @@ def scale_hard_coded(queries, keys, doc_ids):
 
 
 def test_equal_ids_apart_are_one_document():
-    """"Equal ids belong to one document": no case had equal ids that were not adjacent, so code that starts a
+    """ "Equal ids belong to one document": no case had equal ids that were not adjacent, so code that starts a
     document at every change of id passed. A case such as ids [0, 0, 1, 1, 0, 0] tells the two apart."""
     for secret in (None, 4):
         result = ex.grade("packed_weights", documents_as_runs, secret=secret)
