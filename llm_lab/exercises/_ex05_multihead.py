@@ -267,20 +267,6 @@ def body_multihead(cls) -> list[str]:
     return cases
 
 
-# the scale by the input's width, said for heads (the shared text compares d_in with d_out, one head's width)
-_MHA_MESSAGES = {
-    "scale_uses_d_in": {
-        "en": "{title}: the scores are scaled by 1/sqrt(d_in), the width of the input x, instead of 1/sqrt(head_dim), the width of each head's keys (input: {case}). The two are equal only when d_in = d_out // num_heads.",
-        "zh": "{title}：分数除以的是 sqrt(d_in)，即输入 x 的宽度，应当是 sqrt(head_dim)，即每个头的键的宽度（输入：{case}）。两者只在 d_in = d_out // num_heads 时相等。",
-    },
-}
-_MHA_FIXES = {
-    "scale_uses_d_in": {
-        "en": "Divide by `keys.shape[-1] ** 0.5` after the split into heads (= head_dim ** 0.5), not by the width of x.",
-        "zh": "在拆分成多个头之后除以 `keys.shape[-1] ** 0.5`（即 head_dim ** 0.5），而不是 x 的宽度。",
-    },
-}
-
 _QKV_MESSAGES = {
     "not_triple": {
         "en": "{title}: expected three tensors (queries, keys, values), got {got} (input: {case}).",
@@ -446,8 +432,6 @@ RECORDS = [
         )
         + WEIGHT_HINTS
         + DROPOUT_HINTS,
-        messages=_MHA_MESSAGES,
-        fixes=_MHA_FIXES,
         references=(
             "multihead.MultiHeadAttention",
             "multihead.FusedMultiHeadAttention",

@@ -251,8 +251,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "{title}：分数除以的是 sqrt(d_out)，应当是 sqrt(head_dim)（输入：{case}）。每个头的键只有 head_dim = d_out // num_heads 个特征。",
     },
     "scale_uses_d_in": {
-        "en": "{title}: the scores are scaled by 1/sqrt(d_in), the width of the input x, instead of 1/sqrt(d_k), the width of the keys (input: {case}). The two are equal only when d_in = d_out.",
-        "zh": "{title}：分数除以的是 sqrt(d_in)，即输入 x 的宽度，应当是 sqrt(d_k)，即键的宽度（输入：{case}）。两者只在 d_in = d_out 时相等。",
+        "en": "{title}: the scores are scaled by 1/sqrt(d_in), the width of the input x, instead of 1/sqrt(d_k), the width of the keys (of each head, with several heads) (input: {case}). The two are equal only when d_in = d_k.",
+        "zh": "{title}：分数除以的是 sqrt(d_in)，即输入 x 的宽度，应当是 sqrt(d_k)，即键的宽度（有多个头时是每个头的键）（输入：{case}）。两者只在 d_in = d_k 时相等。",
     },
     # ---- data ----------------------------------------------------------------------------------------
 }
@@ -393,8 +393,8 @@ FIXES: dict[str, dict[str, str]] = {
         "zh": "除以 `keys.shape[-1] ** 0.5`（即 head_dim ** 0.5）。",
     },
     "scale_uses_d_in": {
-        "en": "Divide by `keys.shape[-1] ** 0.5` (d_k = d_out), not by the width of x (d_in).",
-        "zh": "除以 `keys.shape[-1] ** 0.5`（d_k = d_out），而不是 x 的宽度（d_in）。",
+        "en": "Divide by `keys.shape[-1] ** 0.5` (d_k: the keys' width, head_dim with several heads), not by the width of x (d_in).",
+        "zh": "除以 `keys.shape[-1] ** 0.5`（d_k 是键的宽度，有多个头时即 head_dim），而不是 x 的宽度（d_in）。",
     },
 }
 
