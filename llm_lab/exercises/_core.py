@@ -207,6 +207,55 @@ def diagnose(
             raise Fail(hint, **params)
 
 
+class Diagnosis:
+    """Names a mistake only when its computation gives the learner's output on every case, the right ones
+    included: one case can make two computations agree (``d_k = 16`` and ``T = 4`` make ``/ 2`` a scale by
+    ``sqrt(T)``). ``add`` each case once the learner's call returned; ``verdict()`` after the last one fails for
+    the first wrong case, by the mistakes that fit every case (``diagnose``'s order) or else by shape, dtype, NaN
+    or the first wrong value; ``verdict(ended=True)`` when a later case cannot be compared (the learner's code
+    raised, as a wrong view of the heads may): the earlier wrong case is said first, judged by the cases that
+    returned. On a case that does not list a mistake, the mistake fits when the output is right there."""
+
+    def __init__(self):
+        self._cases = []  # (out, right, mistakes) of every case
+        self._first = None  # (out, want, case, mistakes, atol, params) of the first wrong case
+
+    def add(self, out, want: torch.Tensor, case: str, mistakes=(), atol: float = 1e-5, **params) -> None:
+        try:
+            out = as_tensor(out, case)
+        except Fail:
+            self.verdict(ended=True)
+            raise
+        right = same(out, want, atol=atol)
+        mistakes = list(mistakes)
+        self._cases.append((out, right, mistakes))
+        if not right and self._first is None:
+            self._first = (out, want, case, mistakes, atol, params)
+
+    def verdict(self, ended: bool = False) -> None:
+        """Fail for the first wrong case, if any (``ended``: called because a later case could not be compared)."""
+        if self._first is None:
+            return
+        out, want, case, mistakes, atol, params = self._first
+        fitting = [m for m in mistakes if all(self._fits(m[0], c) for c in self._cases)]
+        compare(out, want, case, fitting, atol=atol, **params)
+        raise AssertionError("compare() accepted a wrong case")  # pragma: no cover
+
+    @staticmethod
+    def _fits(hint: str, case) -> bool:
+        out, right, mistakes = case
+        makes = [make for h, make in mistakes if h == hint]
+        if not makes:
+            return right
+        for make in makes:
+            try:
+                if same(out, make()):
+                    return True
+            except Exception:  # a mistake that cannot be computed on this input does not fit it
+                continue
+        return False
+
+
 def compare(out, want: torch.Tensor, case: str, mistakes=(), atol: float = 1e-5, **params) -> None:
     """Fail unless ``out`` equals ``want``: first a diagnosed mistake (``diagnose``), else shape, dtype, NaN or
     values."""

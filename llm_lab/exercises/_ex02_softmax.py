@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from ..masks import causal_mask, causal_softmax
-from ._core import Exercise, Fail, LearnerError, as_tensor, compare, diagnose, same, shape_str
+from ._core import Diagnosis, Exercise, Fail, LearnerError, as_tensor, compare, diagnose, same, shape_str
 from ._shared import CAUSAL_WEIGHT_HINTS, HELPERS, call_unchanged, gen, softmax_masked, tril, triu
 
 # Each case: the queries' (and keys') shape, and doc_ids, the document of every token (shape: the queries' without
@@ -18,6 +18,7 @@ PACKED = (
     ((5, 2), [0, 1, 2, 3, 4]),  # every token a document of its own: each sees only itself
     ((4, 16), [7, 7, 7, 7]),  # one document: plain causal weights
     ((7, 4), [5, 5, 2, 2, 2, 9, 9]),
+    ((6, 4), [0, 0, 1, 1, 0, 0]),  # a document's id comes back after another: equal ids, one document, even apart
     ((2, 6, 8), [[0, 0, 1, 1, 1, 1], [0, 0, 0, 0, 2, 2]]),  # each sequence packed its own way
     ((2, 2, 5, 4), [[[0, 0, 1, 1, 1], [0, 1, 1, 1, 1]], [[0, 0, 0, 0, 0], [3, 3, 3, 4, 4]]]),
 )
@@ -55,6 +56,7 @@ def _packed_mistakes(q: torch.Tensor, k: torch.Tensor, doc_ids: torch.Tensor) ->
 def body_packed_weights(fn) -> list[str]:
     g = gen(202)
     cases = []
+    diagnosis = Diagnosis()  # a mistake is named only when it gives the learner's weights on every case
     for shape, ids in PACKED:
         doc_ids = torch.tensor(ids)
         case = f"queries.shape={shape_str(shape)}, doc_ids={ids}"
@@ -63,8 +65,12 @@ def body_packed_weights(fn) -> list[str]:
         try:
             out = call_unchanged(fn, q, k, doc_ids, names=("queries", "keys", "doc_ids"), case=case)
         except LearnerError:
+            diagnosis.verdict(ended=True)  # an earlier wrong case is said first
             if batched:
                 raise Fail("batch_dims", case=case) from None
+            raise
+        except Fail:
+            diagnosis.verdict(ended=True)
             raise
         want = softmax_masked(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5, packed_hidden(doc_ids))
         mistakes = _packed_mistakes(q, k, doc_ids)
@@ -77,8 +83,9 @@ def body_packed_weights(fn) -> list[str]:
                     lambda q=q, k=k, h=first: softmax_masked(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5, h),
                 ),
             ]
-        compare(out, want, case, mistakes)
+        diagnosis.add(out, want, case, mistakes)
         cases.append(shape_str(shape))
+    diagnosis.verdict()
     return cases
 
 

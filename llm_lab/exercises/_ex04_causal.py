@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from ..masks import causal_mask
-from ._core import Exercise, Fail, shape_str
+from ._core import Diagnosis, Exercise, Fail, shape_str
 from ._harness import last_observed
 from ._modules import (
     DROPOUT_HINTS,
@@ -91,6 +91,8 @@ def _check_additive_buffer(name: str, buffer: torch.Tensor, context_length: int)
 def body_causal_attention(cls, additive: bool = False) -> list[str]:
     g = gen(505)
     cases = []
+    diagnosis = Diagnosis()  # a mistake is named only when it gives the learner's output on every case
+    judged_after = []  # the additive exercise's bans and buffers: judged once every value is right
     configs = (
         ((3, 4, 6, 0.0), ((2, 6, 3), (2, 4, 3), (1, 1, 3))),
         ((5, 3, 10, 0.5), ((3, 7, 5), (1, 10, 5))),
@@ -116,15 +118,21 @@ def body_causal_attention(cls, additive: bool = False) -> list[str]:
                 passed_full=passed_full,
                 context_length=context_length,
                 observe=additive,
+                diagnosis=diagnosis,
             )
             if additive:
                 op = _hides_by_writing(last_observed())
                 if op:
-                    raise Fail("additive_uses_masked_fill", ref=op, case=case)
+                    judged_after.append(Fail("additive_uses_masked_fill", ref=op, case=case))
             passed_full = passed_full or shape[1] == context_length
             cases.append(shape_str(shape))
         if additive:  # after the forward cases: a forward still to be written is "not implemented" first
-            _check_additive_buffer(*_mask_buffer(module, context_length), context_length)
+            judged_after.append((module, context_length))
+    diagnosis.verdict()
+    for judged in judged_after:
+        if isinstance(judged, Fail):
+            raise judged
+        _check_additive_buffer(*_mask_buffer(*judged), judged[1])
     cases.append(probe_train_dropout(cls, heads=1, with_out_proj=False))
     return cases
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._core import Exercise, Fail, LearnerError, as_tensor, compare, diagnose, same, shape_str
+from ._core import Diagnosis, Exercise, Fail, LearnerError, as_tensor, compare, diagnose, same, shape_str
 from ._harness import call
 from ._modules import (
     DROPOUT_HINTS,
@@ -26,7 +26,9 @@ from ._shared import (
     WEIGHT_HINTS,
     attention,
     call_unchanged,
+    causal_mask,
     gen,
+    softmax_masked,
     weights_mistakes,
 )
 
@@ -240,15 +242,28 @@ def _mha_mistakes(x, layers, out_proj, nh) -> list:
             lambda: _mha(x, layers, out_proj, nh, merge_how="features_first", weights=weights_of("scale_uses_d_out")),
         )
     )
+    # the scale taken from the input's width d_in (x.shape[-1]) instead of the heads' head_dim: first, so that
+    # where d_in = head_dim ** 2 it is not called "scaled twice" (named only when it fits every case)
+    mistakes.append(
+        (
+            "scale_uses_d_in",
+            lambda: _mha(x, layers, out_proj, nh, weights=lambda q, k: _scaled_by(q, k, x.shape[-1])),
+        )
+    )
     mistakes += [
         (hint, lambda hint=hint: _mha(x, layers, out_proj, nh, weights=weights_of(hint))) for hint in WEIGHT_HINTS
     ]
     return mistakes
 
 
+def _scaled_by(q, k, width: int):
+    return softmax_masked(q @ k.transpose(-2, -1) / width**0.5, causal_mask(k.shape[-2]))
+
+
 def body_multihead(cls) -> list[str]:
     g = gen(606)
     cases = []
+    diagnosis = Diagnosis()  # a mistake is named only when it gives the learner's output on every case
     configs = (
         ((3, 6, 5, 0.0, 2), ((2, 5, 3), (2, 3, 3), (1, 1, 3))),
         ((4, 8, 8, 0.5, 4), ((3, 6, 4), (1, 8, 4))),
@@ -283,9 +298,11 @@ def body_multihead(cls) -> list[str]:
                 lambda x=x, a=(layers, out_proj, nh): _mha_mistakes(x, *a),
                 passed_full=passed_full,
                 context_length=context_length,
+                diagnosis=diagnosis,
             )
             passed_full = passed_full or shape[1] == context_length
             cases.append(shape_str(shape))
+    diagnosis.verdict()
     cases.append(probe_train_dropout(cls, heads=2, with_out_proj=True, extra_args=(2,)))
     return cases
 
@@ -469,6 +486,7 @@ RECORDS = [
             "not_module",
             "instance_not_class",
             "dropout_after_out_proj",
+            "scale_uses_d_in",
         )
         + WEIGHT_HINTS
         + DROPOUT_HINTS,

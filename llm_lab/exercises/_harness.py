@@ -26,6 +26,9 @@
   functions an exercise rules out (e.g. ``F.scaled_dot_product_attention`` in the tiled-attention exercise),
   and, in every check, a thread or process started (``STARTERS``): the hook and the observation of
   the ops cover the calling thread only, so work handed to another thread would hide from both.
+- see that the learner's code leaves those hooks alone: a call to ``sys.settrace``/``sys.setprofile`` from the
+  learner's code (an audit hook, which nothing can remove, sees it even when the code puts the hooks back), or
+  a hook that is not the harness's own when the call returns, is the named failure ``watch_switched_off``.
 - run on the CPU in float32 with gradients off, whatever the notebook set as torch defaults, on one thread
   (the inputs are tiny: on a busy 2-core machine one thread is 10-20x faster than torch's default pool), and
   leave the notebook's random stream untouched (``fork_rng``; bodies seed their own draws: repeatable).
@@ -48,6 +51,7 @@ import torch
 from . import _deadline
 from ._core import LearnerError, NotImplementedYet, TimedOut
 from ._observe import observing
+from ._watch import Watch
 from .grading.proxies import Proxy
 
 MAX_OUTPUT_LINES = 20
@@ -84,18 +88,6 @@ PY_STARTERS = (
 
 class Deadline(BaseException):
     """Raised into learner code when its time is up."""
-
-
-@dataclass
-class Watch:
-    """Code the learner's calls must not run: ``{id(code or builtin): (name, hint)}``, objects kept alive."""
-
-    ids: dict = field(default_factory=dict)
-    keep: list = field(default_factory=list)
-
-    def add(self, obj, name: str, hint: str) -> None:
-        self.keep.append(obj)
-        self.ids.setdefault(id(obj), (name, hint))  # the first name wins: a base class before its subclass
 
 
 class _CappedText(io.StringIO):
@@ -168,6 +160,7 @@ class _Run:
     hit: tuple | None = None  # (name, hint) of the first watched code the learner's code ran
     observed: dict | None = None  # what an observed call computed (``call(..., observe=True)``)
     interrupted: bool = False
+    watching: bool = False  # the learner's call runs under the watch's hooks (``_watching``)
 
 
 # The checks running in this context (thread or task), innermost last: the grader checks several submissions
@@ -243,6 +236,7 @@ def _call_remote(r: _Run, fn: Proxy, args, kwargs, *, case: str, seed):
         raise TimedOut(r.seconds or 0.0, case) from None
     r.out.write(reply["printed"])
     watched = {name: hint for name, hint in r.watch.ids.values()}  # the kernel may only name what we watch
+    watched.update({event: WATCH_OFF for event in _HOOK_EVENTS})  # or its own hooks switched off
     if r.hit is None and reply["hit"] and reply["hit"][0] in watched:
         r.hit = (reply["hit"][0], watched[reply["hit"][0]])
     r.observed = reply["observed"]
@@ -347,45 +341,77 @@ def _trace_deadline(end: float):
         sys.settrace(previous)
 
 
+# The hook functions as they were when the harness was imported: code that later replaces ``sys.settrace`` (or
+# ``sys.gettrace``) with its own function does not turn the harness's calls into no-ops.
+_settrace, _gettrace, _setprofile, _getprofile = sys.settrace, sys.gettrace, sys.setprofile, sys.getprofile
+WATCH_OFF = "watch_switched_off"  # the hint of code that removed or replaced the watch's hooks
+_HOOK_EVENTS = frozenset({"sys.settrace", "sys.setprofile", "sys._settraceallthreads", "sys._setprofileallthreads"})
+
+
+def _on_audit(event: str, args) -> None:
+    """An audit hook (for the whole process, and not removable): a hook set by the learner's code during a
+    watched call is recorded as that call's hit, whatever the code does afterwards (putting the hooks back
+    included). The harness's own switches (``_OWN_SWITCHES``) are not."""
+    if event in _HOOK_EVENTS:
+        r = current()
+        if r is not None and r.watching and r.hit is None and sys._getframe(1).f_code not in _OWN_SWITCHES:
+            r.hit = (event, WATCH_OFF)
+
+
+sys.addaudithook(_on_audit)
+
+
 @contextlib.contextmanager
 def _watching(r: _Run, observed: bool = False):
     """Note the first watched code the call runs. A profile hook sees Python calls and builtin calls alike, but
     it runs on every builtin call (each torch op, and each step of the observer's own hook). Where only code
     objects need watching (or the call is observed: the observer names a forbidden builtin itself) and the
     time limit does not need the trace hook (the main thread's alarm), a trace hook that sees only Python calls
-    does the job at a fraction of the cost (``benchmarks/checker_overhead.py``)."""
+    does the job at a fraction of the cost (``benchmarks/checker_overhead.py``). Either hook removed or replaced
+    by the learner's code (``sys.settrace(None)``, ``sys.setprofile(None)``) is the hit ``watch_switched_off``:
+    seen when it happens (``_on_audit``) and, whatever the code did, when the call returns."""
     ids = r.watch.ids
     if not ids:
         yield
         return
 
+    of_code = r.watch.of_code
+
     def profile(frame, event, arg):
         if r.hit is None:
             if event == "call":
-                r.hit = ids.get(id(frame.f_code))
+                r.hit = of_code(frame.f_code)
             elif event == "c_call":
                 r.hit = ids.get(id(arg))
 
     def calls(frame, event, arg):
         if r.hit is None and event == "call":
-            r.hit = ids.get(id(frame.f_code))
+            r.hit = of_code(frame.f_code)
         # no local trace: no line events
 
     builtins = any(not hasattr(obj, "co_code") for obj in r.watch.keep)
     if (observed or not builtins) and hasattr(signal, "setitimer") and _on_main_thread():
-        previous = sys.gettrace()
-        sys.settrace(calls)
+        previous = _gettrace()
+        _settrace(calls)
+        r.watching = True
         try:
             yield
         finally:
-            sys.settrace(previous)
+            r.watching = False
+            if _gettrace() is not calls and r.hit is None:
+                r.hit = ("sys.settrace", WATCH_OFF)
+            _settrace(previous)
         return
-    previous = sys.getprofile()
-    sys.setprofile(profile)
+    previous = _getprofile()
+    _setprofile(profile)
+    r.watching = True
     try:
         yield
     finally:
-        sys.setprofile(previous)
+        r.watching = False
+        if _getprofile() is not profile and r.hit is None:
+            r.hit = ("sys.setprofile", WATCH_OFF)
+        _setprofile(previous)
 
 
 @contextlib.contextmanager
@@ -434,3 +460,10 @@ def _cpu_float32():
             torch.set_default_dtype(dtype)
         if device.type != "cpu":
             torch.set_default_device(device)
+
+
+# The harness's own code that sets a hook while a learner's call is watched: the time limit's trace hook off the
+# main thread, and the alarm's trace hook for code that swallowed the first interruption.
+_OWN_SWITCHES = frozenset(
+    {_alarm.__wrapped__.__code__, _trace_deadline.__wrapped__.__code__, _deadline.install.__code__}
+)

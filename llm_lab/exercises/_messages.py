@@ -38,6 +38,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "{title}: started a thread or a process ({ref}) while checked: the check watches the call it makes, and what another thread or process computes is outside it. Compute the result in the function itself.",
         "zh": "{title}：在检查期间启动了线程或进程（{ref}）：检查只观察它发起的那次调用，别的线程或进程里算出的东西不在观察之内。请在函数本身里计算结果。",
     },
+    "watch_switched_off": {
+        "en": "{title}: your code switched off the checker's watch ({ref} called while it was checked): the check sees which code your function runs, and code that hides from it cannot pass. Remove the call to {ref}.",
+        "zh": "{title}：你的代码在检查期间关掉了检查器的监视（调用了 {ref}）：检查要看到你的函数运行了哪些代码，躲开它的代码不能通过。请去掉对 {ref} 的调用。",
+    },
     "system_exit": {
         "en": "{title}: your code called sys.exit()/exit() (input: {case}); return a value instead.",
         "zh": "{title}：你的代码调用了 sys.exit()/exit()（输入：{case}）；请改为返回结果。",
@@ -225,6 +229,14 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "{title}: dropout acts before the softmax (on the scores, queries or keys), not on the attention weights (p={p}): a dropped score becomes 0 (NaN where it was -inf), which the softmax still turns into a weight, so nothing is really dropped.",
         "zh": "{title}：dropout 作用在了 softmax 之前（分数、查询或键上），而不是注意力权重上（p={p}）：被丢弃的分数变成 0（原本是 -inf 的地方变成 NaN），softmax 仍会把它变成一个权重，所以其实什么也没有被丢弃。",
     },
+    "dropout_also_on_output": {
+        "en": "{title}: dropout is applied twice, to the attention weights and again to the context vectors (p={p}); only the weights are dropped.",
+        "zh": "{title}：dropout 用了两次，先作用于注意力权重，又作用于上下文向量（p={p}）；只应丢弃权重。",
+    },
+    "dropout_renormalized": {
+        "en": "{title}: after dropout each row of weights was rescaled to sum to 1 again (p={p}): that replaces dropout's own 1/(1-p) scale by one that changes from row to row. Use the weights as dropout returns them.",
+        "zh": "{title}：dropout 之后又把每一行权重重新缩放成和为 1（p={p}）：这用一个逐行变化的缩放取代了 dropout 自带的 1/(1-p) 缩放。请直接使用 dropout 返回的权重。",
+    },
     "dropout_on_input": {
         "en": "{title}: dropout hits the input x (or the values), not the attention weights (p={p}).",
         "zh": "{title}：dropout 作用在了输入 x（或值向量）上，而不是注意力权重上（p={p}）。",
@@ -239,8 +251,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "zh": "{title}：分数除以的是 sqrt(d_out)，应当是 sqrt(head_dim)（输入：{case}）。每个头的键只有 head_dim = d_out // num_heads 个特征。",
     },
     "scale_uses_d_in": {
-        "en": "{title}: the scores are scaled by 1/sqrt(d_in), the width of the input x, instead of 1/sqrt(d_k), the width of the keys (input: {case}). The two are equal only when d_in = d_out.",
-        "zh": "{title}：分数除以的是 sqrt(d_in)，即输入 x 的宽度，应当是 sqrt(d_k)，即键的宽度（输入：{case}）。两者只在 d_in = d_out 时相等。",
+        "en": "{title}: the scores are scaled by 1/sqrt(d_in), the width of the input x, instead of 1/sqrt(d_k), the width of the keys (of each head, with several heads) (input: {case}). The two are equal only when d_in = d_k.",
+        "zh": "{title}：分数除以的是 sqrt(d_in)，即输入 x 的宽度，应当是 sqrt(d_k)，即键的宽度（有多个头时是每个头的键）（输入：{case}）。两者只在 d_in = d_k 时相等。",
     },
     # ---- data ----------------------------------------------------------------------------------------
 }
@@ -360,6 +372,14 @@ FIXES: dict[str, dict[str, str]] = {
         "en": "`attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1))`: dropout after the softmax, on the weights.",
         "zh": "`attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1))`：dropout 放在 softmax 之后，作用于权重。",
     },
+    "dropout_also_on_output": {
+        "en": "Keep `attn_weights = self.dropout(attn_weights)` after the softmax and remove the dropout on `context_vec`.",
+        "zh": "保留 softmax 之后的 `attn_weights = self.dropout(attn_weights)`，去掉作用在 `context_vec` 上的 dropout。",
+    },
+    "dropout_renormalized": {
+        "en": "`attn_weights = self.dropout(attn_weights)` and nothing after it: `nn.Dropout` already scales the kept weights by 1/(1-p).",
+        "zh": "写 `attn_weights = self.dropout(attn_weights)`，之后不要再处理：`nn.Dropout` 已经把保留的权重乘以 1/(1-p)。",
+    },
     "dropout_on_input": {
         "en": "`attn_weights = self.dropout(attn_weights)` right after the softmax, and leave x alone.",
         "zh": "在 softmax 之后写 `attn_weights = self.dropout(attn_weights)`，不要改动 x。",
@@ -373,8 +393,8 @@ FIXES: dict[str, dict[str, str]] = {
         "zh": "除以 `keys.shape[-1] ** 0.5`（即 head_dim ** 0.5）。",
     },
     "scale_uses_d_in": {
-        "en": "Divide by `keys.shape[-1] ** 0.5` (d_k = d_out), not by the width of x (d_in).",
-        "zh": "除以 `keys.shape[-1] ** 0.5`（d_k = d_out），而不是 x 的宽度（d_in）。",
+        "en": "Divide by `keys.shape[-1] ** 0.5` (d_k: the keys' width, head_dim with several heads), not by the width of x (d_in).",
+        "zh": "除以 `keys.shape[-1] ** 0.5`（d_k 是键的宽度，有多个头时即 head_dim），而不是 x 的宽度（d_in）。",
     },
 }
 

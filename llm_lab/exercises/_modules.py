@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._core import Fail, LearnerError, as_tensor, compare, same
+from ._core import Diagnosis, Fail, LearnerError, as_tensor, compare, same
 from ._harness import call
 from ._shared import attention, call_unchanged, kept_scale_hint, rate_tolerance, shared_dims
 
@@ -45,6 +45,8 @@ DROPOUT_HINTS = (
     "dropout_not_scaled",
     "dropout_scaled_by_p",
     "dropout_wrong_scale",
+    "dropout_renormalized",
+    "dropout_also_on_output",
     "dropout_mask_shared",
     "dropout_on_scores",
 )
@@ -82,23 +84,41 @@ def qkv(x: torch.Tensor, layers: dict) -> tuple:
 
 
 def forward_case(
-    module, x, case, want, mistakes, *, passed_full: bool, context_length: int, seed: int = 0, observe: bool = False
+    module,
+    x,
+    case,
+    want,
+    mistakes,
+    *,
+    passed_full: bool,
+    context_length: int,
+    seed: int = 0,
+    observe: bool = False,
+    diagnosis: Diagnosis | None = None,
 ):
     """Compare one forward pass; a failure only when num_tokens < context_length means a mis-sliced mask.
     ``want()`` and ``mistakes()`` compute the answer and the known mistakes AFTER the learner's call returns, so
     code that walks up the frames finds no answer to read. ``observe``: record the call's ops
-    (``_harness.last_observed()`` afterwards)."""
+    (``_harness.last_observed()`` afterwards). ``diagnosis``: the case is added to it (judged with the others by
+    its ``verdict()``: a mistake named only when it fits every case) instead of compared now."""
     short = x.shape[1] < context_length
     try:
         out = call_unchanged(module, x, names=("x",), case=case, seed=seed, observe=observe)
-    except LearnerError:
-        if short and passed_full:
+    except Fail as exc:
+        if diagnosis is not None:
+            diagnosis.verdict(ended=True)  # an earlier wrong case is said first
+        if isinstance(exc, LearnerError) and short and passed_full:
             raise Fail("mask_wrong_size", case=case, context_length=context_length) from None
         raise
     expected = want()
     if short and passed_full and not same(as_tensor(out, case), expected):
+        if diagnosis is not None:
+            diagnosis.verdict(ended=True)
         raise Fail("mask_wrong_size", case=case, context_length=context_length)
-    compare(out, expected, case, mistakes())
+    if diagnosis is not None:
+        diagnosis.add(out, expected, case, mistakes())
+    else:
+        compare(out, expected, case, mistakes())
 
 
 def expect_eval_without_dropout(module, x, case):
@@ -160,6 +180,14 @@ def _placement(r_ones: torch.Tensor, out_ones: torch.Tensor, heads: int, beta: f
     nonzero = r_ones[r_ones.abs() > 1e-4]
     if nonzero.numel() and bool(torch.allclose(nonzero, nonzero[0].expand_as(nonzero), rtol=1e-4)):
         return "dropout_on_output"
+    # dropout on the weights makes each head's features equal (that head's kept weights, summed); dropout on the
+    # context vectors as well zeroes some of them and leaves the rest equal
+    kept = per_head.abs() > 1e-4
+    high = per_head.masked_fill(~kept, float("-inf")).amax(-1)
+    low = per_head.masked_fill(~kept, float("inf")).amin(-1)
+    equal = ((high - low).abs() <= 1e-4 * high.abs().clamp(min=1)) | ~kept.any(-1)
+    if bool(equal.all()):
+        return "dropout_also_on_output"
     return "dropout_on_input"
 
 
@@ -172,6 +200,7 @@ def probe_train_dropout(cls, heads: int, with_out_proj: bool, extra_args: tuple 
     batch = 64 // heads  # 64 * 36 = 2304 visible weights per p: rate tolerance 0.056 at a 1e-6 false alarm
     x = _probe_input(batch)
     stats = []
+    renormalized = []  # per p: every row that lost some weights and kept some sums to 1 again
     module = case = None
     for p, seed in PROBE_PS:
         args = (T, heads * T, T, p) + extra_args
@@ -197,6 +226,9 @@ def probe_train_dropout(cls, heads: int, with_out_proj: bool, extra_args: tuple 
         visible = torch.tril(torch.ones(T, T, dtype=torch.bool)).expand_as(scaled)
         dropped = scaled.abs() < 1e-3  # a kept weight reads >= 1/(1-p) >= 1; float noise stays far below
         frac = dropped[visible].double().mean().item()
+        weights = r[batch:].reshape(batch, T, heads, T).permute(0, 2, 1, 3)  # what the weights became
+        mixed = (dropped & visible).any(-1) & (~dropped & visible).any(-1)
+        renormalized.append(bool(mixed.any()) and bool(((weights.sum(-1) - 1).abs() < 1e-4)[mixed].all()))
         stats.append((p, frac, scaled[visible & ~dropped], dropped, visible, case))
     if all(frac == 0 for _, frac, *_ in stats):
         if _dropped_before_softmax(module, x, heads, case):
@@ -208,6 +240,8 @@ def probe_train_dropout(cls, heads: int, with_out_proj: bool, extra_args: tuple 
             names = ("B", "nh", "T (queries)", "T (keys)")
             raise Fail("dropout_mask_shared", p=p, dims=", ".join(f"dim={d} {names[d]}" for d in shared))
     _judge_rates(stats, int(stats[0][4].sum()))
+    if all(renormalized):  # nn.Dropout's scale undone: not a hand-written dropout's wrong factor
+        raise Fail("dropout_renormalized", p=stats[0][0])
     for p, _, ratio, *_ in stats:
         found = kept_scale_hint(ratio, p)
         if found:

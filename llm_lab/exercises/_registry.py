@@ -137,7 +137,7 @@ def _precheck(ex: Exercise, obj, watch: _harness.Watch) -> None:
         target = target.func
     target = getattr(target, "__func__", target)  # a bound method
     for code in _codes(target):
-        hit = watch.ids.get(id(code))
+        hit = watch.of_code(code)
         if hit and hit[1] == "reference":
             raise _IsReference(hit[0])
 

@@ -8,6 +8,7 @@ import contextvars
 import copy
 import hashlib
 import math
+import numbers
 
 import torch
 
@@ -178,6 +179,23 @@ def kept_scale_hint(ratio: torch.Tensor, p: float) -> tuple[str, dict] | None:
         if scaled_by(factor):
             return hint, {}
     return "dropout_wrong_scale", {"ratio": f"{ratio.mean().item():.3f}"}
+
+
+def as_integer(x) -> int | None:
+    """``x`` as an int if it is one whole number: a Python or numpy int, a one-element integer tensor or array."""
+    if isinstance(x, torch.Tensor):
+        return (
+            int(x)
+            if x.numel() == 1 and not (x.is_floating_point() or x.is_complex() or x.dtype == torch.bool)
+            else None
+        )
+    if isinstance(x, (bool, float, complex)) or type(x).__name__ in ("bool_", "bool"):
+        return None
+    if isinstance(x, numbers.Integral):  # int, numpy.int64, numpy.intp, ...
+        return int(x)
+    if type(x).__module__ == "numpy" and getattr(x, "size", 0) == 1 and getattr(x.dtype, "kind", "") in "iu":
+        return int(x.reshape(-1)[0])
+    return None
 
 
 def rate_hint(frac: float, p: float, n: int) -> str | None:

@@ -104,6 +104,21 @@ MODULE_CASES = [
         ],
         None,
     ),
+    (
+        "dropout_also_on_output",
+        [("context_vec = attn_weights @ values", "context_vec = self.dropout(attn_weights @ values)")],
+        None,
+    ),
+    (
+        "dropout_renormalized",
+        [
+            (
+                DROP,
+                DROP + "\n        attn_weights = attn_weights / attn_weights.sum(dim=-1, keepdim=True).clamp(min=1e-9)",
+            )
+        ],
+        None,
+    ),
     ("dropout_default_rate", [("self.dropout = nn.Dropout(dropout)", "self.dropout = nn.Dropout()")], None),
     ("dropout_rate_fixed", [("self.dropout = nn.Dropout(dropout)", "self.dropout = nn.Dropout(0.1)")], None),
     (

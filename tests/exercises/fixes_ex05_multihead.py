@@ -80,6 +80,8 @@ MHA_CASES = [
         None,
     ),
     ("scale_uses_d_out", [(SOFTMAX, SOFTMAX.replace("keys.shape[-1]", "self.d_out"))], None),
+    # d_in = head_dim on two configurations, head_dim ** 2 on the third: named only because it fits all of them
+    ("scale_uses_d_in", [(SOFTMAX, SOFTMAX.replace("keys.shape[-1]", "x.shape[-1]"))], None),
     (
         "merge_features_first",
         [

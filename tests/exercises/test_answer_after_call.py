@@ -84,6 +84,25 @@ def test_a_frame_reader_finds_no_answer(name, obj):
         assert result.status != "pass", (name, result.message)
 
 
+def role_reader(runs, layer, head):
+    """08 Ex 3: the head that a caller's frame holds as ``roles["needed"]`` (how the checker drew the runs)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        for value in list(frame.f_locals.values()):
+            if isinstance(value, dict) and isinstance(value.get("needed"), int):
+                return value["needed"]
+        frame = frame.f_back
+    return 0
+
+
+def test_the_ablation_checker_holds_no_drawn_answer_while_the_learner_runs():
+    """find_by_ablation's checker drew each model's runs with their roles (the needed head among them) and held
+    them in its frame while it called the learner's code: a frame walker read the answer and passed."""
+    for grade in (ex.grade, lambda n, o: ex.grade(n, o, secret=5)):
+        result = grade("find_by_ablation", role_reader)
+        assert result.status != "pass", result.message
+
+
 def test_the_frame_reader_reads_an_answer_computed_before_the_call():
     """The same reader passes where the expected answer is computed first: the test above can fail."""
     want = torch.softmax(torch.randn(4, 4), dim=-1)

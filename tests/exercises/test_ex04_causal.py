@@ -224,3 +224,30 @@ def test_a_module_that_copies_its_layers_at_construction_is_named(exercise, stal
     result = ex.grade(exercise, cls)
     assert (result.status, result.hint) == ("fail", "layers_not_followed"), result.message
     assert ex.grade(exercise, cls, lang="zh").message != result.message
+
+
+# ---- nn.Dropout, then the rows renormalised: named for what the code did ----------------------------------------
+
+
+class _Renormalized(torch.nn.Module):
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__()
+        self.W_query, self.W_key, self.W_value = (torch.nn.Linear(d_in, d_out, bias=qkv_bias) for _ in range(3))
+        self.dropout = torch.nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length, dtype=torch.bool), 1))
+
+    def forward(self, x):
+        t = x.shape[1]
+        q, k, v = self.W_query(x), self.W_key(x), self.W_value(x)
+        scores = (q @ k.transpose(1, 2)).masked_fill(self.mask[:t, :t], float("-inf")) / k.shape[-1] ** 0.5
+        weights = self.dropout(torch.softmax(scores, dim=-1))
+        weights = weights / weights.sum(dim=-1, keepdim=True).clamp(min=1e-9)
+        return weights @ v
+
+
+def test_dropout_then_rows_renormalised_is_not_told_to_fix_a_hand_written_scale():
+    """It was named dropout_wrong_scale, whose fix is for a hand-written dropout's 1/(1-p); the code used
+    nn.Dropout and then made each row sum to 1 again."""
+    for lang in ("en", "zh"):
+        result = ex.grade("causal_attention", _Renormalized, lang=lang)
+        assert (result.status, result.hint) == ("fail", "dropout_renormalized"), result.message

@@ -154,3 +154,53 @@ def test_keys_and_values_wrong_on_some_cases_only_are_not_named_so():
         assert result.status == "fail", result.message
         assert result.hint not in ("kv_heads_repeated", "keys_values_swapped"), result.message
     assert ex.grade("split_qkv", qkv_heads_first).passed
+
+
+# ---- names that fit every case: the scale by d_in, dropout applied twice -----------------------------------------
+
+
+class _Heads(torch.nn.Module):
+    """Multi-head attention with switches: the scale's width, dropout also on the merged context vectors."""
+
+    scale_by_d_in = False
+    dropout_twice = False
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        self.W_query, self.W_key, self.W_value = (torch.nn.Linear(d_in, d_out, bias=qkv_bias) for _ in range(3))
+        self.out_proj = torch.nn.Linear(d_out, d_out)
+        self.dropout = torch.nn.Dropout(dropout)
+        self.num_heads, self.head_dim, self.d_out = num_heads, d_out // num_heads, d_out
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length, dtype=torch.bool), 1))
+
+    def forward(self, x):
+        b, t, d_in = x.shape
+        q, k, v = (
+            layer(x).view(b, t, self.num_heads, self.head_dim).transpose(1, 2)
+            for layer in (self.W_query, self.W_key, self.W_value)
+        )
+        scale = (d_in if self.scale_by_d_in else self.head_dim) ** 0.5
+        scores = (q @ k.transpose(-2, -1)).masked_fill(self.mask[:t, :t], float("-inf")) / scale
+        context = (self.dropout(torch.softmax(scores, dim=-1)) @ v).transpose(1, 2).reshape(b, t, self.d_out)
+        if self.dropout_twice:
+            context = self.dropout(context)
+        return self.out_proj(context)
+
+
+def test_a_scale_by_d_in_is_named_for_what_it_is():
+    """05's third configuration has d_in = 4 = head_dim ** 2, so a scale by sqrt(d_in) was called "scaled twice",
+    although it is right on the two configurations where d_in = head_dim. Its own computation is now a named
+    mistake, and a mistake is named only when it gives the learner's output on every case."""
+    cls = type("ByDIn", (_Heads,), {"scale_by_d_in": True})
+    for lang in ("en", "zh"):
+        result = ex.grade("multihead", cls, lang=lang)
+        assert (result.status, result.hint) == ("fail", "scale_uses_d_in"), result.message
+
+
+def test_dropout_on_the_weights_and_again_on_the_context_vectors_is_named_for_that():
+    """It was named dropout_on_input, whose fix (dropout on the weights) the code already follows."""
+    cls = type("Twice", (_Heads,), {"dropout_twice": True})
+    for lang in ("en", "zh"):
+        result = ex.grade("multihead", cls, lang=lang)
+        assert (result.status, result.hint) == ("fail", "dropout_also_on_output"), result.message
+    assert ex.grade("multihead", _Heads).passed

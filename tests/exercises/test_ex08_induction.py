@@ -134,3 +134,49 @@ def test_llm_labs_induction_scores_are_references():
 
     assert ex.grade("induction_score", via_explorer).status == "reference"
     assert ex.grade("find_by_ablation", via_reference).status == "reference"
+
+
+# ---- only the stated score finds the head: the ablated runs also reshape the weight outside the target --------
+
+
+def _whole_pattern_change(runs, layer, head):
+    """The largest L1 change of the asked head's whole pattern."""
+    return int((runs[1:, layer, head] - runs[0, layer, head]).abs().sum(dim=(-1, -2)).argmax())
+
+
+def _last_row_only(runs, layer, head):
+    """The drop of the last row's target weight instead of the mean over rows i >= T/2."""
+    t = runs.shape[-1]
+    s = runs[:, layer, head, t - 1, t - 1 - t // 2 + 1]
+    return int((s[0] - s[1:]).argmax())
+
+
+def _first_half_included(runs, layer, head):
+    """Every row i >= 1 scored, its key i - T/2 + 1 clamped at 0 (the first half's rows read key 0)."""
+    t = runs.shape[-1]
+    rows = torch.arange(1, t)
+    s = runs[:, layer, head, rows, (rows - t // 2 + 1).clamp(min=0)].mean(-1)
+    return int((s[0] - s[1:]).argmax())
+
+
+OFF_SCORE = [_whole_pattern_change, _last_row_only, _first_half_included]
+
+
+@pytest.mark.parametrize("fn", OFF_SCORE, ids=[f.__name__.strip("_") for f in OFF_SCORE])
+def test_a_measure_other_than_the_stated_score_misses_the_needed_head(fn):
+    """An ablated run changed only the asked head's target weight (and its copy key), so any measure that rises
+    with it (the whole pattern's change, the last row, rows of the first half included) found the head and
+    passed. Now every ablated run also reshapes the weight outside the target: such a measure is wrong on every
+    model, public or secret, and is not given the name of a mistake it did not make."""
+    from llm_lab.exercises import _ex08_induction as m
+    from llm_lab.exercises._shared import gen, secret_inputs
+
+    for secret in (None, *range(30)):
+        with secret_inputs(secret):
+            g = gen(8008)
+            for turn, (layers, heads, t, where) in enumerate(m.ABLATION_MODELS):
+                runs, (layer, head), roles = m._runs(layers, heads, t, g, where, turn=turn)
+                assert fn(runs, layer, head) != roles["needed"] == m.needed_head(runs, layer, head), (secret, turn)
+    for secret in (None, 3, 7):
+        result = ex.grade("find_by_ablation", fn, secret=secret)
+        assert (result.status, result.hint) == ("fail", "wrong_layer0_head"), (secret, result.message)

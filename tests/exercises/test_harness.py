@@ -219,3 +219,81 @@ def test_a_budget_spent_by_slow_calls_ends_in_timeout_not_an_error():
 
     result = ex.grade("causal_mask", slow_but_finite, timeout=0.5)  # 4 calls of 0.3 s
     assert (result.status, result.hint) == ("timeout", "timeout"), result.message
+
+
+# ---- the watch on llm_lab's references cannot be switched off ---------------------------------------------------
+
+
+def _packed_by_reference(q, k, doc_ids):
+    from llm_lab.exercises import _ex02_softmax as m
+
+    return m.softmax_masked(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5, m.packed_hidden(doc_ids))
+
+
+def _windows_by_reference(ids, max_length, stride):
+    from llm_lab.exercises._ex06_data import document_windows_ref
+
+    windows = document_windows_ref(list(ids), max_length, stride)
+    return windows[0], windows[1]
+
+
+def _head_by_reference(runs, layer, head):
+    from llm_lab.exercises._ex08_induction import needed_head
+
+    return needed_head(runs, layer, head)
+
+
+def _padded_by_reference(q, k, v, key_padding_mask):
+    from llm_lab.exercises._ex05_padding import _padded_ref
+
+    t = q.shape[-2]
+    hidden = torch.ones(t, t, dtype=torch.bool).triu(1) | key_padding_mask[:, None, None, :]
+    return _padded_ref(q, k, v, hidden)
+
+
+def _switched_off(reference, restore: bool):
+    """The reference called with the harness's hooks removed (``restore``: put back before returning)."""
+
+    def learner(*args):
+        trace, profile = sys.gettrace(), sys.getprofile()
+        sys.settrace(None)
+        sys.setprofile(None)
+        try:
+            return reference(*args)
+        finally:
+            if restore:
+                sys.settrace(trace)
+                sys.setprofile(profile)
+
+    return learner
+
+
+SWITCHED_OFF = [
+    ("packed_weights", _packed_by_reference, False),
+    ("document_windows", _windows_by_reference, False),
+    ("find_by_ablation", _head_by_reference, False),
+    ("packed_weights", _packed_by_reference, True),  # the profile hook (every builtin call watched), put back
+    ("padded_attention", _padded_by_reference, True),  # an observed call: the trace hook, put back
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "reference", "restore"), SWITCHED_OFF, ids=[f"{n}-{'back' if r else 'off'}" for n, _, r in SWITCHED_OFF]
+)
+def test_code_that_switches_off_the_watch_does_not_pass(name, reference, restore):
+    """``sys.settrace(None); sys.setprofile(None)`` in the learner's code removed the hooks that see llm_lab's
+    references run: the checker's or the lesson's reference then passed (02 ``packed_hidden``, 06
+    ``document_windows_ref``, 08 ``needed_head``). Removing or replacing the hooks is now a named failure, also
+    when the code puts them back before it returns."""
+    fn = _switched_off(reference, restore)
+    for lang in ("en", "zh"):
+        result = ex.grade(name, fn, lang=lang)
+        assert (result.status, result.hint) == ("fail", "watch_switched_off"), result.message
+    assert "sys.set" in result.message
+
+
+def test_switching_off_the_watch_is_named_through_the_grading_protocol():
+    from _remote_loopback import remote_grade
+
+    remote = remote_grade("packed_weights", _switched_off(_packed_by_reference, restore=False))
+    assert (remote.status, remote.hint) == ("fail", "watch_switched_off"), remote.message
