@@ -151,5 +151,8 @@ def test_more_far_copies_trade_the_near_end_for_the_far_end():
     assert len(claims) == 3 and all(claims.values()), (claims, reach, late_loss)
     swapped = distance.trade_claims(reach["far"], reach["default"], late_loss["far"], late_loss["default"])
     assert not any(swapped.values()), swapped
+    # the sweep claims of section 6 are the default data's: the far model fails both ends of them
+    far_sweep = distance.sweep_claims(distance.sweep(models["far"], [8, 56]))
+    assert not far_sweep["copy loss below 1.5 at 8 back"] and not far_sweep["copy loss above 3.0 at 56 back"], far_sweep
     with pytest.raises(ValueError, match="8 and 48"):
         distance.trade_claims(distance.sweep(models["far"], [2, 16]), reach["far"], 1.0, 2.0)
