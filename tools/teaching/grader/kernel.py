@@ -30,7 +30,7 @@ from nbclient.exceptions import DeadKernelError
 from traitlets import default
 
 from llm_lab.exercises.grading import KERNEL_MODULE, kernel_cell, proxies, wire
-from tools.teaching.grader import sandbox, sealing
+from tools.teaching.grader import sandbox, seal_plan, sealing
 
 # One frame the grader accepts from a kernel: the largest reply it reads, plus room for the message's
 # envelope. A larger frame closes that connection before it is read into memory (ZMQ's MAXMSGSIZE).
@@ -141,8 +141,7 @@ class Kernel:
         self.work = tmp / "work"  # the kernel's folder without the sandbox ("../x" written still lands in tmp)
         self.work.mkdir()
         specs = tmp / "kernels"
-        spec = specs / "llm-lab-grading"
-        spec.mkdir(parents=True)
+        (specs / "llm-lab-grading").mkdir(parents=True)
         self.notebooks = notebooks
         argv = sandbox.kernel_argv(sandboxed, notebooks)
         if sandboxed:
@@ -150,20 +149,7 @@ class Kernel:
         self.box = sandbox.Box() if sandboxed else None  # its uid and cgroup, let go in __exit__
         if sandboxed:
             argv = self.box.wrap(argv, [str(self.conn)], notebooks=notebooks)
-        (spec / "kernel.json").write_text(
-            json.dumps(
-                {"argv": argv, "display_name": "llm-lab grading", "language": "python", "interrupt_mode": "message"}
-            )
-        )
-        kw = {"transport": "ipc", "ip": str(self.conn / "k")} if sandboxed else {}
-        self.km = AsyncKernelManager(
-            kernel_name="llm-lab-grading",
-            kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(specs)]),
-            connection_file=str(self.conn / "kernel.json"),
-            **kw,
-        )
-        self.km.client_factory = CappedKernelClient
-        self.km.write_connection_file()
+        self.km = self._manager(specs, argv, sandboxed)
         if sandboxed:
             sandbox.prepare(self.conn, self.box.uid)
         self.client = CappedClient(
@@ -189,6 +175,25 @@ class Kernel:
         group = self.box.cgroup if self.box is not None else None
         if group is not None:
             self.client.cpu = group.cpu_seconds
+
+    def _manager(self, specs: Path, argv: list[str], sandboxed: bool) -> AsyncKernelManager:
+        """The manager of the kernel ``llm-lab-grading`` that runs ``argv``: its spec written under ``specs``,
+        its connection file (IPC in ``conn`` with the sandbox) written."""
+        (specs / "llm-lab-grading" / "kernel.json").write_text(
+            json.dumps(
+                {"argv": argv, "display_name": "llm-lab grading", "language": "python", "interrupt_mode": "message"}
+            )
+        )
+        kw = {"transport": "ipc", "ip": str(self.conn / "k")} if sandboxed else {}
+        km = AsyncKernelManager(
+            kernel_name="llm-lab-grading",
+            kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(specs)]),
+            connection_file=str(self.conn / "kernel.json"),
+            **kw,
+        )
+        km.client_factory = CappedKernelClient
+        km.write_connection_file()
+        return km
 
     def __enter__(self):
         self._ctx = self.client.setup_kernel(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -356,7 +361,7 @@ class Kernel:
 def _tolerate_the_seal(plan, notebooks) -> None:
     """The plan's course cells (not the learner's, not the capture cells) that name something the sealed llm_lab
     leaves out, rewritten by ``sealing.tolerant``."""
-    names = sealing.sealed_names(sandbox._assigned(notebooks))
+    names = seal_plan.sealed_names(sandbox._assigned(notebooks))
     skip = set(plan.learner) | set(plan.grading.values())
     for i, cell in enumerate(plan.nb.cells):
         if i not in skip and cell.cell_type == "code":

@@ -21,7 +21,7 @@ import pytest
 import llm_lab
 from llm_lab.exercises import REGISTRY
 from tools import course as _course
-from tools.teaching.grader import cli, matching, sandbox, sealing
+from tools.teaching.grader import cli, matching, sandbox, seal_plan, sealing
 
 NOTEBOOKS = sorted({ex.notebook for ex in REGISTRY.values()})
 PACKAGE = Path(llm_lab.__file__).resolve().parent
@@ -118,13 +118,13 @@ def test_the_sealed_copy_keeps_what_the_earlier_notebooks_built(nn, root):
         for earlier in NOTEBOOKS
         if earlier < nn
         for module, name in references(earlier) - own
-        if f"{module}.{name}" not in sealing.removed([nn])
+        if f"{module}.{name}" not in seal_plan.removed([nn])
     ]
     for module, name in kept:
         assert _defines(ast.parse(_module_file(top, module).read_text(encoding="utf-8")), name), (module, name)
     if nn > "01":  # the causal mask the learner built in 01 is llm_lab's from then on
         assert _defines(ast.parse((top / "llm_lab" / "masks.py").read_text(encoding="utf-8")), "causal_mask")
-    removed = sealing.removed([nn])
+    removed = seal_plan.removed([nn])
     assert not [r for r in removed if r in {f"{m}.{n}" for m, n in kept}]
 
 
@@ -183,17 +183,17 @@ def test_the_sealed_copy_imports_and_serves_the_course_cells_before_the_exercise
     assert done.returncode == 0 and done.stdout.endswith("OK\n"), done.stderr[-2000:]
     missing = {line.split()[1] for line in done.stdout.splitlines() if line.startswith("SEALED")}
     own = {name for _, name in references(nn)}
-    assert missing <= own | set(sealing.sealed_names([nn])), missing
+    assert missing <= own | set(seal_plan.sealed_names([nn])), missing
     assert not list(top.rglob("*.pyc"))
 
 
 def test_several_notebooks_seal_everything_either_one_seals():
-    both = set(sealing.removed(["01", "04"]))
-    assert set(sealing.removed(["01"])) <= both and set(sealing.removed(["04"])) <= both
+    both = set(seal_plan.removed(["01", "04"]))
+    assert set(seal_plan.removed(["01"])) <= both and set(seal_plan.removed(["04"])) <= both
 
 
 def test_a_course_cell_naming_a_sealed_answer_runs_statement_by_statement():
-    names = sealing.sealed_names(["01"])
+    names = seal_plan.sealed_names(["01"])
     assert "causal_mask" in names and "torch" not in names
     source = "import torch\nfrom llm_lab import causal_mask, SelfAttention\nx = causal_mask(3)\ny = torch.ones(2)\n"
     code = sealing.tolerant(source, names)
