@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from ._core import Exercise, Fail, LearnerError, as_tensor, compare, diagnose, same, shape_str
 from ._harness import last_observed
-from ._observe import called_matching, marked
+from ._observe import called, called_matching, marked
 from ._shared import call_unchanged, gen, unless_reference
 from ._texts_ex07_tiled import _CACHED_FIXES, _CACHED_MESSAGES, _FIXES, _MESSAGES
 
@@ -154,6 +154,8 @@ def body_tiled_attention(fn) -> list[str]:
             raise Fail("partial_block", case=case)
         compare(out, want, case, _mistakes(q, k, v, block), atol=1e-5 if kind in ("plain", "long") else 1e-4)
         limit = b * nh * t * block  # block_size whole rows of scores per batch entry and head
+        if called(observed, "numpy", "__array__", "tolist"):  # the size bound below sees torch tensors only
+            unless_reference(Fail("left_torch", case=case))
         largest = int((observed or {}).get("largest") or 0)  # no record (a kernel that sent none): nothing seen
         if kind == "long" and largest >= limit:
             unless_reference(Fail("not_blocked", largest=largest, step=b * nh * block * block, limit=limit, case=case))
@@ -327,6 +329,7 @@ RECORDS = [
             "max_not_subtracted",
             "max_init_zero",
             "partial_block",
+            "left_torch",
             "not_blocked",
             "input_modified",
         ),

@@ -23,6 +23,10 @@ _MESSAGES = {
         "en": "{title}: the output is NaN where every visible score is far below 0 (input: {case}): a running maximum that starts at 0 instead of -inf makes exp(score - 0) underflow to 0, and 0/0 follows.",
         "zh": "{title}：当所有可见分数都远小于 0 时输出变成了 NaN（输入：{case}）：累计最大值从 0 而不是 -inf 开始，exp(score - 0) 会下溢成 0，于是出现 0/0。",
     },
+    "left_torch": {
+        "en": "{title}: the code leaves torch (`.numpy()`, `np.asarray`, `.tolist()`; input: {case}), where the checker cannot see whether the scores stay in blocks: compute every block with torch tensors.",
+        "zh": "{title}：代码离开了 torch（`.numpy()`、`np.asarray`、`.tolist()`；输入：{case}），检查器在那里看不到分数是否一直分块计算：请用 torch 张量计算每一块。",
+    },
     "not_blocked": {
         "en": "{title}: builds a tensor of {largest} numbers (input: {case}), as large as block_size whole rows of scores ({limit}) or more: blocked attention never holds the (T, T) scores or whole rows of them. One step needs one block of scores, B·nh·block_size² = {step} numbers; fold it into the running maximum, sum and weighted sum instead of a softmax over the row.",
         "zh": "{title}：构造了一个含 {largest} 个数的张量（输入：{case}），相当于 block_size 整行的分数（{limit} 个数）或更多：分块注意力从不持有 (T, T) 的分数，也不持有整行分数。每一步只需要一块分数，B·nh·block_size² = {step} 个数；请把它并入累计最大值、累计和与累计加权和，而不是对整行做 softmax。",
@@ -44,6 +48,10 @@ _FIXES = {
     "max_init_zero": {
         "en": "`running_max = torch.full(q.shape[:-1], float('-inf'))`.",
         "zh": "`running_max = torch.full(q.shape[:-1], float('-inf'))`。",
+    },
+    "left_torch": {
+        "en": "Keep queries, keys, values and every score block as torch tensors inside the function: no NumPy or Python lists in between.",
+        "zh": "在函数内部让查询、键、值和每一块分数都保持为 torch 张量：中间不要转成 NumPy 数组或 Python 列表。",
     },
     "not_blocked": {
         "en": "Per query block, `for k_start in range(0, num_tokens, block_size):` with `scores = q @ keys[:, :, k_start : k_start + block_size].transpose(-2, -1)`, one (B, nh, rows, block_size) block at a time folded into `running_max`, `running_sum` and `acc`; no `torch.cat` of score blocks, no softmax over a whole row.",

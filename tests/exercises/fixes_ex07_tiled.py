@@ -93,6 +93,16 @@ TILED_CASES = [
         None,
     ),
     (
+        "left_torch",
+        [
+            (
+                "    out = torch.empty_like(values)\n",
+                "    out = torch.empty_like(values)\n    keys = torch.tensor(keys.tolist())\n",
+            )
+        ],
+        None,
+    ),
+    (
         "not_blocked",
         [
             (
@@ -166,3 +176,4 @@ CACHED_CASES = [
 
 FIX_TEMPLATES = {"tiled_attention": TILED, "cached_attention": CACHED}
 FIX_CASES = [("tiled_attention", *c) for c in TILED_CASES] + [("cached_attention", *c) for c in CACHED_CASES]
+FIXES_WITHOUT_CODE = [("tiled_attention", "left_torch")]  # the fix removes a call: nothing to quote

@@ -4,6 +4,7 @@ and blocked attention with switches.
 The generic checks (solutions pass, stubs are "not implemented", planted mistakes named, never raises) run over
 these tables in tests/exercises/test_exercises.py (the tables: tests/exercises/_exercise_tables.py)."""
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from _exercise_solutions import NEG_INF
@@ -122,12 +123,23 @@ def _sdpa_window(is_causal=False, causal=False):
     return attend
 
 
+def numpy_whole(queries, keys, values, block_size):
+    """The whole (T, T) scores and a causal softmax in NumPy, never in blocks: right values, no torch op to see."""
+    q, k, v = (t.detach().numpy().astype(np.float64) for t in (queries, keys, values))
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    t = scores.shape[-1]
+    scores[..., np.triu(np.ones((t, t), dtype=bool), 1)] = -np.inf
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return torch.from_numpy(weights / weights.sum(axis=-1, keepdims=True) @ v).to(queries.dtype)
+
+
 SOLUTIONS = {
     "tiled_attention": tiled_attention,
     "cached_attention": chunk_attention,
 }
 PLANTED = [
     # (exercise, wrong implementation, hint the checker must name)
+    ("tiled_attention", numpy_whole, "left_torch"),
     ("cached_attention", _sdpa_window(is_causal=True), "mask_top_left"),
     (
         "cached_attention",

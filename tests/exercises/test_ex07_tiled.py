@@ -6,6 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from _exercise_solutions import NEG_INF
+from _remote_loopback import remote_grade
 from solutions_ex07_tiled import (
     _hidden,
     blocked,
@@ -14,6 +15,8 @@ from solutions_ex07_tiled import (
     chunk_last_keys,
     chunk_window_zeroed,
     full_scores,
+    numpy_whole,
+    tiled_attention,
     tiled_factory,
     whole_rows,
 )
@@ -135,6 +138,16 @@ def test_attention_that_is_not_blocked_and_online_fails(fn):
     assert "(2, 4, 64, 2)" in result.message
     ex.set_language("zh")
     assert ex.evaluate("tiled_attention", fn).hint == "not_blocked"
+
+
+def test_attention_computed_outside_torch_is_named_left_torch():
+    """NumPy hides every score from the size bound: the whole (T, T) scores in NumPy gave the right values and
+    passed as blocked; it is now named, in both languages, through the grading protocol too."""
+    for lang in ("en", "zh"):
+        result = ex.grade("tiled_attention", numpy_whole, lang=lang)
+        assert (result.status, result.hint) == ("fail", "left_torch"), result.message
+    assert remote_grade("tiled_attention", numpy_whole).hint == "left_torch"
+    assert ex.grade("tiled_attention", tiled_attention).passed
 
 
 def mask_rows(queries, keys, values, block_size):
