@@ -24,13 +24,16 @@ SECRETS = (11, 2026)
 
 
 def _key(args, kwargs, module=None) -> str:
-    """What a replay table looks answers up by: the inputs' bytes (and a module's weights and mode, and the seed
-    the checker set)."""
+    """What a replay table looks answers up by: a fingerprint of the inputs (and a module's weights and mode, and the
+    seed the checker set)."""
     h = hashlib.sha256(str(torch.initial_seed()).encode())
 
     def feed(v):
         if isinstance(v, torch.Tensor):
-            h.update(f"{v.dtype}{tuple(v.shape)}".encode() + v.detach().cpu().contiguous().numpy().tobytes())
+            # a fingerprint computed with torch alone (leaving torch inside the call is a named mistake of 07)
+            flat = v.detach().cpu().double().flatten()
+            mix = float((flat * torch.arange(1, flat.numel() + 1, dtype=torch.float64)).sum())
+            h.update(f"{v.dtype}{tuple(v.shape)}{float(flat.sum())!r}{mix!r}".encode())
         elif isinstance(v, (list, tuple)):
             for x in v:
                 feed(x)
