@@ -68,7 +68,7 @@ class KernelSettings(NamedTuple):
     max_output: int
     sandboxed: bool
     max_seconds: float
-    notebooks: tuple[str, ...] = ()  # the assignment: the sandbox holds the llm_lab sealed for these
+    notebooks: tuple[str, ...] = ()  # the submission's notebook: the sandbox holds the llm_lab sealed for it
 
 
 def _one_line(text: str, limit: int = 200) -> str:
@@ -100,7 +100,9 @@ def grade_submission(
         submission.notes += plan.notes
         if not sandboxed:
             submission.notes.append("graded WITHOUT the sandbox (--no-sandbox): the code ran with the grader's rights")
-        settings = KernelSettings(cell_timeout, max_output, sandboxed, max_seconds, tuple(expected[1]))
+        # the seal is this file's notebook's: an assignment of 01 and 04 grades 04 with the package 04 holds
+        # (01's answers built earlier are there), and 01 without anything 01 or a later notebook answers
+        settings = KernelSettings(cell_timeout, max_output, sandboxed, max_seconds, (key[1],))
         _run(submission, course[key], plan, settings, prepared.reading)
     except ValueError as exc:
         submission.problem = str(exc)

@@ -106,3 +106,17 @@ def test_nbgrader_assignment_of_two_notebooks_grades_both(tmp_path):
         scores = nbc.scores(course, student)
         assert scores[fx.NAME.removesuffix(".ipynb")] == sum(fx.points(notebooks).values()), scores
         assert scores["02_other"] > 0, scores
+
+
+def test_each_file_of_a_two_notebook_assignment_runs_with_its_own_notebooks_seal(tmp_path, monkeypatch):
+    """The sandbox's llm_lab is sealed per file: 01's file without anything 01 or a later notebook answers, 02's
+    with what 01 built (never the union of both seals, which would take 01's answers from 02's course cells)."""
+    notebooks = fx.build_course(tmp_path)
+    subs = tmp_path / "subs"
+    (subs / "alice").mkdir(parents=True)
+    nbformat.write(fx.filled(notebooks), str(subs / "alice" / "01_demo.ipynb"))
+    nbformat.write(fx.filled(notebooks, name="02_other.ipynb"), str(subs / "alice" / "02_other.ipynb"))
+    seals = {}
+    monkeypatch.setattr(cli, "_run", lambda sub, nb, plan, settings, src=None: seals.update({sub.path.name: settings}))
+    cli.grade(subs, tmp_path / "out", "01,02", src=notebooks, echo=lambda *a: None, sandboxed=False, jobs=1)
+    assert {name: s.notebooks for name, s in seals.items()} == {"01_demo.ipynb": ("01",), "02_other.ipynb": ("02",)}
