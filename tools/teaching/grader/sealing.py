@@ -9,7 +9,8 @@ What it leaves out, for each assigned notebook N (several: everything any of the
   itself, and whatever llm_lab code the later notebooks use (their imports and ``module.attribute`` uses, followed
   through the package's own imports and calls) that the notebooks up to N do not reach;
 - **the checkers**: the whole exercises package except what the kernel's answering side
-  (``llm_lab.exercises.grading.kernel``) imports; its ``__init__`` is replaced by one that offers
+  (``llm_lab.exercises.grading.kernel``) imports, and of that the hint texts (``HINT_TABLES``, empty); its
+  ``__init__`` is replaced by one that offers
   ``set_language``/``get_language`` and a ``check_<name>`` for every checker that only says the grader checks.
 
 Decisions are per top-level statement of each module (a function, a class, an assignment, an import): a removed
@@ -109,11 +110,33 @@ def _kernel_side() -> set[Path]:
     return {p for p in seen if p.is_relative_to(exercises)}
 
 
+# The hint tables of ``_messages`` (the concept lines and the exact fixes) that the kernel's side imports with
+# ``_core`` but never reads: the sealed copy holds them empty, since a fix text is part of an answer.
+HINT_TABLES = ("MESSAGES", "FIXES")
+
+
+def _without_hints(source: str) -> str:
+    """``_messages``' source with each of ``HINT_TABLES`` assigned an empty dict."""
+    tree = ast.parse(source)
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and _binds(node, HINT_TABLES):
+            node.value = ast.Dict(keys=[], values=[])
+    return ast.unparse(tree) + "\n"
+
+
+def _binds(node, names) -> bool:
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return any(isinstance(t, ast.Name) and t.id in names for t in targets)
+
+
 def _write_exercises(top: Path) -> None:
     for path in _kernel_side():
         target = top / "llm_lab" / path.relative_to(PACKAGE)
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)
+        if path.name == "_messages.py":
+            target.write_text(_without_hints(path.read_text(encoding="utf-8")), encoding="utf-8")
+        else:
+            shutil.copyfile(path, target)
     names = list(checkers.__all__)
     (top / "llm_lab" / EXERCISES / "__init__.py").write_text(
         SEALED_EXERCISES_INIT.format(

@@ -74,9 +74,28 @@ def answers_present(top: Path, nn: str) -> list[str]:
         for p, blob in blobs.items():
             if f"def {name}(".encode() in blob or f"class {name}(".encode() in blob:
                 found.append(f"{module}.{name} in {p.relative_to(top)}")
+    texts = blobs.values()
+    found += [f"hint text: {hint}" for hint, text in _hint_texts().items() if any(text in b for b in texts)]
     found += [f"checkers: {p.name}" for p in files if p.name in CHECKERS]
     found += [f"bytecode: {p.relative_to(top)}" for p in files if p.suffix == ".pyc"]
     return found
+
+
+@functools.cache
+def _hint_texts() -> dict[str, bytes]:
+    """Every concept line and fix text the checkers show (the shared tables and each exercise's own), as bytes of
+    its longest line: what the sealed copy must not hold, since a fix names the answer."""
+    from llm_lab.exercises import _messages
+
+    tables = [_messages.MESSAGES, _messages.FIXES]
+    tables += [t for ex in REGISTRY.values() for t in (ex.messages, ex.fixes)]
+    return {
+        f"{hint}/{lang}": max(text.splitlines(), key=len).encode()
+        for table in tables
+        for hint, langs in table.items()
+        for lang, text in langs.items()
+        if len(text) > 30
+    }
 
 
 @functools.cache
@@ -99,6 +118,7 @@ def test_the_check_finds_the_answers_in_the_full_package(tmp_path):
     for nn in NOTEBOOKS:
         present = answers_present(full, nn)
         assert any("defined" in f for f in present) and any("checkers" in f for f in present), (nn, present)
+        assert any("hint text" in f for f in present), (nn, present)
 
 
 @pytest.mark.parametrize("nn", NOTEBOOKS)
