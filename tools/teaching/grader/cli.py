@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from tools import course as _course
-from tools.teaching.grader import judging, matching, reading, report, sandbox, submissions
+from tools.teaching.grader import identities, judging, matching, reading, report, sandbox, submissions
 from tools.teaching.grader.kernel import Kernel
 
 DEFAULT_OUT = _course.ROOT / "build" / "grades"
@@ -213,6 +213,8 @@ def grade(
         for done in pool.map(one, todo):
             mark = done.problem or f"{done.total}/{sum(v.max_points for v in done.verdicts)}"
             echo(report.visible(f"  {done.student:<24} {done.path.name:<40} {mark}"))
+    identities.mark_look_alikes(found)  # ids that differ where no one sees it, each named on its row
+    identities.mark_duplicates(found)  # one row per student and notebook
     if out.exists():
         shutil.rmtree(out / "feedback", ignore_errors=True)
     report.write_all(found, course, expected, out)

@@ -143,6 +143,8 @@ def write_csv(results, cols, maxima: dict[str, int], expected, path: Path) -> No
         w = csv.writer(f)
         w.writerow(["student", "notebook", *(column for column, _nn, _key in cols), "total", "max"])
         for submission in results:
+            if submission.not_counted:
+                continue  # its student's row counts another file of the notebook (and names this one)
             nn = notebook_of(submission, expected)
             pts = {verdict.key: verdict.points for verdict in submission.verdicts}
             w.writerow(
@@ -227,13 +229,14 @@ def feedback_html(submission, lang: str, maximum: int) -> str:
 
 
 def class_report(results, cols, maxima: dict[str, int]) -> str:
-    graded = [s for s in results if not s.problem]
-    mean = sum(s.total for s in results) / max(1, len(results))
+    rows = [s for s in results if not s.not_counted]  # a student's second file of a notebook is not a row
+    graded = [s for s in rows if not s.problem]
+    mean = sum(s.total for s in rows) / max(1, len(rows))
     maximum = " + ".join(str(m) for m in maxima.values()) or "0"
     lines = [
         "# Class report",
         "",
-        f"{len(results)} submission(s), {len(graded)} graded, {len(results) - len(graded)} not gradable. "
+        f"{len(rows)} submission(s), {len(graded)} graded, {len(rows) - len(graded)} not gradable. "
         f"Autograded points: mean {mean:.1f} of {maximum}.",
         "",
         "## Per exercise: what to teach again",

@@ -55,6 +55,7 @@ class Submission:
     problem: str = ""
     seconds: float = 0.0
     root: Path | None = None  # the folder it was handed in (read inside it only, links never followed)
+    not_counted: str = ""  # a second file of one notebook: the name of the file its student's row counts
 
     @property
     def total(self) -> int:
