@@ -119,10 +119,10 @@ class Kernel:
     the grader's round trip to the kernel: one request cell, whose printed reply is read back as data. Used as a
     context manager; leaving it ends the kernel and, with the sandbox, every process the submission started.
 
-    In the sandbox the kernel holds the ``llm_lab`` sealed for ``notebooks`` (the submission's own notebook): the course cells of
-    the plan that name something the seal leaves out run statement by statement (``sealing.tolerant``), so that
-    an import of a sealed answer costs only that statement; a course cell's error never costs the learner (the
-    judge reads the learner's cells only)."""
+    In the sandbox the kernel holds the ``llm_lab`` sealed for ``notebooks`` (the submission's own notebook): the
+    course cells of the plan that name something the seal leaves out run statement by statement
+    (``sealing.tolerant``), so that an import of a sealed answer costs only that statement; a course cell's error
+    never costs the learner (the judge reads the learner's cells only)."""
 
     def __init__(
         self,
