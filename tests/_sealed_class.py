@@ -94,7 +94,7 @@ for top, dirs, files in (w for start in (os.getcwd(), '/') for w in os.walk(star
             except OSError:
                 continue
             seen += 1
-            if b'def causal_mask(' in blob and ('llm_lab' in p or b'BEGIN SOLUTION' in blob or b'sum(dim=-1' in blob):
+            if b'def causal_mask(' in blob and ('llm_lab' in p or b'BEGIN SOLUTION' in blob or b'def mask_and_renormalize(' in blob):
                 LEAK = True
 """,
     "installed_distribution": "import importlib.metadata as md\nfor dist in md.distributions():\n    for f in dist.files or []:\n        if str(f).endswith('masks.py') and 'llm_lab' in str(f):\n            LEAK = LEAK or 'def causal_mask(' in f.read_text()\n",
@@ -132,21 +132,16 @@ CHANNELS = {
 OWN = {
     "int8_linear": "from torch import nn\nlayer = nn.Linear(1, 1)\nlayer.weight = nn.Parameter(torch.zeros(8192, 8192, dtype=torch.int8), requires_grad=False)\ndef causal_mask(num_tokens):\n    return layer\n",
     "many_tensors": "def causal_mask(num_tokens):\n    return [torch.zeros(1) for _ in range(100_000)]\n",
-    "busy_processes": "import time\nfor _ in range(16):\n    if os.fork() == 0:\n        end = time.time() + 60\n        while time.time() < end:\n            pass\n        os._exit(0)\n"
-    + BODY.replace("1 if LEAK else 0", "0"),
-    "memory_together": "import time\nfor _ in range(4):\n    if os.fork() == 0:\n        try:\n            b = bytearray(2**30)\n            for i in range(0, len(b), 4096):\n                b[i] = 1\n            time.sleep(60)\n        finally:\n            os._exit(0)\n"
-    + BODY.replace("1 if LEAK else 0", "0"),
-    "spinning_threads": "import threading, time\ndef spin():\n    end = time.time() + 60\n    while time.time() < end:\n        pass\nfor _ in range(64):\n    threading.Thread(target=spin, daemon=True).start()\n"
-    + BODY.replace("1 if LEAK else 0", "0"),
-    "stdin_read": "answer = input('the answer? ')\n" + BODY.replace("1 if LEAK else 0", "0"),
+    "busy_processes": "import time\nfor _ in range(16):\n    if os.fork() == 0:\n        end = time.time() + 60\n        while time.time() < end:\n            pass\n        os._exit(0)\n",
+    "memory_together": "import time\nfor _ in range(4):\n    if os.fork() == 0:\n        try:\n            b = bytearray(2**30)\n            for i in range(0, len(b), 4096):\n                b[i] = 1\n            time.sleep(60)\n        finally:\n            os._exit(0)\n",
+    "spinning_threads": "import threading, time\ndef spin():\n    end = time.time() + 60\n    while time.time() < end:\n        pass\nfor _ in range(64):\n    threading.Thread(target=spin, daemon=True).start()\n",
+    "stdin_read": "answer = input('the answer? ')\n",
     "sigint_ignored_loop": "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n",
     "hard_exit": "os._exit(0)\n",
     "huge_exception": "def causal_mask(num_tokens):\n    raise ValueError('x' * 50_000_000)\n",
     "recursion_crash": "import sys\nsys.setrecursionlimit(10**7)\ndef f(n):\n    return f(n + 1) + 1\nf(0)\n",
-    "descriptors_taken": "import resource\nfiles = []\ntry:\n    while True:\n        files.append(open('/dev/null'))\nexcept OSError:\n    pass\n"
-    + BODY.replace("1 if LEAK else 0", "0"),
-    "tmp_filled": "try:\n    with open('/tmp/fill', 'wb') as f:\n        while True:\n            f.write(b'x' * 2**20)\nexcept OSError:\n    pass\n"
-    + BODY.replace("1 if LEAK else 0", "0"),
+    "descriptors_taken": "import resource\nfiles = []\ntry:\n    while True:\n        files.append(open('/dev/null'))\nexcept OSError:\n    pass\n",
+    "tmp_filled": "try:\n    with open('/tmp/fill', 'wb') as f:\n        while True:\n            f.write(b'x' * 2**20)\nexcept OSError:\n    pass\n",
 }
 CLASSES = {
     "reach": sorted(REACH),
