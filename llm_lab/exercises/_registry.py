@@ -19,6 +19,7 @@ from torch import nn
 
 from . import _harness, _shared
 from ._core import CheckResult, Exercise, Fail, NotImplementedYet, fix_text, message, one_line, title_of
+from ._watch import codes_run_first
 
 _PACKAGE = __name__.rsplit(".", 1)[0]
 _ROOT_DIR = str(Path(__file__).resolve().parent.parent)  # "llm_lab.exercises", or a fresh copy's private name
@@ -79,16 +80,6 @@ def _resolve_own(dotted: str):
     return getattr(importlib.import_module(f"{_LLM_LAB}.{module_name}"), attr)
 
 
-def _codes(obj):
-    """Code objects that running ``obj`` executes first: a function's, or every method a class defines."""
-    if inspect.isclass(obj):
-        for klass in obj.__mro__:
-            if klass.__module__.split(".")[0] not in ("torch", "builtins"):
-                yield from (f.__code__ for f in vars(klass).values() if inspect.isfunction(f))
-    elif inspect.isfunction(obj):
-        yield obj.__code__
-
-
 # Resolved now, while this copy's modules are importable (a fresh copy's leave sys.modules after loading).
 _OWN_REFERENCES = {d: _resolve_own(d) for ex in REGISTRY.values() for d in ex.references}
 
@@ -102,7 +93,7 @@ def watch_for(name: str) -> _harness.Watch:
         module_name, _, attr = dotted.rpartition(".")
         imported = getattr(sys.modules.get(f"llm_lab.{module_name}"), attr, None)
         for obj in {id(o): o for o in (_OWN_REFERENCES[dotted], imported) if o is not None}.values():
-            for code in _codes(obj):
+            for code in codes_run_first(obj):
                 if code.co_filename.startswith(_ROOT_DIR):  # not a notebook's function patched into llm_lab
                     watch.add(code, f"llm_lab.{attr}", "reference")
     for module_name, attr, hint in (*ex.forbidden, *STARTERS):
@@ -136,7 +127,7 @@ def _precheck(ex: Exercise, obj, watch: _harness.Watch) -> None:
     while isinstance(target, functools.partial):
         target = target.func
     target = getattr(target, "__func__", target)  # a bound method
-    for code in _codes(target):
+    for code in codes_run_first(target):
         hit = watch.of_code(code)
         if hit and hit[1] == "reference":
             raise _IsReference(hit[0])

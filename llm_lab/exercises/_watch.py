@@ -4,6 +4,7 @@ rules out, by object and, for code, by content too."""
 from __future__ import annotations
 
 import functools
+import inspect
 from dataclasses import dataclass, field
 
 
@@ -44,3 +45,13 @@ class Watch:
         if known is None or known[0] is not code:  # the code object is kept: its id is not reused
             known = self._looked_up[id(code)] = (code, self.contents.get(code_content(code)))
         return known[1]
+
+
+def codes_run_first(obj):
+    """Code objects that running ``obj`` executes first: a function's, or every method a class defines."""
+    if inspect.isclass(obj):
+        for klass in obj.__mro__:
+            if klass.__module__.split(".")[0] not in ("torch", "builtins"):
+                yield from (f.__code__ for f in vars(klass).values() if inspect.isfunction(f))
+    elif inspect.isfunction(obj):
+        yield obj.__code__

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import importlib
-import inspect
 import json
 import sys
 from pathlib import Path
@@ -30,6 +29,7 @@ from torch import nn
 
 from .. import _harness
 from .._core import LearnerError, NotImplementedYet, TimedOut
+from .._watch import codes_run_first
 from .wire import clean_name, decode, encode, type_name
 
 _LLM_LAB_DIR = str(Path(__file__).resolve().parents[2])  # this llm_lab's files: its own code, not a notebook's
@@ -107,16 +107,6 @@ def _sync(module: nn.Module, linears: dict, training) -> None:
         module.train(bool(training))
 
 
-def _codes(obj):
-    """Code objects that running ``obj`` executes first: a function's, or every method a class defines."""
-    if inspect.isclass(obj):
-        for klass in obj.__mro__:
-            if klass.__module__.split(".")[0] not in ("torch", "builtins"):
-                yield from (f.__code__ for f in vars(klass).values() if inspect.isfunction(f))
-    elif inspect.isfunction(obj):
-        yield obj.__code__
-
-
 def _find(module_name: str, path: str):
     """``module_name`` (imported if need be) and the attribute ``path`` of it, or None where there is none (a
     reference the sealed llm_lab leaves out)."""
@@ -138,7 +128,7 @@ def watch_of(request: dict) -> _harness.Watch:
     for dotted in request.get("references") or ():
         module_name, _, attr = str(dotted).rpartition(".")
         obj = _find(f"llm_lab.{module_name}" if module_name else "llm_lab", attr)
-        for code in _codes(obj) if obj is not None else ():
+        for code in codes_run_first(obj) if obj is not None else ():
             if code.co_filename.startswith(_LLM_LAB_DIR):  # not a notebook's function patched into llm_lab
                 watch.add(code, f"llm_lab.{attr}", "reference")
     for item in (*(request.get("forbidden") or ()), *_harness.STARTERS):

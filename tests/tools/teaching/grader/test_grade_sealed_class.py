@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import _sealed_class as sc
@@ -50,6 +51,9 @@ def graded(request, tmp_path_factory):
     """The class graded on one path as one user: the script's JSON (rows, the gradebook's scores)."""
     path, who = request.param
     top = tmp_path_factory.mktemp(f"sealed-class-{path}-{who}")
+    if who == "user":  # pytest's own folder is root's alone: the unprivileged grader works in one of its own
+        top = Path(tempfile.mkdtemp(prefix=f"llm-lab-sealed-class-{path}-"))
+        request.addfinalizer(lambda: shutil.rmtree(top, ignore_errors=True))
     out = top / "result.json"
     env = {**os.environ, "HOME": str(top), "MPLBACKEND": "Agg", "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}"}
     argv = [sys.executable, str(ROOT / "tests" / "_sealed_class.py"), path, str(out)]
@@ -76,11 +80,12 @@ def _python_for_nobody(top: Path, env: dict) -> tuple[str, dict]:
     """A Python the unprivileged user can run, with this venv's packages: this one, or (a venv whose Python lies
     in a home folder nobody else may enter, as pyenv's under /root) the system's Python of the same version with
     the venv's site-packages on its path, and nbgrader's ``alembic`` run by it."""
-    if _as_nobody(sys.executable, "-c", "pass"):
+    runs_itself = "import subprocess, sys; subprocess.run([sys.executable, '-c', 'pass'], check=True)"
+    if _as_nobody(sys.executable, "-c", runs_itself):  # the grader starts its own Python in the sandbox
         return sys.executable, env
     system = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
     sites = [p for p in sys.path if p.endswith("site-packages") and os.path.isdir(p)]
-    if not os.access(system, os.X_OK) or not _as_nobody(system, "-c", "pass"):
+    if not os.access(system, os.X_OK) or not _as_nobody(system, "-c", runs_itself):
         pytest.skip(f"no Python an unprivileged user can run: {sys.executable} is not, and {system} is missing")
     shims = top / "bin"
     shims.mkdir()
