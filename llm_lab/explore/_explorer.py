@@ -22,7 +22,9 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
+from .. import _checks
 from ..masks import causal_mask
+from .figure_words import FIGURE_LANGUAGES
 from .plotting import heatmap
 
 _MAX_LISTED = 12  # readout lines list at most this many per-row values
@@ -111,7 +113,9 @@ class _Explorer:
     name = "explorer"  # what the text stand-in calls it (English / Chinese)
     name_zh = "探索器"
 
-    def __init__(self):
+    def __init__(self, lang: str = "en"):
+        _checks.one_of("lang", lang, FIGURE_LANGUAGES)
+        self.lang = lang  # the language of the text stand-in: a notebook shows only its own language
         self.weights: torch.Tensor | None = None  # the (T, T) matrix shown now
         self.image_data: np.ndarray | None = None  # the array drawn on the last render
         self.figure: Figure | None = None  # the figure of the last render (not registered with pyplot)
@@ -133,8 +137,14 @@ class _Explorer:
         )
         self.ui = _ExplorerBox([top, self.readout_output])
         self.ui.add_class("llm-lab-explorer")  # lets the browser test find every explorer on the page
-        self.ui.hint = f"{self.name}: run this cell for the live controls ({self.name_zh}：运行本单元即可交互)"
+        self.ui.hint = self.hint_text()
         self.update()
+
+    def hint_text(self) -> str:
+        """The text stand-in a saved notebook shows, in the explorer's language only."""
+        if self.lang == "zh":
+            return f"{self.name_zh}：运行本单元即可交互"
+        return f"{self.name}: run this cell for the live controls"
 
     def _on_change(self, change) -> None:
         self.update()

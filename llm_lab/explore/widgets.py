@@ -89,8 +89,8 @@ class MaskExplorer(_Explorer):
     METHODS = {"manual": "mask + renormalize", "-inf": "-inf + softmax", "none": "no mask"}
     name, name_zh = "mask explorer", "遮蔽探索器"
 
-    def __init__(self, attn_scores=None, tokens=None, num_tokens=None, method="manual"):
-        super().__init__()
+    def __init__(self, attn_scores=None, tokens=None, num_tokens=None, method="manual", lang="en"):
+        super().__init__(lang)
         if attn_scores is None:
             attn_scores = example_attn_scores()
             tokens = EXAMPLE_TOKENS if tokens is None else tokens
@@ -147,14 +147,15 @@ class MaskExplorer(_Explorer):
         self._show(weights, labels, f"{self.METHODS[method]}, T={num_tokens}", vmax=1.0, readout=readout)
 
 
-def mask_explorer(attn_scores=None, tokens=None, num_tokens=None, method="manual") -> MaskExplorer:
+def mask_explorer(attn_scores=None, tokens=None, num_tokens=None, method="manual", lang="en") -> MaskExplorer:
     """Explore causal masking: pick ``T`` and the method, see the weights and their row sums.
 
     ``attn_scores``: scaled scores ``(T, T)``; default: the running example (:func:`example_attn_scores`,
     with its six tokens as labels). ``tokens``: T strings for the axes. ``num_tokens``, ``method``: the
-    starting values of the controls.
+    starting values of the controls. ``lang`` (``"en"`` or ``"zh"``): the language of the one-line stand-in a
+    saved notebook shows.
     """
-    return MaskExplorer(attn_scores, tokens=tokens, num_tokens=num_tokens, method=method)
+    return MaskExplorer(attn_scores, tokens=tokens, num_tokens=num_tokens, method=method, lang=lang)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -172,8 +173,8 @@ class DropoutExplorer(_Explorer):
 
     name, name_zh = "dropout explorer", "dropout 探索器"
 
-    def __init__(self, attn_weights=None, tokens=None, p=0.5, seed=123, mode="train"):
-        super().__init__()
+    def __init__(self, attn_weights=None, tokens=None, p=0.5, seed=123, mode="train", lang="en"):
+        super().__init__(lang)
         if attn_weights is None:
             attn_weights = causal_softmax(example_attn_scores())
             tokens = EXAMPLE_TOKENS if tokens is None else tokens
@@ -250,13 +251,14 @@ class DropoutExplorer(_Explorer):
         self._show(after, labels, title, vmax=vmax, readout=readout)
 
 
-def dropout_explorer(attn_weights=None, tokens=None, p=0.5, seed=123, mode="train") -> DropoutExplorer:
+def dropout_explorer(attn_weights=None, tokens=None, p=0.5, seed=123, mode="train", lang="en") -> DropoutExplorer:
     """Explore dropout on attention weights: pick ``p``, the seed and train/eval mode.
 
     ``attn_weights``: a ``(T, T)`` matrix; default: the running example's causal weights (six tokens,
     labelled). Pass ``torch.ones(6, 6)`` to see the book's demo. ``p``, ``seed``, ``mode``: starting values.
+    ``lang`` (``"en"`` or ``"zh"``): the language of the one-line stand-in a saved notebook shows.
     """
-    return DropoutExplorer(attn_weights, tokens=tokens, p=p, seed=seed, mode=mode)
+    return DropoutExplorer(attn_weights, tokens=tokens, p=p, seed=seed, mode=mode, lang=lang)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -274,8 +276,8 @@ class HeadsExplorer(_Explorer):
 
     name, name_zh = "heads explorer", "注意力头探索器"
 
-    def __init__(self, attn_weights, tokens=None, batch=0, head=0):
-        super().__init__()
+    def __init__(self, attn_weights, tokens=None, batch=0, head=0, lang="en"):
+        super().__init__(lang)
         weights = _as_cpu_tensor("attn_weights", attn_weights)
         shape = tuple(weights.shape)
         if weights.dim() != 4:
@@ -385,12 +387,13 @@ class HeadsExplorer(_Explorer):
         self._show(weights, labels, f"batch {batch}, head {head}", vmax=self.vmax, readout=readout)
 
 
-def heads_explorer(attn_weights, tokens=None, batch=0, head=0) -> HeadsExplorer:
+def heads_explorer(attn_weights, tokens=None, batch=0, head=0, lang="en") -> HeadsExplorer:
     """Explore multi-head attention weights one batch row and one head at a time.
 
     ``attn_weights``: ``(B, nh, T, T)``, e.g. the second output of
     ``MultiHeadAttention(...)(x, return_attn_weights=True)``. ``tokens``: labels for the axes, either one
     list of T strings shared by every batch row or a list of B such lists (one per row), or None.
-    ``batch``, ``head``: starting values. Bad shapes or labels raise ``ValueError``/``TypeError`` naming them.
+    ``batch``, ``head``: starting values. ``lang`` (``"en"`` or ``"zh"``): the language of the one-line stand-in a
+    saved notebook shows. Bad shapes or labels raise ``ValueError``/``TypeError`` naming them.
     """
-    return HeadsExplorer(attn_weights, tokens=tokens, batch=batch, head=head)
+    return HeadsExplorer(attn_weights, tokens=tokens, batch=batch, head=head, lang=lang)

@@ -18,6 +18,8 @@ from e2e_js import JS
 from e2e_lab import LabError, close_notebook, scroll_to, wait_for
 
 NB_TIMEOUT_S = 240
+# an explorer's stored hint, in its notebook's language (llm_lab.explore._explorer._Explorer.hint_text)
+HINT = re.compile("run this cell|运行本单元")
 
 
 def tag_of(rel: str) -> str:
@@ -34,14 +36,14 @@ def check_stored(nb, rel: str, tag: str, shots: Path) -> tuple[list[str], int]:
     explorer_cells = [c for c in before["cells"] if "_explorer(" in c["source"]]
     hints = [c for c in explorer_cells if c["outputs"]]
     for cell in hints:
-        if not any("run this cell" in o["text"] for o in cell["outputs"]):
+        if not any(HINT.search(o["text"]) for o in cell["outputs"]):
             problems.append(f"explorer cell stores no hint text: {[o['text'][:80] for o in cell['outputs']]}")
     if hints:  # what a learner sees there before running: the hint, as plain text
         try:
             wait_for(
                 page, JS["lab_hints"], lambda n: n >= len(hints), 20, f"{rel}: the explorers' hint text before running"
             )
-            scroll_to(page, nb.locator(".jp-OutputArea-output", has_text="run this cell").first)
+            scroll_to(page, nb.locator(".jp-OutputArea-output", has_text=HINT).first)
             page.screenshot(path=str(shots / f"{tag}-before-run.png"))
         except LabError as err:
             problems.append(str(err))

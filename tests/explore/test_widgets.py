@@ -320,3 +320,38 @@ def test_heads_explorer_token_mistakes_point_at_the_real_problem():
         heads_explorer(weights, tokens=[1, 2, 3, 4])
     with pytest.raises(TypeError, match=r"mixes lists with single entries: found 'bbbb' \(str\)"):
         heads_explorer(weights, tokens=[["a"] * 4, "bbbb"])
+
+
+# --- the text stand-in a saved notebook shows ------------------------------------------------------------
+
+
+def _has_cjk(text: str) -> bool:
+    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+
+
+@pytest.mark.parametrize("make", ["mask", "dropout", "heads"])
+def test_the_saved_stand_in_is_in_the_notebooks_language_only(make, mha_weights):
+    """An English notebook shows only English, a Chinese one only Chinese; repr() is what nbval compares."""
+    factory, args = {
+        "mask": (mask_explorer, ()),
+        "dropout": (dropout_explorer, ()),
+        "heads": (heads_explorer, (mha_weights,)),
+    }[make]
+
+    def build(lang=None):
+        return factory(*args) if lang is None else factory(*args, lang=lang)
+
+    en, zh = build("en"), build("zh")
+    assert repr(en) == repr(en.ui) == f"{en.name}: run this cell for the live controls"
+    assert not _has_cjk(repr(en))
+    assert repr(zh) == f"{zh.name_zh}：运行本单元即可交互"
+    assert "run this cell" not in repr(zh) and _has_cjk(repr(zh))
+    assert repr(build()) == repr(en)  # a call without lang is English
+    with pytest.raises(ValueError, match="lang='fr' is not known"):
+        build("fr")
+
+
+def test_the_language_check_can_fail():
+    """The old stand-in carried both languages: the English-only assertion above rejects it."""
+    both = "mask explorer: run this cell for the live controls (遮蔽探索器：运行本单元即可交互)"
+    assert _has_cjk(both)

@@ -54,17 +54,20 @@ def _text_plain(widget, monkeypatch):
 
 def test_text_stand_in_is_a_short_fixed_hint(mha_weights, monkeypatch):
     # what a notebook shows before the cell runs, and what nbval compares: no VBox(children=... listing
+    # in the notebook's language only: an English notebook shows no Chinese, a Chinese one no English sentence
     hints = {}
-    for make in (mask_explorer, dropout_explorer, lambda: heads_explorer(mha_weights)):
-        first, second = make(), make()
-        text = _text_plain(first.ui, monkeypatch)
-        assert text == _text_plain(second.ui, monkeypatch) == repr(first)  # no model ids in it
-        assert "run this cell" in text and "运行本单元" in text and len(text) <= 110
-        assert "VBox" not in text and "children" not in text
-        hints[type(first).__name__] = text
-    assert hints["MaskExplorer"].startswith("mask explorer")
-    assert hints["HeadsExplorer"].startswith("heads explorer")
-    assert len(set(hints.values())) == 3
+    for make in (mask_explorer, dropout_explorer, lambda **kw: heads_explorer(mha_weights, **kw)):
+        for lang, words, other in (("en", "run this cell", "运行本单元"), ("zh", "运行本单元", "run this cell")):
+            first, second = make(lang=lang), make(lang=lang)
+            text = _text_plain(first.ui, monkeypatch)
+            assert text == _text_plain(second.ui, monkeypatch) == repr(first)  # no model ids in it
+            assert words in text and other not in text and len(text) <= 110
+            assert "VBox" not in text and "children" not in text
+            hints[type(first).__name__, lang] = text
+    assert hints["MaskExplorer", "en"].startswith("mask explorer")
+    assert hints["HeadsExplorer", "en"].startswith("heads explorer")
+    assert hints["MaskExplorer", "zh"].startswith("遮蔽探索器")
+    assert len(set(hints.values())) == 6
 
 
 # --- layout: what fits a 1366x768 screen ------------------------------------------------------------------

@@ -1,6 +1,12 @@
-"""docs/exercises.md (and its Chinese twin) lists every exercise item of the sources, as the sources have it."""
+"""docs/exercises.md (and its Chinese twin) lists every exercise item of the sources, as the sources have it.
+
+Each notebook's table is read by its header names, not by column positions. A table with the importance and
+minutes columns must repeat the cost line of each exercise of the source (``*Importance ★★☆ · about 10 minutes*``
+under the heading, ``*重要性 ★★☆ · 约 10 分钟*`` under the Chinese one).
+"""
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +20,57 @@ LEVELS = {
 }
 AUTO = {"en": "auto", "zh": "自动"}
 TRANSFER = {"en": ("yes", "practice"), "zh": ("是", "巩固")}
+# the header of a notebook's table, per language: its words -> the name the tests use
+COLUMNS = {
+    "en": {
+        "#": "number",
+        "kind": "kind",
+        "difficulty": "difficulty",
+        "importance": "importance",
+        "minutes": "minutes",
+        "graded": "graded",
+        "transfer?": "transfer",
+        "what it transfers": "what",
+    },
+    "zh": {
+        "#": "number",
+        "题型": "kind",
+        "难度": "difficulty",
+        "重要性": "importance",
+        "分钟": "minutes",
+        "评分": "graded",
+        "迁移？": "transfer",
+        "迁移了什么": "what",
+    },
+}
+REQUIRED = ("number", "kind", "difficulty", "graded", "transfer", "what")
+COSTS = ("importance", "minutes")
+# the notebooks whose every exercise must carry a cost line (the others: checked where they have one)
+COSTED = ("00", "01", "02")
+COST_LINE = {
+    "en": re.compile(r"\*Importance (?P<stars>[★☆]+) · about (?P<minutes>\d+) minutes\*"),
+    "zh": re.compile(r"\*重要性 (?P<stars>[★☆]+) · 约 (?P<minutes>\d+) 分钟\*"),
+}
+HEADING = {
+    "en": r"### Exercise (\d+) · .*\((easy|medium|harder)\)",
+    "zh": r"### 练习 (\d+) · .*（(简单|中等|较难)）",
+}
+
+
+def _cost(block: str, lang: str, where: str) -> tuple[str, int] | None:
+    """The (stars, minutes) of one exercise's heading cell, or None when it has no cost line.
+
+    A cost line sits right after the heading, one blank line between, and a blank line after it."""
+    lines = block.split("\n")
+    found = [i for i, line in enumerate(lines) if COST_LINE[lang].search(line)]
+    if not found:
+        return None
+    assert found == [2] and lines[1] == "" and lines[3] == "", (where, "the cost line must be line 3, between blanks")
+    match = COST_LINE[lang].fullmatch(lines[2])
+    assert match, (where, lines[2])
+    stars = match["stars"]
+    assert len(stars) == 3 and re.fullmatch(r"★{1,3}☆{0,2}", stars), (where, "1 to 3 filled stars out of 3", stars)
+    return stars, int(match["minutes"])
 
 
 def source_items(src: Path) -> list[tuple[int, str, bool]]:
@@ -27,16 +84,51 @@ def source_items(src: Path) -> list[tuple[int, str, bool]]:
     return items
 
 
-def page_rows(lang: str) -> dict[str, list[list[str]]]:
-    """Per notebook (its two digits), the cells of each item row of the page."""
-    rows, notebook = {}, None
+def source_costs(src: Path) -> dict[int, tuple[str, int] | None]:
+    """Per exercise number, its cost (stars, minutes), the same in both languages; None where it has none."""
+    text = src.read_text(encoding="utf-8")
+    costs = {}
+    for lang, marker in (("en", "%% md\n"), ("zh", "%% md zh\n")):
+        blocks = re.split(r"(?m)^%% ", text)
+        for block in blocks:
+            block = "%% " + block
+            if not block.startswith(marker):
+                continue
+            body = block[len(marker) :]
+            heading = re.match(HEADING[lang] + r"\s*$", body.split("\n", 1)[0])
+            if not heading:
+                continue
+            number = int(heading[1])
+            cost = _cost(body, lang, (src.name, lang, number))
+            if lang == "en":
+                costs[number] = cost
+            else:
+                assert costs.get(number, "missing") == cost, (src.name, number, "en and zh cost lines differ", cost)
+    return costs
+
+
+def page_rows(lang: str) -> dict[str, list[dict[str, str]]]:
+    """Per notebook (its two digits), each item row of the page as {column name: cell}, read by the header."""
+    rows, notebook, header = {}, None, None
     for line in PAGES[lang].read_text(encoding="utf-8").splitlines():
         heading = re.match(r"## (\d\d) · ", line)
         if heading:
-            notebook = heading[1]
+            notebook, header = heading[1], None
             rows[notebook] = []
-        elif notebook and re.match(r"\| \d+ \|", line):
-            rows[notebook].append([cell.strip() for cell in line.strip().strip("|").split("|")])
+            continue
+        if not notebook or not line.startswith("| "):
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if cells[0] == "#":
+            unknown = [c for c in cells if c not in COLUMNS[lang]]
+            assert not unknown, (lang, notebook, "unknown columns", unknown)
+            header = [COLUMNS[lang][c] for c in cells]
+            assert all(name in header for name in REQUIRED), (lang, notebook, header)
+            assert (COSTS[0] in header) == (COSTS[1] in header), (lang, notebook, "importance and minutes go together")
+        elif re.match(r"\d+$", cells[0]):
+            assert header, (lang, notebook, "an item row before the table's header")
+            assert len(cells) == len(header), (lang, notebook, cells)
+            rows[notebook].append(dict(zip(header, cells, strict=True)))
     return rows
 
 
@@ -47,12 +139,87 @@ def test_the_map_lists_every_item_with_its_difficulty_and_grading(lang):
     for src in SOURCES:
         want = source_items(src)
         got = rows[src.name[:2]]
-        assert [int(r[0]) for r in got] == [n for n, _, _ in want], (lang, src.name)
+        assert [int(r["number"]) for r in got] == [n for n, _, _ in want], (lang, src.name)
         for row, (number, level, auto) in zip(got, want, strict=True):
-            _, _, difficulty, graded, transfer, _ = row
-            assert difficulty == LEVELS[lang][level], (lang, src.name, number)
-            assert graded.startswith(AUTO[lang]) == auto, (lang, src.name, number, graded)
-            assert transfer in TRANSFER[lang], (lang, src.name, number, transfer)
+            assert row["difficulty"] == LEVELS[lang][level], (lang, src.name, number)
+            assert row["graded"].startswith(AUTO[lang]) == auto, (lang, src.name, number, row["graded"])
+            assert row["transfer"] in TRANSFER[lang], (lang, src.name, number, row["transfer"])
+
+
+def test_the_costed_notebooks_give_every_exercise_a_cost_line():
+    sources = {src.name[:2]: src for src in SOURCES}
+    for notebook in COSTED:
+        costs = source_costs(sources[notebook])
+        assert costs and all(costs.values()), (notebook, "exercises without a cost line", costs)
+
+
+@pytest.mark.parametrize("lang", PAGES)
+def test_the_importance_and_minutes_columns_repeat_the_sources(lang):
+    rows = page_rows(lang)
+    for src in SOURCES:
+        costs = source_costs(src)
+        for row in rows[src.name[:2]]:
+            if "importance" not in row:
+                continue
+            cost = costs.get(int(row["number"]))
+            assert cost, (lang, src.name, row["number"], "the table gives a cost the source does not")
+            assert (row["importance"], int(row["minutes"])) == cost, (lang, src.name, row["number"], cost)
+
+
+def _with_changed(monkeypatch, tmp_path, path: Path, replacements) -> None:
+    """Point the tests at a copy of ``path`` (a source or a page) with each (old, new) replaced once, in turn."""
+    text = path.read_text(encoding="utf-8")
+    for old, new in replacements:
+        assert old in text, (path.name, old)
+        text = text.replace(old, new, 1)
+    changed = tmp_path / path.name
+    changed.write_text(text, encoding="utf-8")
+    if path in SOURCES:
+        monkeypatch.setattr(sys.modules[__name__], "SOURCES", [changed if s == path else s for s in SOURCES])
+    else:
+        lang = next(lang for lang, page in PAGES.items() if page == path)
+        monkeypatch.setitem(PAGES, lang, changed)
+
+
+def test_the_cost_checks_can_fail(tmp_path, monkeypatch):
+    """Each cost check fails on a page or a source lacking what it checks; the unchanged files pass them all."""
+    source = next(src for src in SOURCES if src.name.startswith("00"))
+    row = next(r for r in page_rows("en")["00"] if r["number"] == "1")
+    row_text = f"| {row['importance']} | {row['minutes']} |"
+    other_stars = "★☆☆" if row["importance"] != "★☆☆" else "★★★"
+    minutes = f"{row['minutes']} minutes*", f"{row['minutes']} 分钟*"
+
+    def table():
+        test_the_importance_and_minutes_columns_repeat_the_sources("en")
+
+    def costed():
+        test_the_costed_notebooks_give_every_exercise_a_cost_line()
+
+    def one_source():
+        source_costs(next(s for s in sys.modules[__name__].SOURCES if s.name == source.name))
+
+    cases = [
+        (
+            "the table's minutes differ",
+            PAGES["en"],
+            [(row_text, f"| {row['importance']} | {int(row['minutes']) + 5} |")],
+            table,
+        ),
+        ("the table's stars differ", PAGES["en"], [(row_text, f"| {other_stars} | {row['minutes']} |")], table),
+        ("a header word the page does not know", PAGES["en"], [("| importance |", "| weight |")], table),
+        ("the source's minutes differ (both languages)", source, [(m, "99" + m) for m in minutes], table),
+        ("the zh cost line differs from the en one", source, [(minutes[1], "99" + minutes[1])], one_source),
+        ("a cost line not after a blank line", source, [("\n\n*Importance", "\n*Importance")], one_source),
+        ("four stars", source, [("*Importance ★", "*Importance ★★★★")], one_source),
+        ("an exercise without a cost line", source, [("*Importance", "*Reading"), ("*重要性", "*阅读")], costed),
+    ]
+    for what, path, replacements, check in cases:
+        with monkeypatch.context() as patch:
+            _with_changed(patch, tmp_path, path, replacements)
+            with pytest.raises(AssertionError):
+                check()
+                print("did not fail:", what)
+    table(), costed(), one_source()
 
 
 TOTALS = {"en": "## Totals", "zh": "## 合计"}
@@ -86,7 +253,7 @@ def stated_totals(lang: str) -> tuple[list[list[str]], tuple[int, int, int]]:
 
 def counted(rows: list[list[str]], lang: str) -> list[str]:
     """items, transfer, practice of these rows, as the table writes them."""
-    transfer = sum(r[4] == TRANSFER[lang][0] for r in rows)
+    transfer = sum(r["transfer"] == TRANSFER[lang][0] for r in rows)
     return [str(len(rows)), str(transfer), str(len(rows) - transfer)]
 
 
@@ -95,12 +262,12 @@ def test_the_totals_are_the_rows_counted_and_two_thirds_transfer(lang):
     """Every number of the totals is recounted from the item rows: per kind (by hand, autograded), in all, and the
     fraction sentence; a row whose transfer column changes must change the totals with it."""
     rows = [r for items in page_rows(lang).values() for r in items]
-    by_hand = [r for r in rows if not r[3].startswith(AUTO[lang])]
-    auto = [r for r in rows if r[3].startswith(AUTO[lang])]
+    by_hand = [r for r in rows if not r["graded"].startswith(AUTO[lang])]
+    auto = [r for r in rows if r["graded"].startswith(AUTO[lang])]
     table, (transfer, items, percent) = stated_totals(lang)
     assert [r[0].split("（")[0].split(" (")[0] for r in table] == list(TOTAL_ROWS[lang]), table
     assert [r[1:] for r in table] == [counted(by_hand, lang), counted(auto, lang), counted(rows, lang)], (lang, table)
-    want_transfer = sum(r[4] == TRANSFER[lang][0] for r in rows)
+    want_transfer = sum(r["transfer"] == TRANSFER[lang][0] for r in rows)
     assert (transfer, items) == (want_transfer, len(rows)), (lang, transfer, items)
     assert percent == round(100 * want_transfer / len(rows)), (lang, percent)
     assert 3 * want_transfer >= 2 * len(rows)
@@ -120,6 +287,8 @@ def test_the_totals_check_can_fail(tmp_path, monkeypatch):
 
 def test_the_two_pages_agree():
     en, zh = page_rows("en"), page_rows("zh")
-    assert {nb: [(r[0], TRANSFER["en"].index(r[4])) for r in rows] for nb, rows in en.items()} == {
-        nb: [(r[0], TRANSFER["zh"].index(r[4])) for r in rows] for nb, rows in zh.items()
-    }
+
+    def kept(rows, lang):
+        return [(r["number"], TRANSFER[lang].index(r["transfer"]), r.get("importance"), r.get("minutes")) for r in rows]
+
+    assert {nb: kept(rows, "en") for nb, rows in en.items()} == {nb: kept(rows, "zh") for nb, rows in zh.items()}
