@@ -1,0 +1,401 @@
+"""Where attention gets its order: notebook 09's position schemes on notebook 08's model and task.
+
+Shape names: B batch, T tokens, L layers, nh heads, hs head size, d model width, V vocabulary size.
+
+Attention alone is blind to order; a model gets it from its *position scheme*. Four of them, a parameter of 08's
+:class:`~llm_lab.explore.induction.AttentionOnlyTransformer` (:class:`PositionalTransformer` is that class with
+its position hooks filled in; everything else, training included, is 08's code):
+
+- ``"learned"``: 08's learned absolute table, one row per position (no row past the trained length);
+- ``"sinusoidal"``: a fixed table added to the token embedding (:func:`sinusoidal_table`, Vaswani et al. 2017);
+- ``"rope"``: rotary positions (:func:`apply_rope`, Su et al. 2021): every query and key rotated, pair by pair, by an
+  angle proportional to its position, so that a score depends on positions only through the offset ``i - j``;
+- ``"none"``: no positions; the causal mask is the only source of order;
+- ``"alibi"`` (optional, Press et al. 2022): a fixed linear penalty ``-m_h (i - j)`` added to head ``h``'s scores.
+
+**The RoPE convention used here is rotate-half** (GPT-NeoX, Llama in Hugging Face ``transformers``): feature ``k``
+of a head pairs with feature ``k + hs/2``, and pair ``k`` turns at frequency ``base ** (-2k / hs)``. The other
+convention, *interleaved* (RoFormer, GPT-J, notebook 07's cell), pairs features ``2k`` and ``2k + 1``; the two agree
+up to a permutation of the features (:func:`interleaved_order`).
+
+    config = PositionConfig(scheme="rope")           # 08's sizes, V = T = d = 64, 2 layers of 4 heads
+    model = PositionalTransformer(config)
+    induction.train(model, induction.TrainSettings())  # 08's training loop, unchanged
+    model(ids_of_256_tokens)                         # runs past the trained length (not "learned": no rows)
+    model(ids, window=64)                            # each query sees itself and the 63 keys before it
+
+:func:`train_schemes` trains several schemes the same way (same data, steps, seeds); :func:`probe` measures a model
+at any length: the copy loss of an 8-token repeat at given distances beside the ideal one-token copier's, and the
+per-row previous-token weight of layer 0's previous-token head.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .. import _checks
+from ..multihead import FusedMultiHeadAttention
+from . import induction
+from .distance import SWEEP_LENGTH, ideal_copier_losses, sweep_batch
+
+__all__ = [
+    "SCHEMES",
+    "CONVENTIONS",
+    "PositionConfig",
+    "PositionalTransformer",
+    "PositionalAttention",
+    "sinusoidal_table",
+    "rope_frequencies",
+    "rope_angles",
+    "rotate_half",
+    "apply_rope",
+    "interleaved_order",
+    "alibi_slopes",
+    "alibi_bias",
+    "window_mask",
+    "train_schemes",
+    "probe",
+    "previous_head",
+    "row_means",
+    "uniform_loss",
+]
+
+SCHEMES = ("learned", "sinusoidal", "rope", "none", "alibi")
+CONVENTIONS = ("half", "interleaved")
+
+
+# ---- the schemes, by formula -----------------------------------------------------------------------------------
+
+
+def sinusoidal_table(num_positions: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
+    """``(num_positions, d_model)`` float32: ``PE[p, 2k] = sin(p w_k)``, ``PE[p, 2k + 1] = cos(p w_k)`` with
+    ``w_k = base ** (-2k / d_model)`` (Vaswani et al. 2017). ``d_model`` must be even."""
+    _checks.positive_int("num_positions", num_positions)
+    _checks.positive_int("d_model", d_model)
+    if d_model % 2:
+        raise ValueError(f"d_model={d_model} must be even: the table pairs a sine and a cosine per frequency")
+    w = rope_frequencies(d_model, base)  # (d / 2,)
+    angles = torch.arange(num_positions, dtype=torch.float64)[:, None] * w[None, :]  # (P, d / 2)
+    return torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(1).float()  # (P, d): sin, cos, sin, cos, ...
+
+
+def rope_frequencies(head_size: int, base: float = 10000.0) -> torch.Tensor:
+    """``(head_size / 2,)`` float64: pair ``k`` turns by ``base ** (-2k / head_size)`` radians per position, the first
+    pair fastest (1 rad per token), the last slowest."""
+    _checks.positive_int("head_size", head_size)
+    if head_size % 2:
+        raise ValueError(f"head_size={head_size} must be even: RoPE rotates features in pairs")
+    if not (isinstance(base, (int, float)) and not isinstance(base, bool) and base > 1):
+        raise ValueError(f"base={base!r} must be a number above 1 (10000 in most models)")
+    return float(base) ** (-torch.arange(0, head_size, 2, dtype=torch.float64) / head_size)
+
+
+def rope_angles(positions: torch.Tensor, head_size: int, base: float = 10000.0) -> torch.Tensor:
+    """``(T,)`` positions -> ``(T, head_size / 2)`` float64: the angle of each pair at each position,
+    ``p * base**(-2k/hs)`` (float64, so that far positions keep their angles' digits)."""
+    return positions.to(torch.float64)[:, None] * rope_frequencies(head_size, base)[None, :]
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """``[x1, x2] -> [-x2, x1]`` on the last dimension (halves ``x1``, ``x2``): a quarter turn of every pair
+    ``(k, k + hs/2)``."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat([-x2, x1], dim=-1)
+
+
+def apply_rope(
+    x: torch.Tensor, positions: torch.Tensor | None = None, base: float = 10000.0, convention: str = "half"
+) -> torch.Tensor:
+    """Rotate every feature pair of ``x`` ``(..., T, hs)`` by its position's angle (:func:`rope_angles`).
+
+    ``convention="half"`` (the one this module uses): pair ``k`` is features ``(k, k + hs/2)``,
+    ``x * cos + rotate_half(x) * sin``. ``"interleaved"``: pair ``k`` is features ``(2k, 2k + 1)``.
+    ``positions`` ``(T,)``: the tokens' positions, ``0 .. T - 1`` unless given."""
+    _checks.tensor("x", x)
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention={convention!r} must be one of {CONVENTIONS}")
+    if x.dim() < 2:
+        raise ValueError(f"x must be (..., T, hs), got shape {tuple(x.shape)}")
+    t, hs = x.shape[-2], x.shape[-1]
+    if positions is None:
+        positions = torch.arange(t, device=x.device)
+    if positions.shape != (t,):
+        raise ValueError(f"positions must be ({t},), one per token of x, got shape {tuple(positions.shape)}")
+    angles = rope_angles(positions.cpu(), hs, base).to(device=x.device)  # (T, hs / 2)
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    if convention == "half":
+        cos, sin = torch.cat([cos, cos], dim=-1), torch.cat([sin, sin], dim=-1)  # (T, hs): pair k at k and k + hs/2
+        return x * cos + rotate_half(x) * sin
+    x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., T, hs / 2) each
+    return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).flatten(-2)
+
+
+def interleaved_order(head_size: int) -> torch.Tensor:
+    """The permutation ``P`` ``(head_size,)`` that turns the interleaved layout into the rotate-half one:
+    ``apply_rope(x, convention="interleaved")[..., P] == apply_rope(x[..., P], convention="half")``
+    (features ``0, 2, 4, ...`` first, then ``1, 3, 5, ...``)."""
+    _checks.positive_int("head_size", head_size)
+    if head_size % 2:
+        raise ValueError(f"head_size={head_size} must be even: RoPE rotates features in pairs")
+    return torch.cat([torch.arange(0, head_size, 2), torch.arange(1, head_size, 2)])
+
+
+def alibi_slopes(num_heads: int) -> torch.Tensor:
+    """``(num_heads,)``: ALiBi's slopes, the geometric sequence ``2 ** (-8 h / nh)``, ``h = 1 .. nh``."""
+    _checks.positive_int("num_heads", num_heads)
+    return 2.0 ** (-8.0 * torch.arange(1, num_heads + 1, dtype=torch.float32) / num_heads)
+
+
+def alibi_bias(num_heads: int, num_tokens: int) -> torch.Tensor:
+    """``(nh, T, T)``: ``-m_h (i - j)`` on and below the diagonal, ``-inf`` above it (the causal mask folded in)."""
+    _checks.positive_int("num_tokens", num_tokens)
+    i = torch.arange(num_tokens)
+    back = (i[:, None] - i[None, :]).float()  # (T, T): i - j
+    bias = -alibi_slopes(num_heads)[:, None, None] * back  # (nh, T, T)
+    return bias.masked_fill(back < 0, float("-inf"))
+
+
+def window_mask(num_tokens: int, window: int | None = None) -> torch.Tensor:
+    """bool ``(T, T)``, True where query ``i`` may read key ``j``: ``j <= i`` and, with a ``window``,
+    ``i - j < window`` (the query itself and the ``window - 1`` keys before it, as in notebooks 00 and 07)."""
+    _checks.positive_int("num_tokens", num_tokens)
+    i = torch.arange(num_tokens)
+    back = i[:, None] - i[None, :]
+    seen = back >= 0
+    if window is not None:
+        seen &= back < _checks.positive_int("window", window)
+    return seen
+
+
+# ---- the model -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PositionConfig(induction.InductionConfig):
+    """08's :class:`~llm_lab.explore.induction.InductionConfig` and the position scheme: ``scheme`` (one of
+    :data:`SCHEMES`), ``base`` (the sinusoidal table's and RoPE's frequencies), ``convention`` (RoPE's feature
+    pairing, :data:`CONVENTIONS`). ``context_length`` is the trained length (the learned table's rows)."""
+
+    scheme: str = "learned"
+    base: float = 10000.0
+    convention: str = "half"
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.scheme not in SCHEMES:
+            raise ValueError(f"scheme={self.scheme!r} must be one of {SCHEMES}")
+        if self.convention not in CONVENTIONS:
+            raise ValueError(f"convention={self.convention!r} must be one of {CONVENTIONS}")
+        rope_frequencies(self.d_model // self.num_heads, self.base)  # names a bad base, or an odd head size
+        if self.d_model % 2:
+            raise ValueError(f"d_model={self.d_model} must be even")
+
+
+class PositionalAttention(FusedMultiHeadAttention):
+    """08's heads with a position scheme inside: RoPE rotates queries and keys after their projection, ALiBi adds
+    its bias to the scaled scores, and ``window`` (an attribute the model sets per call) hides keys ``window`` or
+    more back. No length limit: the mask is built for the input's length. The same parameters and buffer as
+    :class:`~llm_lab.FusedMultiHeadAttention`, so 08's ablation hook on ``out_proj`` works unchanged."""
+
+    def __init__(self, config: PositionConfig):
+        d = config.d_model
+        super().__init__(d, d, config.context_length, 0.0, config.num_heads)
+        self.scheme, self.base, self.convention = config.scheme, config.base, config.convention
+        self.window: int | None = None
+
+    def _project(self, x: torch.Tensor):
+        b, num_tokens = _checks.batch_input(x, self.d_in, None, self.W_query.weight)
+        q = self._split_heads(self.W_query(x), b, num_tokens)
+        k = self._split_heads(self.W_key(x), b, num_tokens)
+        v = self._split_heads(self.W_value(x), b, num_tokens)  # values are never rotated
+        if self.scheme == "rope":
+            q = apply_rope(q, base=self.base, convention=self.convention)
+            k = apply_rope(k, base=self.base, convention=self.convention)
+        return q, k, v, b, num_tokens  # q, k, v: (B, nh, T, hs)
+
+    def _bias(self, num_tokens: int, device) -> torch.Tensor:
+        """Additive ``(nh or 1, T, T)``: 0 where a key is seen, ``-inf`` where hidden, plus ALiBi's penalty."""
+        hidden = ~window_mask(num_tokens, self.window)
+        bias = (
+            alibi_bias(self.num_heads, num_tokens) if self.scheme == "alibi" else torch.zeros(1, num_tokens, num_tokens)
+        )
+        return bias.masked_fill(hidden, float("-inf")).to(device)
+
+    def forward(self, x: torch.Tensor, return_attn_weights: bool = False):
+        _checks.flag("return_attn_weights", return_attn_weights)
+        q, k, v, b, num_tokens = self._project(x)
+        plain = self.scheme != "alibi" and self.window is None
+        if not return_attn_weights:
+            if plain:
+                ctx = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            else:
+                ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=self._bias(num_tokens, q.device).to(q.dtype))
+            return self._merge_heads(ctx, b, num_tokens)
+        scores = q @ k.transpose(2, 3) / self.head_dim**0.5 + self._bias(num_tokens, q.device)  # (B, nh, T, T)
+        attn_weights = self.dropout(torch.softmax(scores, dim=-1))
+        return self._merge_heads(attn_weights @ v, b, num_tokens), attn_weights
+
+
+class PositionalTransformer(induction.AttentionOnlyTransformer):
+    """08's :class:`~llm_lab.explore.induction.AttentionOnlyTransformer` with ``config.scheme`` as its position
+    scheme. ``"learned"`` is 08's model itself (built after the same seed, the same weights); the others have no
+    position table and run at any length. ``forward(ids, return_attn_weights=False, ablate=(), window=None)``:
+    08's forward; ``window`` (an int) lets each query read only itself and the ``window - 1`` keys before it."""
+
+    config: PositionConfig
+
+    def __init__(self, config: PositionConfig):
+        if not isinstance(config, PositionConfig):
+            raise TypeError(f"config must be a PositionConfig, got {type(config).__name__}")
+        super().__init__(config)
+        if config.scheme == "sinusoidal":
+            self.register_buffer("pos_table", sinusoidal_table(config.context_length, config.d_model, config.base))
+
+    def _position_table(self, config: PositionConfig) -> nn.Embedding | None:
+        return super()._position_table(config) if config.scheme == "learned" else None
+
+    def _attention(self, config: PositionConfig) -> PositionalAttention:
+        return PositionalAttention(config)
+
+    def _embed(self, ids: torch.Tensor) -> torch.Tensor:
+        scheme = self.config.scheme
+        if scheme == "learned":
+            return super()._embed(ids)
+        x = self.tok_emb(ids)  # (B, T, d)
+        if scheme == "sinusoidal":
+            t = ids.shape[1]
+            table = self.pos_table if t <= self.pos_table.shape[0] else self._long_table(t)
+            x = x + table[:t].to(x.device)
+        return x
+
+    def _long_table(self, t: int) -> torch.Tensor:
+        return sinusoidal_table(t, self.config.d_model, self.config.base)
+
+    def _check_ids(self, ids) -> None:
+        c = self.config
+        _checks.tensor("ids", ids)
+        if c.scheme == "learned" and ids.dim() == 2 and ids.shape[1] > c.context_length:
+            raise ValueError(
+                f"ids have {ids.shape[1]} tokens, but the learned position table has {c.context_length} rows "
+                f"(positions 0 .. {c.context_length - 1}): a learned absolute scheme cannot run past its trained "
+                "length; the sinusoidal, rope, none and alibi schemes can"
+            )
+        _checks.token_ids(ids, c.vocab_size, max(c.context_length, ids.shape[-1] if ids.dim() else 1))
+
+    def forward(self, ids: torch.Tensor, return_attn_weights: bool = False, ablate=(), window: int | None = None):
+        if window is not None:
+            _checks.positive_int("window", window)
+        for attn in self.attn:
+            attn.window = window
+        try:
+            return super().forward(ids, return_attn_weights=return_attn_weights, ablate=ablate)
+        finally:
+            for attn in self.attn:
+                attn.window = None
+
+
+# ---- training and probing --------------------------------------------------------------------------------------
+
+
+def train_schemes(
+    schemes=("learned", "sinusoidal", "rope", "none"),
+    settings: induction.TrainSettings | None = None,
+    config: induction.InductionConfig | None = None,
+    seed: int = 123,
+    progress=None,
+) -> dict:
+    """One model per scheme, each built after ``torch.manual_seed(seed)`` and trained by 08's
+    :func:`~llm_lab.explore.induction.train` with the same ``settings`` (08's unless given: the same data stream
+    and steps for every scheme) on ``config``'s sizes (08's unless given).
+    ``progress(scheme, step, measured, seconds)`` is passed on. Returns ``{scheme: {"model", "history",
+    "cpu_seconds"}}``; ``cpu_seconds`` is ``time.process_time`` around the training (all threads of the process)."""
+    settings = induction.TrainSettings() if settings is None else settings
+    config = induction.InductionConfig() if config is None else config
+    out = {}
+    for scheme in schemes:
+        if scheme not in SCHEMES:
+            raise ValueError(f"scheme={scheme!r} must be one of {SCHEMES}")
+        cfg = PositionConfig(
+            **{f.name: getattr(config, f.name) for f in dataclasses.fields(induction.InductionConfig)}, scheme=scheme
+        )
+        torch.manual_seed(seed)
+        model = PositionalTransformer(cfg)
+        hook = None if progress is None else (lambda step, m, s, _s=scheme: progress(_s, step, m, s))
+        cpu = time.process_time()
+        history = induction.train(model, settings, hook)
+        out[scheme] = {"model": model, "history": history, "cpu_seconds": time.process_time() - cpu}
+    return out
+
+
+def previous_head(model: PositionalTransformer, seed: int = 0) -> int:
+    """Layer 0's previous-token head: the one with the most weight on the token just before, rows ``1 .. T - 1`` of
+    64 random rows of the trained length (drawn with ``seed``)."""
+    c = model.config
+    ids = torch.randint(0, c.vocab_size, (64, c.context_length), generator=torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        _, w = model.eval()(ids, return_attn_weights=True)  # (B, L, nh, T, T)
+    rows = torch.arange(1, c.context_length)
+    return int(w[:, 0, :, rows, rows - 1].mean(dim=(0, 2)).argmax())
+
+
+@torch.no_grad()
+def probe(
+    model: PositionalTransformer,
+    length: int,
+    distances=(8, 56),
+    window: int | None = None,
+    batch_size: int = 128,
+    seed: int = 0,
+    head: int | None = None,
+) -> dict:
+    """``model`` at ``length`` tokens (any length for the schemes without a table; at most the trained one for
+    ``"learned"``, which raises past it). For each distance: 08's sweep rows (:func:`~.distance.sweep_batch`: random
+    tokens whose last 8 copy the tokens ``distance`` back) at this length; ``"loss"``, the model's mean copy loss on
+    the scored predictions, and ``"ideal"``, the ideal one-token copier's on the same ones (the best possible for a
+    copier that knows only the current token: it grows with the length, as the current token has occurred before by
+    chance more often). ``"previous"``: layer 0's previous-token head's (``head``, :func:`previous_head` unless
+    given) weight on the token just before, per row ``1 .. length - 1``, mean over the rows of the first distance;
+    ``"far"``: the same head's weight on keys ``context_length`` or more back, per row. ``window``: passed to the
+    model (each query reads only its last ``window`` keys)."""
+    _checks.positive_int("length", length)
+    distances = [_checks.positive_int("distance", d) for d in distances]
+    if not distances:
+        raise ValueError("distances must name at least one distance")
+    c = model.config
+    head = previous_head(model) if head is None else _checks.int_range("head", head, 0, c.num_heads - 1)
+    long = dataclasses.replace(induction.InductionConfig(), vocab_size=c.vocab_size, context_length=length)
+    rows = torch.arange(length - SWEEP_LENGTH, length - 1)  # the scored predictions
+    model.eval()
+    out = {"length": length, "distance": distances, "loss": [], "ideal": [], "head": head}
+    for k, d in enumerate(distances):
+        ids = sweep_batch(batch_size, long, d, SWEEP_LENGTH, seed)
+        logits, w = model(ids, return_attn_weights=True, window=window)  # (B, T, V), (B, L, nh, T, T)
+        loss = F.cross_entropy(logits[:, rows].transpose(1, 2).double(), ids[:, rows + 1], reduction="none")
+        out["loss"].append(float(loss.mean()))
+        out["ideal"].append(float(ideal_copier_losses(ids)[:, rows].nanmean()))
+        if k == 0:
+            w0 = w[:, 0, head]  # (B, T, T)
+            i = torch.arange(1, length)
+            out["previous"] = w0[:, i, i - 1].mean(dim=0)  # (T - 1,)
+            back = torch.arange(length)[:, None] - torch.arange(length)[None, :]
+            out["far"] = (w0 * (back >= c.context_length)).sum(dim=-1).mean(dim=0)[1:]  # (T - 1,)
+    return out
+
+
+def row_means(per_row: torch.Tensor, block: int) -> list[float]:
+    """The mean of ``per_row`` (rows ``1 ..``) over the blocks of rows ``1 .. block - 1``,
+    ``block .. 2 block - 1``, ..."""
+    values = torch.cat([torch.tensor([float("nan")]), per_row.float()])  # index = row
+    return [float(values[max(1, s) : s + block].mean()) for s in range(0, len(values), block)]
+
+
+def uniform_loss(config) -> float:
+    """``ln V``: the loss of a uniform guess."""
+    return math.log(config.vocab_size)
