@@ -65,10 +65,25 @@ __all__ = [
     "previous_head",
     "row_means",
     "uniform_loss",
+    "measure_all",
+    "claims",
+    "LESSON_SCHEMES",
+    "LESSON_SETTINGS",
+    "LENGTHS",
+    "DISTANCES",
 ]
 
 SCHEMES = ("learned", "sinusoidal", "rope", "none", "alibi")
 CONVENTIONS = ("half", "interleaved")
+LESSON_SCHEMES = ("learned", "sinusoidal", "rope", "none")
+"""The four schemes notebook 09 trains (ALiBi is an exercise)."""
+LENGTHS = (64, 128, 256)
+"""The lengths notebook 09 probes: the trained one, 2x and 4x."""
+DISTANCES = (8, 56)
+"""How far back :func:`probe`'s copied source lies: near, and the farthest a 64-token window allows with 8 copied."""
+LESSON_SETTINGS = induction.TrainSettings(steps=500, decay_from=300, measure_every=50)
+"""Notebook 09's training, the same for every scheme: 08's, shortened to 500 steps (the learning rate falls from step
+300) so that the four trainings together stay within a minute of one CPU thread."""
 
 
 # ---- the schemes, by formula -----------------------------------------------------------------------------------
@@ -399,3 +414,58 @@ def row_means(per_row: torch.Tensor, block: int) -> list[float]:
 def uniform_loss(config) -> float:
     """``ln V``: the loss of a uniform guess."""
     return math.log(config.vocab_size)
+
+
+def measure_all(models: dict, lengths=LENGTHS, distances=DISTANCES, window_schemes=("rope", "sinusoidal")) -> dict:
+    """:func:`probe` of every model (``{scheme: model}``) at every length it can run (``"learned"``: its trained
+    length only; ``None`` where it cannot run), and, for ``window_schemes``, at the longest length with a window
+    of the trained length. Returns ``{"probes": {scheme: {length: probe or None}}, "window": {scheme: probe},
+    "heads": {scheme: head}}``."""
+    out = {"probes": {}, "window": {}, "heads": {}}
+    for scheme, model in models.items():
+        head = previous_head(model)
+        out["heads"][scheme] = head
+        trained = model.config.context_length
+        out["probes"][scheme] = {
+            t: None if scheme == "learned" and t > trained else probe(model, t, distances, head=head) for t in lengths
+        }
+        if scheme in window_schemes:
+            out["window"][scheme] = probe(model, max(lengths), distances, window=trained, head=head)
+    return out
+
+
+def claims(measured: dict, uniform: float) -> dict:
+    """What notebook 09 says about :func:`measure_all`'s result (lengths 64, 128 and 256; distances 8 and 56), as
+    booleans, each with a margin a rerun on another machine keeps."""
+    p, w = measured["probes"], measured["window"]
+    learned, sin, rope, none = p["learned"], p["sinusoidal"], p["rope"], p["none"]
+    sin_rows, rope_rows = row_means(sin[256]["previous"], 64), row_means(rope[256]["previous"], 64)
+    rope_far = row_means(rope[256]["far"], 64)
+    none_rows = row_means(none[256]["previous"], 64)
+    return {
+        "learned: copies 8 back below 2.0 at 64 tokens; it cannot run at 128 or 256": learned[64]["loss"][0] < 2.0
+        and learned[128] is None
+        and learned[256] is None,
+        "sinusoidal: copies 8 back below 2.0 at 64 tokens, above the uniform guess at 128 and 256": sin[64]["loss"][0]
+        < 2.0
+        and min(sin[128]["loss"] + sin[256]["loss"]) > uniform,
+        "sinusoidal: previous-token weight above 0.3 on rows 1-63, below 0.1 on rows 64-255": sin_rows[0] > 0.3
+        and max(sin_rows[1:]) < 0.1,
+        "rope: copies 8 back below 1.5 at 64 and at 128 tokens, above 2.5 at 256": rope[64]["loss"][0] < 1.5
+        and rope[128]["loss"][0] < 1.5
+        and rope[256]["loss"][0] > 2.5,
+        "rope: previous-token weight above 0.8 on rows 1-127, below 0.7 on rows 192-255": min(rope_rows[:2]) > 0.8
+        and rope_rows[3] < 0.7,
+        "rope: on rows 192-255 its previous-token head puts more than 0.3 on keys 64 or more back": rope_far[3] > 0.3,
+        "rope, a 64-key window, 256 tokens: copies 8 back below 1.5, previous-token weight above 0.8 on rows 64-255": w[
+            "rope"
+        ]["loss"][0]
+        < 1.5
+        and min(row_means(w["rope"]["previous"], 64)[1:]) > 0.8,
+        "sinusoidal, the same window: copies 8 back still above 3.0": w["sinusoidal"]["loss"][0] > 3.0,
+        "none: copies 8 back above 3.5 at every length, previous-token weight below 0.2 on every block of rows": min(
+            none[t]["loss"][0] for t in none
+        )
+        > 3.5
+        and max(none_rows) < 0.2,
+    }

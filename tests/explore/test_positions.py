@@ -254,3 +254,53 @@ def test_probe_measures_at_any_length_beside_the_ideal_copier():
 def test_row_means_averages_blocks_of_rows():
     per_row = torch.arange(1, 8, dtype=torch.float32)  # rows 1 .. 7, value = row
     assert positions.row_means(per_row, 4) == [2.0, 5.5]
+
+
+# ---- the notebook's claims ---------------------------------------------------------------------------------------
+
+
+def _probe(loss, previous, far=(0.0, 0.0, 0.0, 0.0), length=256):
+    """A probe result: copy losses at 8 and 56 back, and per-row weights constant over each block of 64 rows."""
+    blocks = length // 64
+    per_row = torch.tensor([v for v in previous[:blocks] for _ in range(64)])[1:]
+    far_row = torch.tensor([v for v in far[:blocks] for _ in range(64)])[1:]
+    return {"loss": list(loss), "ideal": [0.5, 0.5], "previous": per_row, "far": far_row}
+
+
+def _measured():
+    lengths = {64: 1, 128: 2, 256: 4}
+    probes = {
+        "learned": {64: _probe((1.2, 3.9), (0.9,), length=64), 128: None, 256: None},
+        "sinusoidal": {
+            t: _probe((1.1, 3.6) if t == 64 else (4.8, 4.9), (0.5, 0.0, 0.0, 0.0), length=t) for t in lengths
+        },
+        "rope": {
+            64: _probe((0.6, 2.6), (0.95,), length=64),
+            128: _probe((0.7, 3.0), (0.95, 0.9), length=128),
+            256: _probe((3.4, 4.5), (0.95, 0.9, 0.6, 0.4), far=(0.0, 0.05, 0.4, 0.5)),
+        },
+        "none": {t: _probe((3.9, 4.0), (0.06, 0.01, 0.01, 0.0), length=t) for t in lengths},
+    }
+    window = {"rope": _probe((0.6, 3.0), (0.95, 0.9, 0.9, 0.9)), "sinusoidal": _probe((4.6, 4.6), (0.5, 0, 0, 0))}
+    return {"probes": probes, "window": window, "heads": {}}
+
+
+def test_every_claim_holds_on_the_measured_pattern_and_each_can_fail():
+    uniform = math.log(64)
+    assert all(positions.claims(_measured(), uniform).values())
+    breaks = {  # one change per claim: the pattern a claim rules out
+        "learned": lambda m: m["probes"]["learned"].__setitem__(128, m["probes"]["learned"][64]),
+        "sinusoidal: copies": lambda m: m["probes"]["sinusoidal"][128]["loss"].__setitem__(0, 2.0),
+        "sinusoidal: previous": lambda m: m["probes"]["sinusoidal"][256]["previous"][100:110].fill_(0.9),
+        "rope: copies": lambda m: m["probes"]["rope"][128]["loss"].__setitem__(0, 2.0),
+        "rope: previous": lambda m: m["probes"]["rope"][256]["previous"][191:].fill_(0.9),
+        "rope: on rows": lambda m: m["probes"]["rope"][256]["far"][191:].fill_(0.1),
+        "rope, a 64-key window": lambda m: m["window"]["rope"]["previous"][150:].fill_(0.2),
+        "sinusoidal, the same window": lambda m: m["window"]["sinusoidal"]["loss"].__setitem__(0, 1.0),
+        "none": lambda m: m["probes"]["none"][64]["loss"].__setitem__(0, 2.0),
+    }
+    for start, change in breaks.items():
+        m = _measured()
+        change(m)
+        failed = [name for name, holds in positions.claims(m, uniform).items() if not holds]
+        assert len(failed) == 1 and failed[0].startswith(start), (start, failed)
