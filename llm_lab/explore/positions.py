@@ -366,7 +366,7 @@ def probe(
     length: int,
     distances=(8, 56),
     window: int | None = None,
-    batch_size: int = 128,
+    batch_size: int = 64,
     seed: int = 0,
     head: int | None = None,
 ) -> dict:
