@@ -240,7 +240,7 @@ RECORDS = [
             "rope_base_ignored",
             "input_modified",
         ),
-        references=("explore.positions.apply_rope",),
+        references=("explore.position_codes.apply_rope",),
     ),
     Exercise(
         name="rope_chunk_attention",
@@ -261,6 +261,6 @@ RECORDS = [
             "scale_missing",
             "input_modified",
         ),
-        references=("explore.positions.apply_rope", "explore.positions.PositionalAttention"),
+        references=("explore.position_codes.apply_rope", "explore.positions.PositionalAttention"),
     ),
 ]

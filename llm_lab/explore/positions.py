@@ -24,7 +24,8 @@ up to a permutation of the features (:func:`interleaved_order`).
     model(ids_of_256_tokens)                         # runs past the trained length (not "learned": no rows)
     model(ids, window=64)                            # each query sees itself and the 63 keys before it
 
-:func:`train_schemes` trains several schemes the same way (same data, steps, seeds); :func:`probe` measures a model
+The formulas (the sinusoidal table, RoPE, ALiBi's bias, the window mask) live in :mod:`.position_codes` and are
+re-exported here. :func:`train_schemes` trains several schemes the same way (same data, steps, seeds); :func:`probe` measures a model
 at any length: the copy loss of an 8-token repeat at given distances beside the ideal one-token copier's, and the
 per-row previous-token weight of layer 0's previous-token head.
 """
@@ -44,6 +45,16 @@ from .. import _checks
 from ..multihead import FusedMultiHeadAttention
 from . import induction
 from .distance import SWEEP_LENGTH, ideal_copier_losses, sweep_batch
+from .position_codes import CONVENTIONS as CONVENTIONS  # re-exported: notebook 09 reads the formulas through here
+from .position_codes import alibi_bias as alibi_bias
+from .position_codes import alibi_slopes as alibi_slopes
+from .position_codes import apply_rope as apply_rope
+from .position_codes import interleaved_order as interleaved_order
+from .position_codes import rope_angles as rope_angles
+from .position_codes import rope_frequencies as rope_frequencies
+from .position_codes import rotate_half as rotate_half
+from .position_codes import sinusoidal_table as sinusoidal_table
+from .position_codes import window_mask as window_mask
 
 __all__ = [
     "SCHEMES",
@@ -74,7 +85,6 @@ __all__ = [
 ]
 
 SCHEMES = ("learned", "sinusoidal", "rope", "none", "alibi")
-CONVENTIONS = ("half", "interleaved")
 LESSON_SCHEMES = ("learned", "sinusoidal", "rope", "none")
 """The four schemes notebook 09 trains (ALiBi is an exercise)."""
 LENGTHS = (64, 128, 256)
@@ -84,109 +94,6 @@ DISTANCES = (8, 56)
 LESSON_SETTINGS = induction.TrainSettings(steps=500, decay_from=300, measure_every=50)
 """Notebook 09's training, the same for every scheme: 08's, shortened to 500 steps (the learning rate falls from step
 300) so that the four trainings together stay within a minute of one CPU thread."""
-
-
-# ---- the schemes, by formula -----------------------------------------------------------------------------------
-
-
-def sinusoidal_table(num_positions: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
-    """``(num_positions, d_model)`` float32: ``PE[p, 2k] = sin(p w_k)``, ``PE[p, 2k + 1] = cos(p w_k)`` with
-    ``w_k = base ** (-2k / d_model)`` (Vaswani et al. 2017). ``d_model`` must be even."""
-    _checks.positive_int("num_positions", num_positions)
-    _checks.positive_int("d_model", d_model)
-    if d_model % 2:
-        raise ValueError(f"d_model={d_model} must be even: the table pairs a sine and a cosine per frequency")
-    w = rope_frequencies(d_model, base)  # (d / 2,)
-    angles = torch.arange(num_positions, dtype=torch.float64)[:, None] * w[None, :]  # (P, d / 2)
-    return torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(1).float()  # (P, d): sin, cos, sin, cos, ...
-
-
-def rope_frequencies(head_size: int, base: float = 10000.0) -> torch.Tensor:
-    """``(head_size / 2,)`` float64: pair ``k`` turns by ``base ** (-2k / head_size)`` radians per position, the first
-    pair fastest (1 rad per token), the last slowest."""
-    _checks.positive_int("head_size", head_size)
-    if head_size % 2:
-        raise ValueError(f"head_size={head_size} must be even: RoPE rotates features in pairs")
-    if not (isinstance(base, (int, float)) and not isinstance(base, bool) and base > 1):
-        raise ValueError(f"base={base!r} must be a number above 1 (10000 in most models)")
-    return float(base) ** (-torch.arange(0, head_size, 2, dtype=torch.float64) / head_size)
-
-
-def rope_angles(positions: torch.Tensor, head_size: int, base: float = 10000.0) -> torch.Tensor:
-    """``(T,)`` positions -> ``(T, head_size / 2)`` float64: the angle of each pair at each position,
-    ``p * base**(-2k/hs)`` (float64, so that far positions keep their angles' digits)."""
-    return positions.to(torch.float64)[:, None] * rope_frequencies(head_size, base)[None, :]
-
-
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    """``[x1, x2] -> [-x2, x1]`` on the last dimension (halves ``x1``, ``x2``): a quarter turn of every pair
-    ``(k, k + hs/2)``."""
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat([-x2, x1], dim=-1)
-
-
-def apply_rope(
-    x: torch.Tensor, positions: torch.Tensor | None = None, base: float = 10000.0, convention: str = "half"
-) -> torch.Tensor:
-    """Rotate every feature pair of ``x`` ``(..., T, hs)`` by its position's angle (:func:`rope_angles`).
-
-    ``convention="half"`` (the one this module uses): pair ``k`` is features ``(k, k + hs/2)``,
-    ``x * cos + rotate_half(x) * sin``. ``"interleaved"``: pair ``k`` is features ``(2k, 2k + 1)``.
-    ``positions`` ``(T,)``: the tokens' positions, ``0 .. T - 1`` unless given."""
-    _checks.tensor("x", x)
-    if convention not in CONVENTIONS:
-        raise ValueError(f"convention={convention!r} must be one of {CONVENTIONS}")
-    if x.dim() < 2:
-        raise ValueError(f"x must be (..., T, hs), got shape {tuple(x.shape)}")
-    t, hs = x.shape[-2], x.shape[-1]
-    if positions is None:
-        positions = torch.arange(t, device=x.device)
-    if positions.shape != (t,):
-        raise ValueError(f"positions must be ({t},), one per token of x, got shape {tuple(positions.shape)}")
-    angles = rope_angles(positions.cpu(), hs, base).to(device=x.device)  # (T, hs / 2)
-    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
-    if convention == "half":
-        cos, sin = torch.cat([cos, cos], dim=-1), torch.cat([sin, sin], dim=-1)  # (T, hs): pair k at k and k + hs/2
-        return x * cos + rotate_half(x) * sin
-    x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., T, hs / 2) each
-    return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).flatten(-2)
-
-
-def interleaved_order(head_size: int) -> torch.Tensor:
-    """The permutation ``P`` ``(head_size,)`` that turns the interleaved layout into the rotate-half one:
-    ``apply_rope(x, convention="interleaved")[..., P] == apply_rope(x[..., P], convention="half")``
-    (features ``0, 2, 4, ...`` first, then ``1, 3, 5, ...``)."""
-    _checks.positive_int("head_size", head_size)
-    if head_size % 2:
-        raise ValueError(f"head_size={head_size} must be even: RoPE rotates features in pairs")
-    return torch.cat([torch.arange(0, head_size, 2), torch.arange(1, head_size, 2)])
-
-
-def alibi_slopes(num_heads: int) -> torch.Tensor:
-    """``(num_heads,)``: ALiBi's slopes, the geometric sequence ``2 ** (-8 h / nh)``, ``h = 1 .. nh``."""
-    _checks.positive_int("num_heads", num_heads)
-    return 2.0 ** (-8.0 * torch.arange(1, num_heads + 1, dtype=torch.float32) / num_heads)
-
-
-def alibi_bias(num_heads: int, num_tokens: int) -> torch.Tensor:
-    """``(nh, T, T)``: ``-m_h (i - j)`` on and below the diagonal, ``-inf`` above it (the causal mask folded in)."""
-    _checks.positive_int("num_tokens", num_tokens)
-    i = torch.arange(num_tokens)
-    back = (i[:, None] - i[None, :]).float()  # (T, T): i - j
-    bias = -alibi_slopes(num_heads)[:, None, None] * back  # (nh, T, T)
-    return bias.masked_fill(back < 0, float("-inf"))
-
-
-def window_mask(num_tokens: int, window: int | None = None) -> torch.Tensor:
-    """bool ``(T, T)``, True where query ``i`` may read key ``j``: ``j <= i`` and, with a ``window``,
-    ``i - j < window`` (the query itself and the ``window - 1`` keys before it, as in notebooks 00 and 07)."""
-    _checks.positive_int("num_tokens", num_tokens)
-    i = torch.arange(num_tokens)
-    back = i[:, None] - i[None, :]
-    seen = back >= 0
-    if window is not None:
-        seen &= back < _checks.positive_int("window", window)
-    return seen
 
 
 # ---- the model -------------------------------------------------------------------------------------------------
