@@ -25,9 +25,9 @@ up to a permutation of the features (:func:`interleaved_order`).
     model(ids, window=64)                            # each query sees itself and the 63 keys before it
 
 The formulas (the sinusoidal table, RoPE, ALiBi's bias, the window mask) live in :mod:`.position_codes` and are
-re-exported here. :func:`train_schemes` trains several schemes the same way (same data, steps, seeds); :func:`probe` measures a model
-at any length: the copy loss of an 8-token repeat at given distances beside the ideal one-token copier's, and the
-per-row previous-token weight of layer 0's previous-token head.
+re-exported here. :func:`train_schemes` trains several schemes the same way (same data, steps, seeds);
+:func:`probe` measures a model at any length: the copy loss of an 8-token repeat at given distances beside the ideal
+one-token copier's, and the per-row previous-token weight of layer 0's previous-token head.
 """
 
 from __future__ import annotations
