@@ -20,7 +20,7 @@ NBVAL  := --nbval --nbval-current-env --nbval-kernel-startup-timeout 300 --nbval
 # tests/repo/test_makefile.py checks it names each target exactly once.
 .PHONY: help setup instructor-setup browser-setup hub-setup envs lab lab-instructor \
 	test-browser test test-notebooks test-all lint unit widgets7 nbval test-wheel test-perturbed test-gpu test-torch \
-	execute student grade grade-nbgrader bench-grade bench-train train bench colab-links release site test-site clean \
+	execute student grade grade-nbgrader bench-grade bench-train bench-positions train bench colab-links release site test-site clean \
 	hub hub-stop hub-remove test-hub
 
 # A bare `make` says what there is (nothing is installed or built by it). The list is this file's own: every
@@ -187,6 +187,10 @@ bench-grade: instructor-setup ## 30 submissions graded in parallel, against the 
 bench-train: setup ## notebook 08's training against the 20 s target, into docs/benchmarks.md
 	$(BIN)/python -m benchmarks.bench_train --out docs/benchmarks.md
 
+# Notebook 09's four trainings (one thread): CPU seconds, the ratio to the 60 s target and to 08's training, into docs/benchmarks.md.
+bench-positions: setup ## notebook 09's four trainings against the 60 s target, into docs/benchmarks.md
+	$(BIN)/python -m benchmarks.bench_positions --out docs/benchmarks.md
+
 # Retrain the tiny model llm_lab.explore.heads.load_trained() returns: data/heads-verdict.pt (a few minutes on 2 CPU cores);
 # then put the sha256 it prints in llm_lab/resources.py and data/README.md.
 train: setup ## retrain the tiny model of llm_lab.explore.heads (data/heads-verdict.pt)
@@ -197,6 +201,7 @@ bench: instructor-setup ## every benchmark, into docs/benchmarks.md
 	$(BIN)/python -m benchmarks.bench
 	$(BIN)/python -m benchmarks.bench_grade --out docs/benchmarks.md
 	$(BIN)/python -m benchmarks.bench_train --out docs/benchmarks.md
+	$(BIN)/python -m benchmarks.bench_positions --out docs/benchmarks.md
 	$(BIN)/python -m benchmarks.checker_overhead --out docs/benchmarks.md
 
 ##@ Releases

@@ -54,6 +54,7 @@ KEPT = (
     ("<!-- browser:begin -->", "<!-- browser:end -->"),
     ("<!-- grade:begin -->", "<!-- grade:end -->"),
     ("<!-- training:begin -->", "<!-- training:end -->"),
+    ("<!-- positions:begin -->", "<!-- positions:end -->"),
     ("<!-- checkers:begin -->", "<!-- checkers:end -->"),
 )
 

@@ -30,6 +30,8 @@ __all__ = [
     "check_tiled_attention",
     "check_induction_score",
     "check_find_by_ablation",
+    "check_rope_at",
+    "check_rope_chunk_attention",
 ]
 
 
@@ -138,3 +140,17 @@ def check_find_by_ablation(obj) -> None:
     half = first half), run 0 clean and run ``1 + h`` with layer-0 head ``h`` zeroed; return the layer-0 head whose
     ablation lowers the induction score of head ``(layer, head)`` the most."""
     _package.check("find_by_ablation", obj)
+
+
+def check_rope_at(obj) -> None:
+    """Notebook 09, 2 points: ``fn(x (..., T, hs), start, base) -> (..., T, hs)``: x's tokens at positions start ..
+    start + T - 1, rotated by RoPE in the rotate-half layout (pair k = features k and k + hs/2, angle position *
+    base ** (-2k / hs))."""
+    _package.check("rope_at", obj)
+
+
+def check_rope_chunk_attention(obj) -> None:
+    """Notebook 09, 3 points: ``fn(q (..., Tq, hs), k (..., Tk, hs), v (..., Tk, hs)) -> (..., Tq, hs)``: the last Tq
+    tokens' queries against the keys and values of positions 0 .. Tk - 1, RoPE (rotate-half, base 10000) on queries
+    and keys, a causal mask, the softmax of the scores over sqrt(hs), times the values."""
+    _package.check("rope_chunk_attention", obj)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -42,6 +42,8 @@ from .copy_data import repeated_sequences as repeated_sequences
 from .copy_data import split_losses as split_losses
 from .copy_data import told_twice as told_twice
 
+SIZES = ("vocab_size", "context_length", "d_model", "num_heads", "num_layers")
+
 
 @dataclass(frozen=True)
 class InductionConfig:
@@ -54,8 +56,8 @@ class InductionConfig:
     num_layers: int = 2
 
     def __post_init__(self):
-        for name, value in asdict(self).items():
-            _checks.positive_int(name, value)
+        for name in SIZES:  # a subclass may add fields of other kinds (positions.PositionConfig)
+            _checks.positive_int(name, getattr(self, name))
         if self.d_model % self.num_heads:
             raise ValueError(f"d_model={self.d_model} must be divisible by num_heads={self.num_heads}")
         if self.context_length % 2:
@@ -80,12 +82,9 @@ class AttentionOnlyTransformer(nn.Module):
         self.config = config
         d = config.d_model
         self.tok_emb = nn.Embedding(config.vocab_size, d)
-        self.pos_emb = nn.Embedding(config.context_length, d)
+        self.pos_emb = self._position_table(config)  # (T, d) learned; None where positions come another way
         self.norms = nn.ModuleList(nn.LayerNorm(d) for _ in range(config.num_layers))
-        self.attn = nn.ModuleList(
-            FusedMultiHeadAttention(d, d, config.context_length, 0.0, config.num_heads)
-            for _ in range(config.num_layers)
-        )
+        self.attn = nn.ModuleList(self._attention(config) for _ in range(config.num_layers))
         self.final_norm = nn.LayerNorm(d)
         self.unembed = nn.Linear(d, config.vocab_size, bias=False)
         for attn in self.attn:
@@ -94,14 +93,29 @@ class AttentionOnlyTransformer(nn.Module):
             attn.out_proj.head_size = d // config.num_heads
             attn.out_proj.register_forward_pre_hook(_zero_heads)
 
+    def _position_table(self, config: InductionConfig) -> nn.Embedding | None:
+        """The learned absolute position table, one row per position (:mod:`.positions` overrides it)."""
+        return nn.Embedding(config.context_length, config.d_model)
+
+    def _attention(self, config: InductionConfig) -> FusedMultiHeadAttention:
+        """One layer's heads (:mod:`.positions` overrides it)."""
+        return FusedMultiHeadAttention(config.d_model, config.d_model, config.context_length, 0.0, config.num_heads)
+
+    def _embed(self, ids: torch.Tensor) -> torch.Tensor:
+        """``(B, T)`` ids -> the residual stream's start ``(B, T, d)``: token plus position embedding."""
+        return self.tok_emb(ids) + self.pos_emb(torch.arange(ids.shape[1], device=ids.device))
+
+    def _check_ids(self, ids) -> None:
+        _check_ids(ids, self.config)
+
     def forward(self, ids: torch.Tensor, return_attn_weights: bool = False, ablate=()):
         _checks.flag("return_attn_weights", return_attn_weights)
-        _check_ids(ids, self.config)
+        self._check_ids(ids)
         plan = _ablation_plan(ablate, self.config)
         for layer, attn in enumerate(self.attn):
             attn.out_proj.ablated_heads = plan.get(layer, [])
         try:
-            x = self.tok_emb(ids) + self.pos_emb(torch.arange(ids.shape[1], device=ids.device))  # (B, T, d)
+            x = self._embed(ids)  # (B, T, d)
             weights = []
             for norm, attn in zip(self.norms, self.attn, strict=True):
                 if not return_attn_weights:  # the fused kernel: no (T, T) weights kept, training ~25 % faster

@@ -35,3 +35,18 @@ def test_training_section_is_replaced_and_kept_by_the_attention_rewrite(tmp_path
     text = report.read_text()
     assert text.count(bench_train.BEGIN) == 1 and "a placeholder line" not in text and "ratio" in text
     assert "ratio" in bench.kept_sections(report) and "old attention numbers" not in bench.kept_sections(report)
+
+
+def test_positions_section_is_replaced_and_kept_by_the_attention_rewrite(tmp_path):
+    from benchmarks import bench_positions
+
+    report = tmp_path / "benchmarks.md"
+    report.write_text("old attention numbers\n")
+    measured = bench_positions.measure(2)  # two real steps of each scheme, scaled to the notebook's count
+    assert measured["steps"] == 2 and set(measured["per_scheme"]) == {"learned", "sinusoidal", "rope", "none"}
+    assert measured["total"] > 0 and measured["old"] > 0
+    bench_positions.write_section(report, ["a placeholder line"])
+    bench_positions.write_section(report, bench_positions.lines(measured))
+    text = report.read_text()
+    assert text.count(bench_positions.BEGIN) == 1 and "a placeholder line" not in text and "ratio" in text
+    assert "positions" in bench.kept_sections(report) and "old attention numbers" not in bench.kept_sections(report)
