@@ -31,12 +31,12 @@ from traitlets import default
 
 from llm_lab.exercises.grading import KERNEL_MODULE, kernel_cell, proxies, wire
 from tools.teaching.grader import sandbox, seal_plan, sealing
+from tools.teaching.grader.sandbox_limits import WALL_FACTOR
 
 # One frame the grader accepts from a kernel: the largest reply it reads, plus room for the message's
 # envelope. A larger frame closes that connection before it is read into memory (ZMQ's MAXMSGSIZE).
 MAX_FRAME = wire.MAX_REPLY_BYTES + 2**20
 MAX_TOTAL_CELLS = 40  # output kept for a whole submission: this many cells' allowance (the rest dropped)
-WALL_FACTOR = 3  # where CPU time is judged: a limit of T s of CPU is also one of WALL_FACTOR * T s of wall time
 
 
 class CappedKernelClient(AsyncKernelClient):

@@ -12,8 +12,10 @@ costs milliseconds, not an import of torch), which
   time at ``READ_SECONDS`` (RLIMIT_AS, RLIMIT_CPU), then reads the file;
 - sends back the plan and the source reading, at most ``MAX_RESULT`` bytes, read as bytes with that bound;
 
-and the grader waits at most ``READ_SECONDS`` of wall-clock time for it. A child that runs out of either, dies
-or answers too much is that student's problem row (``Prepared.problem``), never an exception for the class.
+and the grader waits for it at most ``WALL_FACTOR`` times ``READ_SECONDS`` of wall-clock time (the CPU time
+judges: a busy machine must not cost an honest student the reading of a small file). A child that runs out of
+either, dies or answers too much is that student's problem row (``Prepared.problem``), never an exception for the
+class.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tools.teaching.grader import matching, source_checks, submissions
+from tools.teaching.grader.sandbox_limits import WALL_FACTOR
 
-READ_SECONDS = 60.0  # of CPU (in the child) and of wall-clock time (in the grader) to read one submission
+READ_SECONDS = 60.0  # of CPU (in the child) to read one submission; WALL_FACTOR times that of wall time
 READ_MEMORY = 1 << 30  # bytes the child may add to what it holds after its imports
 MAX_RESULT = 4 * submissions.MAX_FILE_BYTES  # bytes of the plan and reading sent back
 
@@ -158,8 +161,11 @@ def prepare(path: Path, root: Path | None, course, expected, *, seconds: float |
     child.start()
     theirs.close()
     try:
-        if not ours.poll(seconds):
-            return Prepared(f"reading it took more than {seconds:g} s (a file this large or odd): not graded")
+        if not ours.poll(seconds * WALL_FACTOR):
+            return Prepared(
+                f"reading it took more than {seconds * WALL_FACTOR:g} s of wall time (a file this large or odd, or "
+                "a machine this busy): not graded"
+            )
         try:
             data = ours.recv_bytes(MAX_RESULT)
         except EOFError:

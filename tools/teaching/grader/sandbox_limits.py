@@ -32,6 +32,8 @@ import signal
 import time
 from pathlib import Path
 
+WALL_FACTOR = 3  # where CPU time is judged: a limit of T s of CPU is also one of WALL_FACTOR * T s of wall time
+
 UIDS = range(200_000, 300_000)  # no account needed; far above the uids of real users
 UID_LOCKS = Path("/run/llm-lab-sandbox-uids")
 CGROUP_FS = Path("/sys/fs/cgroup")

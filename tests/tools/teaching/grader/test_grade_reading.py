@@ -56,9 +56,13 @@ def test_a_file_too_slow_or_too_big_to_read_is_that_students_row(tmp_path, monke
     by = {r.student: r for r in results}
     full = sum(fx.points(notebooks).values())
     assert by["alice"].total == full and by["bob"].total == full, (by["alice"], by["bob"])
-    bounds = ("reading it needed more than 1 GiB: not graded", "reading it took more than 3 s")
+    bounds = (
+        "reading it needed more than 1 GiB: not graded",
+        "reading it took more than 3 s",
+        "reading it took more than 9 s",
+    )
     assert by["diff24"].problem.startswith(bounds), by["diff24"]  # whichever bound it meets first
-    assert by["tok5"].problem.startswith("reading it took more than 3 s"), by["tok5"]
+    assert by["tok5"].problem.startswith(bounds[1:]), by["tok5"]  # 3 s of CPU, or 3 times that of wall time
     rows = list(csv.DictReader((tmp_path / "out" / "grades.csv").open(encoding="utf-8")))
     assert sorted(r["student"] for r in rows) == ["alice", "bob", "diff24", "tok5"]
     assert by["diff24"].problem in (tmp_path / "out" / "report.md").read_text(encoding="utf-8").replace("\\", "")
@@ -84,7 +88,7 @@ def test_the_reader_is_bounded_on_its_own(tmp_path):
     big = reading.prepare(tmp_path / "diff24.ipynb", tmp_path, course, expected)
     assert big.problem == "reading it needed more than 1 GiB: not graded"
     slow = reading.prepare(tmp_path / "tok5.ipynb", tmp_path, course, expected, seconds=1)
-    assert slow.problem.startswith("reading it took more than 1 s"), slow.problem
+    assert slow.problem.startswith(("reading it took more than 1 s", "reading it took more than 3 s")), slow.problem
     wrong = reading.prepare(tmp_path / "alice.ipynb", tmp_path, course, cli.assignment(course, "02"))
     assert wrong.problem.startswith("wrong notebook: this is 01_demo.ipynb") and wrong.key == ("en", "01")
 
