@@ -27,6 +27,13 @@ CASES = [
     ("honest", [RIGHT], None),
     ("honest with magics and shell lines", ["%who\n!ls\nx = !pwd\n%matplotlib inline\n" + RIGHT], None),
     (
+        "honest with autoreload and a figure format",
+        ["%load_ext autoreload\n%autoreload 2\n%config InlineBackend.figure_format = 'retina'\n" + RIGHT],
+        None,
+    ),
+    ("an extension of the notebook's own", ["%load_ext mymodule_written_by_the_cell\n" + RIGHT], "error"),
+    ("%config of the shell itself", ["%config InteractiveShell.ast_transformers = []\n" + RIGHT], "error"),
+    (
         "honest, a helper in an added cell",
         ["def helper(n):\n    return torch.ones(n, n).bool().triu(1)\n", "def causal_mask(n):\n    return helper(n)\n"],
         None,
