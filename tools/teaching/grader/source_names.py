@@ -323,6 +323,17 @@ HOOKS = (
     "setprofile_all_threads",
     "settrace_all_threads",
     "_getframe",
+    # torch's own switches for the modes the kernel observes a call through (what ran, what was built in), and
+    # the questions whether they are on: with them a learner's call may run torch's built-ins unseen, or answer
+    # the grader differently from the learner's own run
+    "_C",
+    "overrides",
+    "_python_dispatch",
+    "DisableTorchFunction",
+    "DisableTorchFunctionSubclass",
+    "_disable_current_modes",
+    "TorchFunctionMode",
+    "TorchDispatchMode",
 )
 INTERNALS = MACHINERY_NAMES | set(HOOKS)
 # threads and processes: what runs there is outside the watch on the learner's call

@@ -104,6 +104,25 @@ CASES = [
     ("%run of a file", ["%run helper.py\n" + RIGHT], "error"),
     ("get_ipython() used directly", ["get_ipython().run_cell('from llm_lab import causal_mask')\n" + RIGHT], "error"),
     ("threading imported", ["import threading\n" + RIGHT], "tampered"),
+    (
+        "torch's function modes switched off",
+        [
+            "def causal_mask(n):\n    with torch._C.DisableTorchFunction():\n"
+            "        return torch.ones(n, n).bool().triu(1)\n"
+        ],
+        "tampered",
+    ),
+    (
+        "the current modes disabled",
+        ["from torch.utils._python_dispatch import _disable_current_modes\n" + RIGHT],
+        "tampered",
+    ),
+    (
+        "is a mode watching?",
+        ["from torch import _C\nWATCHED = _C._is_torch_function_mode_enabled()\n" + RIGHT],
+        "tampered",
+    ),
+    ("torch.overrides", ["import torch.overrides\n" + RIGHT], "tampered"),
     ("sys.settrace called", ["import sys\nsys.settrace(None)\n" + RIGHT], "tampered"),
     ("threading.setprofile", ["from threading import setprofile\n" + RIGHT], "tampered"),
 ]
