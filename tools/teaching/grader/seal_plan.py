@@ -333,3 +333,45 @@ def sealed_names(notebooks) -> set[str]:
             if not isinstance(s.node, (ast.Import, ast.ImportFrom)) or name in s.imports:
                 own.add(name)
     return {n for n in own if not n.startswith("__")}
+
+
+# llm_lab.resources' constants that name a data file, ``(file, sha256)``: the file goes where its readers go
+DATA_MODULE = "resources"
+LISTING = "shipped_files"  # names every file to checksum them all: not a reader
+
+
+def _data_constants() -> dict[str, list[str]]:
+    """Each data constant of ``resources`` (``TRAINED_HEADS``) -> the files it names (a dict of them: every value)."""
+    found = {}
+    for s in package_graph().stmts.get(DATA_MODULE, []):
+        if isinstance(s.node, (ast.Assign, ast.AnnAssign)) and len(s.binds) == 1:
+            names = [c.value for c in ast.walk(s.node) if isinstance(c, ast.Constant) and isinstance(c.value, str)]
+            files = [n for n in names if "." in n and "/" not in n and " " not in n]
+            if files:
+                found[next(iter(s.binds))] = files
+    return found
+
+
+def data_left_out(notebooks) -> set[str]:
+    """The data files the sealed copy for ``notebooks`` leaves out: those whose every reader (a definition that
+    names the file's constant, ``resources.load_text`` too, but not ``LISTING``) is removed, as 00-07 leave out
+    the trained heads that only ``heads.load_trained`` reads (its state holds a causal mask, 01's answer)."""
+    graph = package_graph()
+    names, _ = plan(tuple(sorted(set(notebooks))))
+    left_out = set()
+    for constant, files in _data_constants().items():
+        readers = [
+            (module, name)
+            for module, stmts in graph.stmts.items()
+            for s in stmts
+            if isinstance(s.node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and (module, s.node.name) != (DATA_MODULE, LISTING)
+            and any(
+                isinstance(n, ast.Name) and n.id == constant or isinstance(n, ast.Attribute) and n.attr == constant
+                for n in ast.walk(s.node)
+            )
+            for name in s.binds
+        ]
+        if all(reader in names for reader in readers):
+            left_out.update(files)
+    return left_out

@@ -5,6 +5,8 @@ What it leaves out, for each assigned notebook N (several: everything any of the
 
 - **N's answers**: every exercise of N's ``references`` (``llm_lab.exercises.REGISTRY``) that lies outside the
   exercises package, e.g. ``masks.causal_mask`` for notebook 01;
+- **the data only those read**: a data file none of whose readers the copy keeps (``seal_plan.data_left_out``:
+  00-07 hold no trained heads, whose state has a causal mask);
 - **what the notebooks after N introduce**: the references of later exercises that no notebook up to N names
   itself, and whatever llm_lab code the later notebooks use (their imports and ``module.attribute`` uses, followed
   through the package's own imports and calls) that the notebooks up to N do not reach;
@@ -34,7 +36,7 @@ from pathlib import Path
 
 from llm_lab.exercises import checkers
 from llm_lab.exercises.grading import KERNEL_MODULE
-from tools.teaching.grader.seal_plan import EXERCISES, PACKAGE, package_graph, plan
+from tools.teaching.grader.seal_plan import EXERCISES, PACKAGE, data_left_out, package_graph, plan
 
 SEALED_EXERCISES_INIT = '''"""llm_lab.exercises in the grading sandbox: the checks run in the grader's process.
 
@@ -160,15 +162,20 @@ def build(notebooks, into: Path) -> Path:
             shutil.copyfile(path, target)
         else:
             target.write_text(text, encoding="utf-8")
+    unread = data_left_out(notebooks)  # data files none of whose readers the copy keeps
     for path in PACKAGE.rglob("*"):  # data that ships inside the package (a wheel's llm_lab/_data), not docs
         rel = path.relative_to(PACKAGE)
         if path.is_file() and rel.parts[0] != EXERCISES and path.suffix not in (".py", ".pyc", ".md"):
+            if path.name in unread:
+                continue
             if "__pycache__" not in rel.parts:
                 (into / "llm_lab" / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(path, into / "llm_lab" / rel)
     _write_exercises(into)
     if (PACKAGE.parent / "data").is_dir():  # a checkout's data folder (a wheel carries it as llm_lab/_data)
-        shutil.copytree(PACKAGE.parent / "data", into / "data", dirs_exist_ok=True)
+        shutil.copytree(
+            PACKAGE.parent / "data", into / "data", dirs_exist_ok=True, ignore=lambda _d, names: unread & set(names)
+        )
     for p in [into, *into.rglob("*")]:
         p.chmod(0o755 if p.is_dir() else 0o644)  # readable by the sandbox's uid
     return into

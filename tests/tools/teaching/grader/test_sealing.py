@@ -129,6 +129,17 @@ def test_the_sealed_copy_holds_no_answer_of_its_notebook(nn, root):
 
 
 @pytest.mark.parametrize("nn", NOTEBOOKS)
+def test_a_data_file_goes_where_its_readers_go(nn, root):
+    """The trained heads (whose state holds a causal mask: 01's answer) are only in the copies that keep
+    ``heads.load_trained`` (08 on); the text only where ``load_text`` is kept; the figure font everywhere."""
+    files = {p.name for p in sealed(nn, root).rglob("*") if p.is_file()}
+    kept = "explore.heads.load_trained" not in seal_plan.removed([nn])
+    assert ("heads-verdict.pt" in files) == kept == (nn >= "08"), (nn, kept)
+    assert ("the-verdict.txt" in files) == ("load_text" not in seal_plan.removed([nn]))
+    assert "NotoSansSC-llmlab-subset.ttf" in files
+
+
+@pytest.mark.parametrize("nn", NOTEBOOKS)
 def test_the_sealed_copy_keeps_what_the_earlier_notebooks_built(nn, root):
     """Every reference of an earlier notebook that is no answer of this one is there, with its source."""
     top = sealed(nn, root)
