@@ -200,6 +200,7 @@ def grade(
     found = submissions.find(folder) + list(refused)
     if not found:
         raise FileNotFoundError(f"{folder} holds no submissions")
+    _cap_files_per_student(found, len(expected[1]))
     todo = [s for s in found if not s.problem]
     os.environ.setdefault("MPLBACKEND", "Agg")  # an unsandboxed kernel inherits it: no figure windows
     jobs = jobs or os.cpu_count() or 1
@@ -223,6 +224,24 @@ def grade(
         f"{len(found)} feedback file(s) in {report.rel(out / 'feedback')}"
     )
     return found
+
+
+FILES_PER_NOTEBOOK = 3  # files graded per student and assigned notebook: a copy or two is honest, 500 are not
+
+
+def _cap_files_per_student(found, notebooks: int) -> None:
+    """Each student's files past ``FILES_PER_NOTEBOOK`` per assigned notebook (in path order) become problem rows,
+    so that one student's folder costs the class at most that many kernel runs per notebook."""
+    seen: dict[str, int] = {}
+    for submission in found:
+        if submission.problem:
+            continue
+        seen[submission.student] = seen.get(submission.student, 0) + 1
+        if seen[submission.student] > FILES_PER_NOTEBOOK * notebooks:
+            submission.problem = (
+                f"not graded: more than {FILES_PER_NOTEBOOK * notebooks} notebook files from this student "
+                f"({FILES_PER_NOTEBOOK} per assigned notebook are graded)"
+            )
 
 
 def main(argv=None) -> int:

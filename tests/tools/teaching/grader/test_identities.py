@@ -66,3 +66,17 @@ def test_two_files_of_one_notebook_count_the_one_named_as_the_notebook(tmp_path)
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "3 submission(s)" in report and "U+0430" in report and "not counted" in report
     assert not [n for n in by_file[("bob", "bob.ipynb")].notes if "looks like" in n]
+
+
+def test_a_student_with_many_files_costs_the_class_three_runs_per_notebook(tmp_path):
+    notebooks = fx.build_course(tmp_path)
+    subs = tmp_path / "subs"
+    (subs / "mallory").mkdir(parents=True)
+    for i in range(6):
+        nbformat.write(fx.filled(notebooks), str(subs / "mallory" / f"copy{i}.ipynb"))
+    nbformat.write(fx.filled(notebooks), str(subs / "bob.ipynb"))
+    results = cli.grade(subs, tmp_path / "out", "01", src=notebooks, echo=lambda *a: None, sandboxed=False, jobs=2)
+    mallory = [r for r in results if r.student == "mallory"]
+    assert [bool(r.verdicts) for r in mallory] == [True] * cli.FILES_PER_NOTEBOOK + [False] * 3
+    assert all("more than 3 notebook files" in r.problem for r in mallory[3:])
+    assert next(r for r in results if r.student == "bob").total == sum(fx.points(notebooks).values())
