@@ -276,7 +276,8 @@ def plot_sweep(sweep_results: dict[int, dict[str, Result]], title: str = "", lan
         ax.set_yscale("log")
         ax.set_xlabel(figure_word("sequence length T", lang))
         ax.grid(alpha=0.3)
-    ax_time.set_ylabel(figure_word("time", lang))
+    fastest = sweep_results[lengths[0]][keys[0]].statistic == "min"
+    ax_time.set_ylabel(figure_word("time min" if fastest else "time", lang))
     ax_mem.set_ylabel(figure_word("saved", lang))
     fig.legend(
         *ax_time.get_legend_handles_labels(),

@@ -157,6 +157,16 @@ def test_sweep_and_plot():
     assert list(sweep) == [8, 16] and all(list(res) == ["manual", "fused", "sdpa"] for res in sweep.values())
     fig = lb.plot_sweep(sweep, "smoke")
     assert len(fig.legends) == 1 and len(fig.legends[0].get_texts()) == 3
+    assert fig.axes[0].get_ylabel() == "forward + backward (ms, median)"
+    plt.close(fig)
+    for res in sweep.values():  # the axis names the statistic the times are
+        for r in res.values():
+            r.statistic = "min"
+    from llm_lab.explore.plotting import use_figure_font
+
+    use_figure_font()  # the shipped CJK font, for the Chinese axis names
+    fig = lb.plot_sweep(sweep, "smoke", lang="zh")
+    assert fig.axes[0].get_ylabel() == "前向 + 反向（毫秒，最快的一轮）"
     plt.close(fig)
 
 
