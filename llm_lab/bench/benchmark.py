@@ -8,9 +8,11 @@
 
 One step is forward + backward in train mode. Each contestant first runs a warm-up step at a short length;
 then timed rounds go round-robin over the contestants, so a burst of load from other programs slows all of
-them alike, and each reports its median. Memory: the bytes autograd saves for backward (distinct storages
-seen by ``torch.autograd.graph.saved_tensors_hooks``; parameters, buffers and the input excluded), and on
-CUDA also the peak allocated during the step. Inputs are drawn on the CPU, then moved to the device.
+them alike, and each reports its median, or with ``statistic="min"`` its fastest round, the one least disturbed.
+Notebook 07 also times on one thread (``threads=1``) by that thread's CPU time (``clock="cpu"``), which stops
+while other programs run. Memory: the bytes autograd saves for backward (distinct storages seen by
+``torch.autograd.graph.saved_tensors_hooks``; parameters, buffers and the input excluded), and on CUDA also the
+peak allocated during the step. Inputs are drawn on the CPU, then moved to the device.
 """
 
 from __future__ import annotations
@@ -39,19 +41,32 @@ class BenchSettings:
     keys: tuple[str, ...] | None = None  # None: every contestant
     warmup_tokens: int = 64
     seed: int = 123
+    threads: int | None = None  # torch threads while measuring (None: leave as set); 1 is the quietest
+    statistic: str = "median"  # of the timed rounds: "median", or "min" (the step least disturbed by other load)
+    clock: str = "wall"  # "wall" (time.perf_counter), or "cpu": this thread's CPU time (CPU device, threads=1 only)
 
     def __post_init__(self):
         for name in ("batch", "d", "num_heads", "repeats", "warmup_tokens"):
             _checks.positive_int(name, getattr(self, name))
+        if self.threads is not None:
+            _checks.positive_int("threads", self.threads)
+        _checks.one_of("statistic", self.statistic, STATISTICS)
+        _checks.one_of("clock", self.clock, CLOCKS)
         if not self.lengths:
             raise ValueError("lengths must name at least one sequence length")
         for t in self.lengths:
             _checks.positive_int("lengths[i]", t)
 
 
+STATISTICS = ("median", "min")
+CLOCKS = ("wall", "cpu")
+
 PRESETS = {
-    # notebook 07: small enough for a laptop CPU in a few seconds
-    "notebook": BenchSettings(batch=2, d=64, num_heads=4, lengths=(64, 128, 256, 512), repeats=3),
+    # notebook 07: small enough for a laptop CPU in a few seconds; one thread, its CPU time and the fastest of 9
+    # rounds, so that other programs on the machine change the numbers little
+    "notebook": BenchSettings(
+        batch=2, d=64, num_heads=4, lengths=(64, 128, 256, 512), repeats=9, threads=1, statistic="min", clock="cpu"
+    ),
     "quick": BenchSettings(batch=2, d=64, num_heads=4, lengths=(128, 256), repeats=3),
     # GPT-2 small's width and heads at its context length (and below, for the sweep)
     "full": BenchSettings(batch=8, d=768, num_heads=12, lengths=(256, 512, 1024), repeats=5),
@@ -68,10 +83,16 @@ class Result:
     times: list = field(default_factory=list)
     saved_bytes: int = 0
     peak_bytes: int | None = None  # CUDA only
+    statistic: str = "median"  # what ``time`` reports: "median" or "min" of ``times``
 
     @property
     def median(self) -> float:
         return statistics.median(self.times)
+
+    @property
+    def time(self) -> float:
+        """Seconds per step: the median of the timed rounds, or their minimum (``statistic``)."""
+        return min(self.times) if self.statistic == "min" else self.median
 
 
 def _sync(device: torch.device) -> None:
@@ -124,13 +145,29 @@ def measure(settings: BenchSettings, num_tokens: int, device="cpu") -> dict[str,
     """Time and memory of every contestant at one length: ``{key: Result}``, in registry order."""
     device = torch.device(device)
     s = settings
+    threads = torch.get_num_threads()
+    if s.threads is not None:
+        torch.set_num_threads(s.threads)
+    try:
+        return _measure(s, num_tokens, device)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _measure(s: BenchSettings, num_tokens: int, device: torch.device) -> dict[str, Result]:
+    if s.clock == "cpu" and (device.type != "cpu" or s.threads != 1):
+        raise ValueError(
+            f"clock='cpu' times the calling thread's CPU time, which counts a step only on a CPU device with "
+            f"threads=1; got device {device.type}, threads={s.threads}; use clock='wall' there"
+        )
+    clock = time.thread_time if s.clock == "cpu" else time.perf_counter
     ref, modules = build_contestants(s.d, s.num_heads, max(num_tokens, s.warmup_tokens), s.keys, s.seed)
     torch.manual_seed(s.seed + num_tokens)
     x = torch.randn(s.batch, num_tokens, s.d)  # drawn on the CPU: the same numbers on every device
     grad = torch.randn(s.batch, num_tokens, s.d)
     equal = outputs_match(ref, modules, x)
     x, grad, ref = x.to(device), grad.to(device), ref.to(device)
-    results = {k: Result(k, equal[k]) for k in modules}
+    results = {k: Result(k, equal[k], statistic=s.statistic) for k in modules}
     warm = min(num_tokens, s.warmup_tokens)
     small_x, small_grad = x[:, :warm].contiguous(), grad[:, :warm].contiguous()
     for k, m in modules.items():
@@ -142,13 +179,13 @@ def measure(settings: BenchSettings, num_tokens: int, device="cpu") -> dict[str,
     for rnd in range(s.repeats):  # round-robin: a burst of load slows all of them alike
         for k, m in modules.items():
             _sync(device)
-            start = time.perf_counter()
+            start = clock()
             if rnd == 0:  # the hooks cost microseconds against a step
                 results[k].saved_bytes = saved_activation_bytes(m, x, grad)
             else:
                 train_step(m, x, grad)
             _sync(device)
-            results[k].times.append(time.perf_counter() - start)
+            results[k].times.append(clock() - start)
     for m in modules.values():
         m.zero_grad(set_to_none=True)
     return results
@@ -160,11 +197,11 @@ def sweep(settings: BenchSettings, device="cpu") -> dict[int, dict[str, Result]]
 
 
 def ratios(results: dict[str, Result], baseline: str = BASELINE) -> dict[str, float]:
-    """Each contestant's median time over the baseline's (the bare SDPA call)."""
+    """Each contestant's time (median or minimum, as measured) over the baseline's (the bare SDPA call)."""
     if baseline not in results:
         raise ValueError(f"the baseline {baseline!r} was not measured; measured: {list(results)}")
-    base = results[baseline].median
-    return {k: r.median / base for k, r in results.items()}
+    base = results[baseline].time
+    return {k: r.time / base for k, r in results.items()}
 
 
 def aten_ops(module, x, grad) -> list[str]:
@@ -199,23 +236,24 @@ def _mib(n) -> str:
 
 
 def table(results: dict[str, Result], labels: bool = True) -> list[str]:
-    """A markdown table, fastest first: allclose, median time, ratio to the baseline, memory."""
+    """A markdown table, fastest first: allclose, time (median or minimum), ratio to the baseline, memory."""
     r = ratios(results)
     has_peak = any(x.peak_bytes is not None for x in results.values())
-    head = "| implementation | allclose to manual | fwd+bwd (median) | / bare SDPA | saved for backward (MiB) |"
+    stat = next(iter(results.values())).statistic
+    head = f"| implementation | allclose to manual | fwd+bwd ({stat}) | / bare SDPA | saved for backward (MiB) |"
     sep = "|---|---|---:|---:|---:|"
     if has_peak:
         head, sep = head + " CUDA peak (MiB) |", sep + "---:|"
     rows = [head, sep]
-    for k, res in sorted(results.items(), key=lambda kv: kv[1].median):
+    for k, res in sorted(results.items(), key=lambda kv: kv[1].time):
         name = f"`{k}`: {CONTESTANTS[k].label}" if labels else f"`{k}`"
-        row = f"| {name} | {res.equal} | {res.median * 1e3:,.1f} ms | {r[k]:.2f}x | {_mib(res.saved_bytes)} |"
+        row = f"| {name} | {res.equal} | {res.time * 1e3:,.2f} ms | {r[k]:.2f}x | {_mib(res.saved_bytes)} |"
         rows.append(row + (f" {_mib(res.peak_bytes)} |" if has_peak else ""))
     return rows
 
 
 def plot_sweep(sweep_results: dict[int, dict[str, Result]], title: str = "", lang: str = "en"):
-    """Two panels against T, log-log: median time and bytes saved for backward; one legend for both.
+    """Two panels against T, log-log: time per step (median or minimum) and bytes saved for backward; one legend.
 
     ``lang``: the language of the axis names and the legend's title ("en" or "zh").
     """
@@ -229,7 +267,7 @@ def plot_sweep(sweep_results: dict[int, dict[str, Result]], title: str = "", lan
     fig, (ax_time, ax_mem) = plt.subplots(1, 2, figsize=(10, 3.8))
     for k in keys:
         style = "--" if CONTESTANTS[k].explicit else "-"  # solid: the fused kernel paths
-        times = [sweep_results[t][k].median * 1e3 for t in lengths]
+        times = [sweep_results[t][k].time * 1e3 for t in lengths]
         saved = [sweep_results[t][k].saved_bytes / 2**20 for t in lengths]
         ax_time.plot(lengths, times, style, marker="o", markersize=3, label=k)
         ax_mem.plot(lengths, saved, style, marker="o", markersize=3, label=k)
@@ -238,7 +276,8 @@ def plot_sweep(sweep_results: dict[int, dict[str, Result]], title: str = "", lan
         ax.set_yscale("log")
         ax.set_xlabel(figure_word("sequence length T", lang))
         ax.grid(alpha=0.3)
-    ax_time.set_ylabel(figure_word("time", lang))
+    fastest = sweep_results[lengths[0]][keys[0]].statistic == "min"
+    ax_time.set_ylabel(figure_word("time min" if fastest else "time", lang))
     ax_mem.set_ylabel(figure_word("saved", lang))
     fig.legend(
         *ax_time.get_legend_handles_labels(),
@@ -317,7 +356,8 @@ def main(argv=None) -> int:
     print("\n".join(machine_lines(device)))
     for t in s.lengths:
         print(
-            f"\nB={s.batch}, T={t}, d={s.d}, {s.num_heads} heads, float32, {device}, median of {s.repeats}", flush=True
+            f"\nB={s.batch}, T={t}, d={s.d}, {s.num_heads} heads, float32, {device}, {s.statistic} of {s.repeats}",
+            flush=True,
         )
         print("\n".join(table(measure(s, t, device))))
     return 0

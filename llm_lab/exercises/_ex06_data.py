@@ -1,14 +1,17 @@
 # ruff: noqa: E501  (the bilingual messages read better unbroken)
-"""Notebook 06: sliding windows that never cross an <|endoftext|> boundary, and token plus positional embeddings."""
+"""Notebook 06: sliding windows that never cross an <|endoftext|> boundary, and the next-token loss from raw scores."""
 
 from __future__ import annotations
 
-import torch
-from torch import nn
+import math
 
-from ._core import Exercise, Fail, LearnerError, as_tensor, compare, diagnose, same
+import torch
+
+from ._core import Exercise, Fail, _num, as_tensor, compare, diagnose, same
 from ._harness import call
 from ._shared import gen
+from ._texts_ex06_data import LOSS_FIXES as _LOSS_FIXES
+from ._texts_ex06_data import LOSS_MESSAGES as _LOSS_MESSAGES
 
 EOT = 50256  # GPT-2's <|endoftext|>
 
@@ -161,75 +164,73 @@ def _reproduces(hint: str, ids: list, max_length: int, stride: int, out) -> bool
     return inputs.shape == targets.shape and same(torch.stack([inputs, targets]), made)
 
 
-def _positions_probe(fn, tok_emb, pos_emb) -> str | None:
-    """After an IndexError: which position mistake, if any, explains it? Asked on a short input whose token ids
-    are also valid positions, where 1-based positions and positions looked up by token id stay in range."""
-    ids = torch.randint(0, pos_emb.num_embeddings, (2, pos_emb.num_embeddings - 3), generator=gen(1011))
-    try:
-        out = as_tensor(call(fn, ids.clone(), tok_emb, pos_emb, case="probe"), "probe")
-    except Fail:
-        return None
-    n = ids.shape[1]
-    for hint, want in (
-        ("positions_one_based", tok_emb(ids) + pos_emb(torch.arange(1, n + 1))),
-        ("positions_from_ids", tok_emb(ids) + pos_emb(ids)),
-    ):
-        if same(out, want):
-            return hint
-    return None
+def next_token_loss_ref(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """The mean of -ln softmax(logits)[target] over every position, in float64: ``logits (B, T, V)``,
+    ``targets (B, T)``."""
+    z = logits.double()
+    log_probs = z - z.logsumexp(dim=-1, keepdim=True)
+    return -log_probs.gather(-1, targets.unsqueeze(-1)).mean()
 
 
-def _embedding_case(fn, ids, tok_emb, pos_emb, case, *, short: bool, passed_full: bool):
-    weights = (tok_emb.weight.detach().clone(), pos_emb.weight.detach().clone())
-    token_ids = ids.clone()
-    try:
-        out = call(fn, token_ids, tok_emb, pos_emb, case=case)
-    except LearnerError as err:
-        if short and passed_full:
-            raise Fail("positions_wrong_length", case=case) from None
-        hint = _positions_probe(fn, tok_emb, pos_emb) if isinstance(err.exc, IndexError) else None
-        if hint:
-            raise Fail(hint, case=case) from None
-        raise
-    for name, before, after in (
-        ("token_ids", ids, token_ids),
-        ("tok_emb", weights[0], tok_emb.weight),
-        ("pos_emb", weights[1], pos_emb.weight),
-    ):
-        if not same(after, before, atol=0.0, rtol=0.0):
-            raise Fail("input_modified", name=name, case=case)
+def _loss_mistakes(logits: torch.Tensor, targets: torch.Tensor) -> list:
+    """(hint, make) for the wrong losses a learner's formula may compute, on this input."""
+    z = logits.double()
+    log_probs = z - z.logsumexp(dim=-1, keepdim=True)
+    picked = log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (B, T)
+    n = picked.numel()
+    over_positions = z - z.logsumexp(dim=1, keepdim=True)
+    return [
+        ("loss_not_averaged", lambda: -picked),
+        ("sum_not_mean", lambda: -picked.sum()),
+        ("sign_flipped", lambda: picked.mean()),
+        ("log_base_2", lambda: -picked.mean() / math.log(2)),
+        ("targets_ignored", lambda: -log_probs.mean()),
+        ("softmax_over_positions", lambda: -over_positions.gather(-1, targets.unsqueeze(-1)).mean()),
+        (
+            "targets_shifted_again",
+            lambda: (
+                -log_probs[:, :-1].gather(-1, targets[:, 1:].unsqueeze(-1)).mean() if n > targets.shape[0] else None
+            ),
+        ),
+    ]
+
+
+def _loss_cases(g: torch.Generator) -> list:
+    """(case, logits (B, T, V) float32, targets (B, T) int64, what the case is for): ordinary scores first, then
+    scores near 1000 (exp overflows float32) and a confident wrong prediction (its probability rounds to 0)."""
+    cases = []
+    for label, shape in (("scores from randn", (2, 4, 10)), ("one position per window", (3, 1, 7))):
+        cases.append((f"{label}, logits.shape={shape}", torch.randn(shape, generator=g), shape, "plain"))
+    cases.append(("all scores 0, logits.shape=(1, 3, 6)", torch.zeros(1, 3, 6), (1, 3, 6), "plain"))
+    big = torch.randn((2, 4, 10), generator=g) + 1000.0
+    cases.append(("scores near 1000, logits.shape=(2, 4, 10)", big, (2, 4, 10), "overflow"))
+    out = []
+    for case, logits, shape, why in cases:
+        targets = torch.randint(0, shape[-1], shape[:2], generator=g)
+        out.append((case, logits, targets, why))
+    logits = torch.randn((2, 3, 10), generator=g)
+    targets = torch.randint(0, 10, (2, 3), generator=g)
+    logits[0, 1, targets[0, 1]] -= 150.0  # p = e^-150 or so: 0 in float32
+    out.append(("one target scored 150 below the rest, logits.shape=(2, 3, 10)", logits, targets, "underflow"))
     return out
 
 
-def body_input_embeddings(fn) -> list[str]:
+def body_next_token_loss(fn) -> list[str]:
     g = gen(1010)
-    vocab, context_length, d = 50, 8, 4
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(1010)
-        tok_emb, pos_emb = nn.Embedding(vocab, d), nn.Embedding(context_length, d)
-    cases = []
-    passed_full = False
-    for shape, high in (
-        ((2, 8), context_length),
-        ((2, 5), context_length),
-        ((2, 5), vocab),
-        ((1, 1), vocab),
-        ((3, 8), vocab),
-    ):
-        ids = torch.randint(0, high, shape, generator=g)
-        case = f"token_ids.shape={tuple(shape)}, context_length={context_length}"
-        short = shape[1] < context_length
-        out = _embedding_case(fn, ids, tok_emb, pos_emb, case, short=short, passed_full=passed_full)
-        want = tok_emb(ids) + pos_emb(torch.arange(shape[1]))
-        mistakes = [
-            ("positions_missing", lambda ids=ids: tok_emb(ids)),
-            ("positions_from_ids", lambda ids=ids: tok_emb(ids) + pos_emb(ids)),
-            ("positions_one_based", lambda ids=ids, n=shape[1]: tok_emb(ids) + pos_emb(torch.arange(1, n + 1))),
-        ]
+    labels = []
+    for case, logits, targets, why in _loss_cases(g):
+        given_logits, given_targets = logits.clone(), targets.clone()
+        out = as_tensor(call(fn, given_logits, given_targets, case=case), case)
+        for name, before, after in (("logits", logits, given_logits), ("targets", targets, given_targets)):
+            if not same(after, before, atol=0.0, rtol=0.0):
+                raise Fail("input_modified", name=name, case=case)
+        want = next_token_loss_ref(logits, targets)
+        if why != "plain" and out.numel() == 1 and not bool(torch.isfinite(out).all()):
+            raise Fail("max_not_subtracted" if why == "overflow" else "log_of_softmax", got=_num(out), case=case)
+        mistakes = [(hint, make) for hint, make in _loss_mistakes(logits, targets)]
         compare(out, want, case, mistakes)
-        passed_full = passed_full or not short
-        cases.append(str(tuple(shape)))
-    return cases
+        labels.append(case.split(", logits")[0])
+    return labels
 
 
 _MESSAGES = {
@@ -332,13 +333,6 @@ _FIXES = {
         "zh": "`documents, current = [], []` 是你自己的列表：往它们里面填，不要改动传进来的列表 `token_ids`。",
     },
 }
-_EMBEDDING_FIXES = {
-    "input_modified": {
-        "en": "`return tok_emb(token_ids) + pos_emb(positions)`: a new tensor, with `token_ids` and both embedding tables left as they came.",
-        "zh": "`return tok_emb(token_ids) + pos_emb(positions)`：得到一个新张量，`token_ids` 和两个嵌入表都保持原样。",
-    },
-}
-
 # This module's own hint texts (used by no other exercise): every record below gets them (_registry).
 MODULE_MESSAGES = {
     "not_pair": {
@@ -353,38 +347,8 @@ MODULE_MESSAGES = {
         "en": "{title}: inputs and targets are swapped (input: {case}); the target window starts one token after the input window.",
         "zh": "{title}：输入和目标弄反了（输入：{case}）；目标窗口应当比输入窗口晚一个词元开始。",
     },
-    "positions_missing": {
-        "en": "{title}: the positional embeddings are missing (input: {case}).",
-        "zh": "{title}：缺少位置嵌入（positional embeddings）（输入：{case}）。",
-    },
-    "positions_from_ids": {
-        "en": "{title}: the position embedding was looked up with the token ids (input: {case}); positions are 0, 1, ..., num_tokens - 1.",
-        "zh": "{title}：用词元 ID 去查了位置嵌入（输入：{case}）；位置应当是 0, 1, ..., num_tokens - 1。",
-    },
-    "positions_one_based": {
-        "en": "{title}: the positions start at 1 (input: {case}); Python and nn.Embedding count from 0: positions are 0, 1, ..., num_tokens - 1.",
-        "zh": "{title}：位置从 1 开始了（输入：{case}）；Python 和 nn.Embedding 都从 0 开始计数：位置应当是 0, 1, ..., num_tokens - 1。",
-    },
-    "positions_wrong_length": {
-        "en": "{title}: fails when num_tokens < context_length (input: {case}); take the positions of the actual input, not of the whole context.",
-        "zh": "{title}：当 num_tokens < context_length 时出错（输入：{case}）；位置应取实际输入的长度，而不是整个上下文长度。",
-    },
 }
-MODULE_FIXES = {
-    "positions_missing": {
-        "en": "Add `pos_emb(torch.arange(num_tokens))` to the token embeddings.",
-        "zh": "把 `pos_emb(torch.arange(num_tokens))` 加到词元嵌入上。",
-    },
-    "positions_from_ids": {"en": "`pos_emb(torch.arange(num_tokens))`.", "zh": "`pos_emb(torch.arange(num_tokens))`。"},
-    "positions_one_based": {
-        "en": "`pos_emb(torch.arange(num_tokens))`, not `torch.arange(1, num_tokens + 1)`.",
-        "zh": "`pos_emb(torch.arange(num_tokens))`，而不是 `torch.arange(1, num_tokens + 1)`。",
-    },
-    "positions_wrong_length": {
-        "en": "`torch.arange(token_ids.shape[-1])`.",
-        "zh": "`torch.arange(token_ids.shape[-1])`。",
-    },
-}
+MODULE_FIXES: dict = {}
 
 
 RECORDS = [
@@ -423,19 +387,38 @@ RECORDS = [
         fixes=_FIXES,
     ),
     Exercise(
-        name="input_embeddings",
+        name="next_token_loss",
         notebook="06",
-        body=body_input_embeddings,
+        body=body_next_token_loss,
         points=2,
         takes="function",
-        signature="``fn(token_ids (B, T), tok_emb, pos_emb) -> (B, T, d)``: token plus positional embeddings.",
+        signature="``fn(logits (B, T, V), targets (B, T) int64) -> 0-d tensor``: the mean of -ln softmax(logits)"
+        "[target] over all B * T positions, finite for scores near 1000 and for a target whose probability rounds "
+        "to 0 in float32.",
         hints=(
-            "positions_missing",
-            "positions_from_ids",
-            "positions_one_based",
-            "positions_wrong_length",
+            "max_not_subtracted",
+            "log_of_softmax",
+            "loss_not_averaged",
+            "sum_not_mean",
+            "sign_flipped",
+            "log_base_2",
+            "targets_ignored",
+            "softmax_over_positions",
+            "targets_shifted_again",
+            "uses_cross_entropy",
             "input_modified",
         ),
-        fixes=_EMBEDDING_FIXES,
+        references=("exercises._ex06_data.next_token_loss_ref",),
+        forbidden=(
+            ("torch.nn.functional", "cross_entropy", "uses_cross_entropy"),
+            ("torch.nn.functional", "nll_loss", "uses_cross_entropy"),
+            ("torch.nn.functional", "log_softmax", "uses_cross_entropy"),
+            ("torch", "log_softmax", "uses_cross_entropy"),
+            ("torch.special", "log_softmax", "uses_cross_entropy"),
+            ("torch._C._nn", "cross_entropy_loss", "uses_cross_entropy"),
+            ("torch._C._nn", "nll_loss_nd", "uses_cross_entropy"),
+        ),
+        messages=_LOSS_MESSAGES,
+        fixes=_LOSS_FIXES,
     ),
 ]

@@ -25,7 +25,7 @@ __all__ = [
     "check_multihead",
     "check_padded_attention",
     "check_document_windows",
-    "check_input_embeddings",
+    "check_next_token_loss",
     "check_cached_attention",
     "check_tiled_attention",
     "check_induction_score",
@@ -109,10 +109,10 @@ def check_document_windows(obj) -> None:
     _package.check("document_windows", obj)
 
 
-def check_input_embeddings(obj) -> None:
-    """Notebook 06, 2 points: ``fn(token_ids (B, T), tok_emb, pos_emb) -> (B, T, d)``: token plus positional
-    embeddings."""
-    _package.check("input_embeddings", obj)
+def check_next_token_loss(obj) -> None:
+    """Notebook 06, 2 points: ``fn(logits (B, T, V), targets (B, T)) -> 0-d tensor``: the mean next-token
+    cross-entropy computed from raw scores, finite where exp overflows or a probability rounds to 0."""
+    _package.check("next_token_loss", obj)
 
 
 def check_cached_attention(obj) -> None:

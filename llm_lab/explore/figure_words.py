@@ -21,6 +21,7 @@ FIGURE_WORDS = {
     "output": {"en": "output", "zh": "输出"},
     "sequence length T": {"en": "sequence length T", "zh": "序列长度 T"},
     "time": {"en": "forward + backward (ms, median)", "zh": "前向 + 反向（毫秒，中位数）"},
+    "time min": {"en": "forward + backward (ms, fastest round)", "zh": "前向 + 反向（毫秒，最快的一轮）"},
     "saved": {"en": "saved for backward (MiB)", "zh": "为反向传播保存（MiB）"},
     "dashed": {"en": "dashed: builds T×T weights", "zh": "虚线：构造 T×T 的权重"},
 }

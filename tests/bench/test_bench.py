@@ -81,10 +81,41 @@ def test_measure_a_subset_and_bad_settings():
         lb.settings_for("huge", "cpu")
 
 
+def test_one_quiet_thread_its_cpu_clock_and_the_fastest_round(monkeypatch):
+    quiet = lb.BenchSettings(1, 8, 2, (8,), repeats=3, keys=("manual", "sdpa"), threads=1, clock="cpu", statistic="min")
+    torch.set_num_threads(2)
+    seen = []
+    step = lb.train_step
+    monkeypatch.setattr(lb, "train_step", lambda *a: (seen.append(torch.get_num_threads()), step(*a))[1])
+    results = lb.measure(quiet, 8)
+    assert set(seen) == {1} and torch.get_num_threads() == 2  # one thread while measuring, restored afterwards
+    for res in results.values():
+        assert res.statistic == "min" and res.time == min(res.times) and len(res.times) == 3
+    assert "fwd+bwd (min)" in lb.table(results)[0]
+    res = lb.Result("sdpa", True, times=[3.0, 1.0, 2.0, 9.0])
+    assert (res.time, res.median) == (2.5, 2.5)  # the median unless asked for the minimum
+    res.statistic = "min"
+    assert res.time == 1.0
+    # the CPU clock of the calling thread counts a step only when the step runs on that one thread, on the CPU
+    with pytest.raises(ValueError, match="threads=1"):
+        lb.measure(lb.BenchSettings(1, 8, 2, (8,), repeats=1, keys=("sdpa",), clock="cpu"), 8)
+    with pytest.raises(ValueError, match="statistic"):
+        lb.BenchSettings(1, 8, 2, (8,), statistic="mean")
+    with pytest.raises(ValueError, match="clock"):
+        lb.BenchSettings(1, 8, 2, (8,), clock="gpu")
+    with pytest.raises(ValueError, match="threads must be a positive int"):
+        lb.BenchSettings(1, 8, 2, (8,), threads=0)
+
+
 def test_presets_and_device():
     assert lb.settings_for("full", "cpu") == lb.PRESETS["full"]
     assert lb.settings_for("quick", "cpu", repeats=7).repeats == 7
     assert lb.PRESETS["notebook"].lengths[-1] == 512
+    assert (lb.PRESETS["notebook"].threads, lb.PRESETS["notebook"].clock, lb.PRESETS["notebook"].statistic) == (
+        1,
+        "cpu",
+        "min",
+    )
     with pytest.raises(ValueError, match="not a device name"):
         lb.parse_device("gpu0")
     if not torch.cuda.is_available():
@@ -126,6 +157,16 @@ def test_sweep_and_plot():
     assert list(sweep) == [8, 16] and all(list(res) == ["manual", "fused", "sdpa"] for res in sweep.values())
     fig = lb.plot_sweep(sweep, "smoke")
     assert len(fig.legends) == 1 and len(fig.legends[0].get_texts()) == 3
+    assert fig.axes[0].get_ylabel() == "forward + backward (ms, median)"
+    plt.close(fig)
+    for res in sweep.values():  # the axis names the statistic the times are
+        for r in res.values():
+            r.statistic = "min"
+    from llm_lab.explore.plotting import use_figure_font
+
+    use_figure_font()  # the shipped CJK font, for the Chinese axis names
+    fig = lb.plot_sweep(sweep, "smoke", lang="zh")
+    assert fig.axes[0].get_ylabel() == "前向 + 反向（毫秒，最快的一轮）"
     plt.close(fig)
 
 

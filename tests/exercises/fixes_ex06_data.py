@@ -1,5 +1,5 @@
 # ruff: noqa: E501  (the planted and fixed lines read better unbroken)
-"""Notebook 06's second-step fixes (windows inside documents, input embeddings): each mistake planted in a correct
+"""Notebook 06's second-step fixes (windows inside documents, the next-token loss): each mistake planted in a correct
 solution written as source text, and the fix that undoes it.
 
 Read by tests/exercises/test_fixes.py: ``FIX_TEMPLATES`` (exercise -> a correct solution as source text) and
@@ -32,14 +32,15 @@ def fixed(token_ids, max_length, stride):
     return (as_ids(inputs), as_ids(targets))
 """
 
-EMBEDDINGS = """
+LOSS = """
 import torch
 
 
-def fixed(token_ids, tok_emb, pos_emb):
-    num_tokens = token_ids.shape[-1]
-    positions = torch.arange(token_ids.shape[-1])
-    return tok_emb(token_ids) + pos_emb(positions)
+def fixed(logits, targets):
+    shifted = logits - logits.max(dim=-1, keepdim=True).values
+    log_probs = shifted - shifted.exp().sum(dim=-1, keepdim=True).log()
+    picked = log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    return -picked.mean()
 """
 
 
@@ -163,36 +164,37 @@ DOC_WINDOWS_CASES = [
     ),
 ]
 
-EMB_RETURN = "return tok_emb(token_ids) + pos_emb(positions)"
-EMB_FIXED = "return tok_emb(token_ids) + pos_emb(torch.arange(num_tokens))"
-EMBEDDINGS_CASES = [
+LOSS_SHIFT = "shifted = logits - logits.max(dim=-1, keepdim=True).values"
+LOSS_LOGP = "log_probs = shifted - shifted.exp().sum(dim=-1, keepdim=True).log()"
+LOSS_PICK = "picked = log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)"
+LOSS_RETURN = "return -picked.mean()"
+LOSS_CASES = [
+    ("max_not_subtracted", [(LOSS_SHIFT, "shifted = logits")], None),
     (
-        "positions_missing",
-        [(EMB_RETURN, "return tok_emb(token_ids)")],
-        [("return tok_emb(token_ids)\n", EMB_FIXED + "\n")],
+        "log_of_softmax",
+        [(LOSS_LOGP, "log_probs = (shifted.exp() / shifted.exp().sum(dim=-1, keepdim=True)).log()")],
+        None,
     ),
+    ("loss_not_averaged", [(LOSS_RETURN, "return -picked")], None),
+    ("sum_not_mean", [(LOSS_RETURN, "return -picked.sum()")], None),
+    ("sign_flipped", [(LOSS_RETURN, "return picked.mean()")], None),
+    ("targets_ignored", [(LOSS_RETURN, "return -log_probs.mean()")], None),
     (
-        "positions_from_ids",
-        [(EMB_RETURN, "return tok_emb(token_ids) + pos_emb(token_ids)")],
-        [("return tok_emb(token_ids) + pos_emb(token_ids)", EMB_FIXED)],
-    ),
-    (
-        "positions_one_based",
-        [("positions = torch.arange(token_ids.shape[-1])", "positions = torch.arange(1, num_tokens + 1)")],
-        [(EMB_RETURN, EMB_FIXED)],
-    ),
-    (
-        "positions_wrong_length",
-        [("positions = torch.arange(token_ids.shape[-1])", "positions = torch.arange(pos_emb.num_embeddings)")],
+        "softmax_over_positions",
+        [
+            (LOSS_SHIFT, "shifted = logits - logits.max(dim=1, keepdim=True).values"),
+            (LOSS_LOGP, "log_probs = shifted - shifted.exp().sum(dim=1, keepdim=True).log()"),
+        ],
         None,
     ),
     (
-        "input_modified",
-        [(EMB_RETURN, "out = tok_emb(token_ids) + pos_emb(positions)\n    token_ids.zero_()\n    return out")],
+        "targets_shifted_again",
+        [(LOSS_PICK, "picked = log_probs[:, :-1].gather(-1, targets[:, 1:].unsqueeze(-1)).squeeze(-1)")],
         None,
     ),
+    ("input_modified", [(LOSS_SHIFT, "logits -= logits.max(dim=-1, keepdim=True).values\n    shifted = logits")], None),
 ]
 
 
-FIX_TEMPLATES = {"document_windows": DOC_WINDOWS, "input_embeddings": EMBEDDINGS}
-FIX_CASES = [("document_windows", *c) for c in DOC_WINDOWS_CASES] + [("input_embeddings", *c) for c in EMBEDDINGS_CASES]
+FIX_TEMPLATES = {"document_windows": DOC_WINDOWS, "next_token_loss": LOSS}
+FIX_CASES = [("document_windows", *c) for c in DOC_WINDOWS_CASES] + [("next_token_loss", *c) for c in LOSS_CASES]

@@ -1,4 +1,4 @@
-"""Notebook 06's exercises (windows inside documents joined by <|endoftext|>, input embeddings): solutions,
+"""Notebook 06's exercises (windows inside documents joined by <|endoftext|>, the next-token loss): solutions,
 planted mistakes, and the notebook's loop with switches.
 
 The generic checks (solutions pass, stubs are "not implemented", planted mistakes named, never raises) run over
@@ -19,8 +19,51 @@ def document_windows(token_ids, max_length, stride):  # cut by index arithmetic 
     return windows[:, :-1], windows[:, 1:]
 
 
-def input_embeddings(token_ids, tok_emb, pos_emb):
-    return tok_emb(token_ids) + pos_emb(torch.arange(token_ids.shape[-1]))
+def next_token_loss(logits, targets):  # the notebook's solution: subtract the max, then ln p = z - ln sum exp z
+    shifted = logits - logits.max(dim=-1, keepdim=True).values
+    log_probs = shifted - shifted.exp().sum(dim=-1, keepdim=True).log()
+    return -log_probs.gather(-1, targets.unsqueeze(-1)).mean()
+
+
+def loss_logsumexp(logits, targets):  # correct too: torch.logsumexp does the shifting itself
+    picked = logits.gather(-1, targets[..., None]).squeeze(-1)
+    return (logits.logsumexp(dim=-1) - picked).mean()
+
+
+def loss_factory(shift=True, log_of_p=False, reduce="mean", sign=-1, base=None, over=-1, pick="target", again=False):
+    """The notebook's solution with one switch turned: no max subtracted, ln of the softmax, sum or no reduction,
+    the sign, log base 2, the softmax's axis, every id instead of the target's, the targets shifted once more."""
+
+    def fn(logits, targets):
+        shifted = logits - logits.max(dim=over, keepdim=True).values if shift else logits
+        if log_of_p:
+            log_probs = (shifted.exp() / shifted.exp().sum(dim=over, keepdim=True)).log()
+        else:
+            log_probs = shifted - shifted.exp().sum(dim=over, keepdim=True).log()
+        if base is not None:
+            log_probs = log_probs / torch.log(torch.tensor(float(base)))
+        if pick == "all":
+            picked = log_probs
+        elif again:
+            picked = log_probs[:, :-1].gather(-1, targets[:, 1:].unsqueeze(-1)).squeeze(-1)
+        else:
+            picked = log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+        if reduce == "mean":
+            return sign * picked.mean()
+        return sign * picked.sum() if reduce == "sum" else sign * picked
+
+    return fn
+
+
+def loss_in_place(logits, targets):
+    logits -= logits.max(dim=-1, keepdim=True).values
+    return next_token_loss(logits, targets)
+
+
+def loss_by_library(logits, targets):
+    import torch.nn.functional as F
+
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
 
 
 def docs_factory(
@@ -90,29 +133,9 @@ def docs_target_crosses(token_ids, max_length, stride):
     return windows[:, :-1], windows[:, 1:]
 
 
-def embeddings_no_positions(token_ids, tok_emb, pos_emb):
-    return tok_emb(token_ids)
-
-
-def embeddings_positions_from_ids(token_ids, tok_emb, pos_emb):
-    return tok_emb(token_ids) + pos_emb(token_ids)
-
-
-def embeddings_full_context(token_ids, tok_emb, pos_emb):
-    return tok_emb(token_ids) + pos_emb(torch.arange(pos_emb.num_embeddings))
-
-
-def embeddings(token_ids, tok_emb, pos_emb):
-    return tok_emb(token_ids) + pos_emb(torch.arange(token_ids.shape[-1]))
-
-
 def windows_int32(token_ids, max_length, stride):
     inputs, targets = document_windows(token_ids, max_length, stride)
     return inputs.int(), targets.int()
-
-
-def embeddings_one_based(token_ids, tok_emb, pos_emb):
-    return tok_emb(token_ids) + pos_emb(torch.arange(1, token_ids.shape[-1] + 1))
 
 
 def docs_one_window_skipped(token_ids, max_length, stride):
@@ -131,7 +154,7 @@ def docs_one_window_skipped(token_ids, max_length, stride):
 
 SOLUTIONS = {
     "document_windows": document_windows,
-    "input_embeddings": input_embeddings,
+    "next_token_loss": next_token_loss,
 }
 PLANTED = [
     # (exercise, wrong implementation, hint the checker must name)
@@ -147,16 +170,25 @@ PLANTED = [
     ("document_windows", docs_factory(shift=0), "targets_not_shifted"),
     ("document_windows", docs_factory(swap=True), "targets_swapped"),
     ("document_windows", docs_factory(dtype=torch.int32), "ids_not_int64"),
-    ("input_embeddings", embeddings_no_positions, "positions_missing"),
-    ("input_embeddings", embeddings_positions_from_ids, "positions_from_ids"),
-    ("input_embeddings", embeddings_full_context, "positions_wrong_length"),
+    ("next_token_loss", loss_factory(shift=False), "max_not_subtracted"),
+    ("next_token_loss", loss_factory(log_of_p=True), "log_of_softmax"),
+    ("next_token_loss", loss_factory(reduce="none"), "loss_not_averaged"),
+    ("next_token_loss", loss_factory(reduce="sum"), "sum_not_mean"),
+    ("next_token_loss", loss_factory(sign=1), "sign_flipped"),
+    ("next_token_loss", loss_factory(base=2), "log_base_2"),
+    ("next_token_loss", loss_factory(pick="all"), "targets_ignored"),
+    ("next_token_loss", loss_factory(over=1), "softmax_over_positions"),
+    ("next_token_loss", loss_factory(again=True), "targets_shifted_again"),
+    ("next_token_loss", loss_in_place, "input_modified"),
+    ("next_token_loss", loss_by_library, "uses_cross_entropy"),
 ]
 CORRECT_BUT_DIFFERENT = [
+    ("next_token_loss", loss_logsumexp),
     ("document_windows", docs_factory(unclosed="if_any")),  # the last document appended only when it has tokens
 ]
 
-# graded: a one-line message naming the hint (int64 asked; misleading positions)
+# graded: a one-line message naming the hint (int64 asked; ln of a probability rounded to 0)
 ROUND_MISTAKES = [
-    ("input_embeddings", embeddings_one_based, "positions_one_based"),
+    ("next_token_loss", loss_factory(log_of_p=True), "log_of_softmax"),
     ("document_windows", windows_int32, "ids_not_int64"),
 ]

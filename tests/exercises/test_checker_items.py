@@ -12,7 +12,7 @@ from _exercise_tables import SOLUTIONS
 from solutions_ex04_causal import _scores_dropout_class, additive_class
 from solutions_ex05_multihead import qkv_lesson_07, qkv_per_group, split_qkv
 from solutions_ex05_padding import padded_with
-from solutions_ex06_data import docs_factory, docs_target_crosses, document_windows, embeddings
+from solutions_ex06_data import docs_factory, docs_target_crosses, document_windows, loss_factory, next_token_loss
 from solutions_ex07_tiled import blocked, full_scores, whole_rows
 
 from llm_lab import exercises as ex
@@ -67,8 +67,8 @@ REMOTE_CASES = [
     ("document_windows", docs_factory()),
     ("document_windows", docs_target_crosses),
     ("document_windows", docs_factory(split="starts")),
-    ("input_embeddings", embeddings),
-    ("input_embeddings", lambda ids, tok, pos: tok(ids) + pos(ids)),
+    ("next_token_loss", next_token_loss),
+    ("next_token_loss", loss_factory(log_of_p=True)),
 ]
 
 
@@ -121,7 +121,7 @@ def test_the_checks_page_covers_every_notebook_with_exercises_in_both_languages(
         "multihead",
         "padded_attention",
         "document_windows",
-        "input_embeddings",
+        "next_token_loss",
         "tiled_attention",
     ):
         assert ex.points(name) >= 1

@@ -1,17 +1,27 @@
-"""Notebook 06's exercises (windows inside documents joined by <|endoftext|>, input embeddings): the notebook's loop,
-inputs left alone, shapes when nothing fits, position mistakes (the solutions and planted mistakes:
+"""Notebook 06's exercises (windows inside documents joined by <|endoftext|>, the next-token loss): the notebook's
+loop, inputs left alone, shapes when nothing fits, the loss's float32 traps (the solutions and planted mistakes:
 solutions_ex06_data.py)."""
 
 import pytest
 import torch
-from solutions_ex06_data import EOT, docs_factory, docs_one_window_skipped, document_windows, embeddings
+from solutions_ex06_data import (
+    EOT,
+    docs_factory,
+    docs_one_window_skipped,
+    document_windows,
+    loss_by_library,
+    loss_factory,
+    loss_in_place,
+    loss_logsumexp,
+    next_token_loss,
+)
 
 from llm_lab import exercises as ex
 
 pytestmark = pytest.mark.usefixtures("english")  # the checkers speak English here (tests/conftest.py)
 
 
-# ---- document windows: the notebook's loop passes, the list is left alone, shapes when nothing fits; embeddings --
+# ---- document windows: the notebook's loop passes, the list is left alone, shapes when nothing fits -------------
 
 
 def test_the_notebooks_loop_passes_and_so_does_the_stream_cut_by_hand():
@@ -43,41 +53,41 @@ def test_a_document_of_max_length_plus_one_tokens_gives_one_window_ending_on_its
     assert inputs.tolist() == [[5, 6, 7]] and targets.tolist() == [[6, 7, EOT]]
 
 
-@pytest.mark.parametrize(
-    ("fn", "hint"),
-    [
-        (lambda ids, tok, pos: tok(ids) + pos(torch.arange(ids.shape[2])), "exception"),  # IndexError: tuple index
-        (lambda ids, tok, pos: tok(ids) + pos(torch.arange(ids.shape[1]) + ids.shape[1]), "exception"),
-        (lambda ids, tok, pos: tok(ids)[ids.shape[0] + 5], "exception"),
-        (lambda ids, tok, pos: tok(ids) + pos(torch.arange(1, ids.shape[1] + 1)), "positions_one_based"),
-        (lambda ids, tok, pos: tok(ids) + pos(ids), "positions_from_ids"),
-    ],
-    ids=["shape[2]", "shifted-by-T", "index-past-batch", "one-based", "from-ids"],
-)
-def test_only_a_position_mistake_is_called_one(fn, hint):
-    result = ex.grade("input_embeddings", fn)
-    assert result.hint == hint, result.message
-    if hint == "exception":
-        assert "IndexError" in result.message
+# ---- the next-token loss: the two float32 traps each fail a naive formula that passes the ordinary cases --------
 
 
-def test_embeddings_leave_ids_and_tables_alone():
-    def shifts_ids(token_ids, tok_emb, pos_emb):
-        token_ids += 0
-        token_ids[..., 0] = token_ids[..., 0]
-        out = embeddings(token_ids, tok_emb, pos_emb)
-        token_ids.zero_()
-        return out
+def test_each_trap_fails_exactly_the_formula_it_is_for():
+    from llm_lab.exercises._ex06_data import _loss_cases
 
-    def scales_table(token_ids, tok_emb, pos_emb):
-        out = embeddings(token_ids, tok_emb, pos_emb)
-        with torch.no_grad():
-            pos_emb.weight.mul_(1.5)
-        return out
+    naive = loss_factory(shift=False)
+    log_p = loss_factory(log_of_p=True)
+    for case, logits, targets, why in _loss_cases(torch.Generator().manual_seed(1010)):
+        want = next_token_loss(logits, targets)
+        assert torch.isfinite(want), case
+        assert bool(torch.isfinite(naive(logits, targets))) == (why != "overflow"), case
+        assert bool(torch.isfinite(log_p(logits, targets))) == (why != "underflow"), case
 
-    assert ex.grade("input_embeddings", shifts_ids).hint == "input_modified"
-    assert ex.grade("input_embeddings", scales_table).hint == "input_modified"
-    assert ex.grade("input_embeddings", embeddings).passed
+
+def test_the_loss_of_equal_scores_is_the_uniform_guess():
+    logits, targets = torch.zeros(2, 3, 50257), torch.zeros(2, 3, dtype=torch.long)
+    assert abs(next_token_loss(logits, targets).item() - 10.82) < 0.005
+
+
+def test_a_loss_that_shifts_in_place_or_calls_the_library_is_named():
+    for secret in (None, 2):
+        assert ex.grade("next_token_loss", loss_in_place, secret=secret).hint == "input_modified"
+        result = ex.grade("next_token_loss", loss_by_library, secret=secret)
+        assert (result.status, result.hint) == ("fail", "uses_cross_entropy"), result.message
+        assert "cross_entropy" in result.message
+        assert ex.grade("next_token_loss", next_token_loss, secret=secret).passed
+        assert ex.grade("next_token_loss", loss_logsumexp, secret=secret).passed
+
+
+def test_log_softmax_is_ruled_out_too():
+    def with_log_softmax(logits, targets):
+        return -torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).mean()
+
+    assert ex.grade("next_token_loss", with_log_softmax).hint == "uses_cross_entropy"
 
 
 # ---- a document mistake is named only when it reproduces the learner's windows on every case ----
