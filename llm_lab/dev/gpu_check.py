@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from llm_lab.exercises._messages import LANGUAGES  # the package's copy of tools.course.LANGS
+from llm_lab.exercises import LANGUAGES  # the package's copy of tools.course.LANGS
 
 NO_GPU = (
     "gpu_check: no CUDA GPU visible to torch (torch.cuda.is_available() is False), nothing was run; "

@@ -25,6 +25,9 @@ only when the same mistake comes back in the same exercise (state kept per kerne
   (``points`` if passed), ``passed``, ``line`` (icon + message). ``"reference"``: the object is, subclasses,
   wraps or calls llm_lab's own reference (``llm_lab.MultiHeadAttention`` handed in, a function that returns
   ``llm_lab.causal_mask(n)``); the message says so; it scores 0.
+- ``LANGUAGES`` (the languages of the messages, the course's list); ``uninstrumented()``, a context manager
+  under which checks run without their observer, reference watch and time limit (the benchmark of what that
+  instrumentation costs uses it; grading never does).
 - ``points(exercise) -> int``; ``EXERCISES`` (names, in notebook order); ``REGISTRY`` (name -> ``Exercise``
   record: ``notebook``, ``points``, ``takes`` (``"function"``/``"class"``), ``signature``, ``hints``, ...);
   ``exercises_of(notebook)`` (names for ``"05"``); ``HINTS`` (every mistake id with a message).
@@ -52,8 +55,11 @@ from the record and the cell tags.
 
 from __future__ import annotations
 
+import contextlib
+
+from . import _harness
 from ._core import STATUSES, CheckResult, Exercise, get_language, known_language, set_language, word
-from ._messages import MESSAGES
+from ._messages import LANGUAGES, MESSAGES
 from ._registry import REGISTRY, record, run_check
 from .grading import autograde_guard
 from .grading.autograde_guard import audit, fresh
@@ -97,6 +103,23 @@ def tampered_note(patched: list[str], lang: str | None = None) -> str:
     return word("tampered", known_language(lang or get_language()), names=", ".join(patched))
 
 
+@contextlib.contextmanager
+def uninstrumented():
+    """Checks without their observer, reference watch and time limit: what the learner's code costs on its own,
+    for ``benchmarks/checker_overhead.py``, which measures that instrumentation. Never for grading."""
+    off = {
+        "_observing": lambda r, on: contextlib.nullcontext(),
+        "_watching": lambda r, observed=False: contextlib.nullcontext(),
+        "_time_limit": lambda r, case: contextlib.nullcontext(),
+    }
+    saved = {name: getattr(_harness, name) for name in off}
+    vars(_harness).update(off)
+    try:
+        yield
+    finally:
+        vars(_harness).update(saved)
+
+
 def reset_hints() -> None:
     """Forget which mistakes were already hinted: the next ❌ of each names the concept only again."""
     _seen.clear()
@@ -126,6 +149,7 @@ autograde_guard.remember(__name__)
 __all__ = [
     "EXERCISES",
     "HINTS",
+    "LANGUAGES",
     "REGISTRY",
     "STATUSES",
     "TIMEOUT",
@@ -142,5 +166,6 @@ __all__ = [
     "reset_hints",
     "set_language",
     "tampered_note",
+    "uninstrumented",
 ]
 __all__ += checkers.__all__

@@ -31,16 +31,7 @@ from torch import nn
 
 from .. import _checks
 from ..multihead import FusedMultiHeadAttention
-from .copy_data import PROBES as PROBES  # re-exported: notebook 08 reads the data through this module
-from .copy_data import CopyTask as CopyTask
-from .copy_data import copy_batch as copy_batch
-from .copy_data import copyable as copyable
-from .copy_data import half_losses as half_losses
-from .copy_data import probe_batch as probe_batch
-from .copy_data import repeat_batch as repeat_batch
-from .copy_data import repeated_sequences as repeated_sequences
-from .copy_data import split_losses as split_losses
-from .copy_data import told_twice as told_twice
+from .copy_data import CopyTask, copy_batch, repeat_batch, repeated_sequences, split_losses
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,9 @@ runs, so a kernel that patches ``json``, ``print``, ``torch.allclose``, IPython'
 modules can only change what it says its own function returns.
 
 The modules, by the process they run in; imports go one way (``kernel`` uses the checkers' harness, never their
-records or references: each request names what to watch; the harness knows the ``proxies``, both sides use
-``wire``; nothing here imports ``kernel``). In the sandbox the kernel runs on llm_lab sealed for the assignment
+records or references: each request names what to watch; the ``proxies`` subclass the harness's marker
+``_core.Remote``, and the harness imports nothing from here; both sides use ``wire``; nothing here imports
+``kernel``). In the sandbox the kernel runs on llm_lab sealed for the assignment
 (``tools/teaching/grader/sealing.py``), which keeps of the exercises package only what ``kernel`` imports:
 
 - ``wire``: the encoding both sides speak (JSON, tensors as raw bytes, no pickle); it imports nothing of llm_lab.
