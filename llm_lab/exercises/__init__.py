@@ -42,15 +42,8 @@ its end first). A real Ctrl-C (or Jupyter's stop button, or nbclient's cell time
 so the user can always stop a cell; a ``KeyboardInterrupt`` or ``SystemExit`` raised by the learner's code itself
 is caught and reported. ``evaluate(exercise, obj)`` is ``grade`` in the current ``set_language`` language.
 
-**Adding an exercise** touches one module, its solutions in the tests and one ``.nbsrc``: append an ``Exercise``
-record (its body, points, signature, hints) to ``RECORDS`` in ``_exNN_<concept>.py``, with the hint texts no other
-module uses in its ``MODULE_MESSAGES`` / ``MODULE_FIXES`` (a new notebook: a new ``_exNN_*.py``, found by its name);
-a correct solution in ``SOLUTIONS`` and the planted mistakes in ``PLANTED`` of
-``tests/exercises/solutions_exNN_<concept>.py`` (the generic checks in ``tests/exercises/test_exercises.py`` find
-them through the registry); and the cells in
-``notebooks/src/NN_slug.exercises.nbsrc``; then ``python -m tools.authoring.checker_defs`` writes ``check_<name>``
-into ``checkers.py`` (plain functions an IDE sees). ``__all__``, the notebook's grading and nbgrader metadata follow
-from the record and the cell tags.
+**Adding an exercise**: the checklist in docs/architecture.md ("Add an exercise"); ``check_<name>``,
+``__all__``, the notebook's grading and nbgrader metadata follow from the record and the cell tags.
 """
 
 from __future__ import annotations

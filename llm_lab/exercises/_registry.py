@@ -1,8 +1,8 @@
 """The exercise registry and the one function that checks an object against a record.
 
 Every module ``_exNN_<concept>.py`` in this package holds the exercises of notebook NN as ``RECORDS``, a list
-of :class:`Exercise`; the registry is their concatenation in file order, so adding an exercise touches one
-module. ``run_check`` never raises except for a real Ctrl-C (see ``_harness``).
+of :class:`Exercise`; the registry is their concatenation in file order (adding an exercise: docs/architecture.md, "Add an
+exercise"). ``run_check`` never raises except for a real Ctrl-C (see ``_harness``).
 """
 
 from __future__ import annotations
