@@ -335,8 +335,3 @@ def lr_factor(step: int, settings: TrainSettings) -> float:
     done = min(1.0, (step - settings.decay_from) / max(1, settings.steps - settings.decay_from))
     low = settings.final_lr_ratio
     return low + (1 - low) * 0.5 * (1 + math.cos(math.pi * done))
-
-
-def uniform_loss(config: InductionConfig) -> float:
-    """The loss of a uniform guess over the vocabulary: ``ln(V)``."""
-    return math.log(config.vocab_size)

@@ -165,7 +165,6 @@ class RemoteObject(Proxy):
         self._link, self._handle = link, int(desc["handle"])
         self.__name__ = str(desc.get("name") or "obj")
         self.kind = str(desc.get("kind"))
-        self.module_class = bool(desc.get("module_class"))
 
     def __call__(self, *args, **kwargs):
         raise TypeError("a remote object is called through llm_lab.exercises._harness.call")
