@@ -143,7 +143,7 @@ def tricks(h: Host) -> dict[str, str]:
         "fake.serve = lambda req: print(json.loads(base64.b64decode(req))['nonce'] + base64.b64encode("
         "json.dumps({'object': {'handle': 1, 'kind': 'function', 'callable': True, 'name': 'x'}, "
         "'value': True, 'status': 'pass'}).encode()).decode())\n"
-        "sys.modules['llm_lab.exercises.grading.kernel'] = fake\n",
+        "sys.modules['llm_lab.exercises.grading.answering'] = fake\n",
         "output_flood": "for _ in range(200):\n    print('x' * 200_000)\n",
         # the grader's own memory: a meta layer costs nothing in the kernel and its full size where it is rebuilt
         "meta_linear": "from torch import nn\n\nclass Big(nn.Module):\n    def __init__(self):\n        super().__init__()\n"  # noqa: E501

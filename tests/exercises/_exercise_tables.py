@@ -10,7 +10,7 @@ Each exercise module ``llm_lab/exercises/_exNN_<concept>.py`` has beside it, in 
   solution as source text), ``FIX_CASES`` ((exercise, hint, plant, fix)) and ``FIXES_WITHOUT_CODE``;
 - ``test_exNN_<concept>.py``: that exercise's own tests.
 
-The generic tests (tests/exercises/test_exercises.py, test_fixes.py, test_remote.py, ...) read the tables here
+The generic tests (tests/exercises/test_exercises.py, test_fixes.py, test_proxies.py, ...) read the tables here
 (adding an exercise: docs/architecture.md, "Add an exercise").
 """
 

@@ -25,7 +25,7 @@ LONG_MODULES: dict[str, str] = {}
 # "path:function" -> why it may be longer
 LONG_FUNCTIONS: dict[str, str] = {
     "tests/_hostile.py:tricks": "a table: one hostile submission per entry, read top to bottom",
-    "tests/tools/teaching/grader/test_grade.py:class_of": (
+    "tests/tools/teaching/grader/test_cli.py:class_of": (
         "a table: one submitted notebook per line, each with the total it must get"
     ),
 }
