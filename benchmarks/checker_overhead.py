@@ -27,7 +27,6 @@ from torch import nn
 
 from benchmarks import report as _report
 from llm_lab import exercises as ex
-from llm_lab.exercises import _harness
 
 NEG_INF = float("-inf")
 
@@ -215,26 +214,13 @@ CASES = {  # checker: (lesson's solution, naive solution)
 # ---- timing ------------------------------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def hooks_off():
-    """The harness without its observer, reference watch and time limit (what the code costs on its own)."""
-    saved = _harness._observing, _harness._watching, _harness._time_limit
-    _harness._observing = lambda r, on: contextlib.nullcontext()
-    _harness._watching = lambda r, observed=False: contextlib.nullcontext()
-    _harness._time_limit = lambda r, case: contextlib.nullcontext()
-    try:
-        yield
-    finally:
-        _harness._observing, _harness._watching, _harness._time_limit = saved
-
-
 def seconds(name: str, obj, repeat: int) -> tuple[float, float]:
     """Median seconds of ``grade`` with the hooks off and on, the two run in turn (a burst of load from other
     processes then slows both alike)."""
     off, on = [], []
     for _ in range(repeat):
         for hooks_are_off, times in ((True, off), (False, on)):
-            with hooks_off() if hooks_are_off else contextlib.nullcontext():
+            with ex.uninstrumented() if hooks_are_off else contextlib.nullcontext():
                 start = time.perf_counter()
                 result = ex.grade(name, obj, timeout=None)
                 times.append(time.perf_counter() - start)

@@ -1,11 +1,18 @@
-"""Moved to :mod:`llm_lab.explore.plotting`: this old path is an alias, kept for one release and removed in the next.
+"""Moved to :mod:`llm_lab.explore.plotting`: this old path is an alias that warns
+(``DeprecationWarning``), kept for one release and removed in the next.
 
 ``import llm_lab.plotting`` gives the module ``llm_lab.explore.plotting`` itself: the same objects,
 so patching one patches the other.
 """
 
 import sys
+import warnings
 
 from .explore import plotting as _moved
 
+warnings.warn(
+    "llm_lab.plotting is deprecated and removed in 0.3.0: use llm_lab.explore.plotting",
+    DeprecationWarning,
+    stacklevel=2,
+)
 sys.modules[__name__] = _moved

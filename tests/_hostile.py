@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (each trick is source code in a string: it reads better unbroken)
 """Hostile submissions for the grading tests: each hands in a WRONG ``causal_mask`` (the diagonal hidden too)
 and the ``mask_and_renormalize`` stub, plus one trick in the same cell.
 
@@ -138,19 +137,19 @@ def tricks(h: Host) -> dict[str, str]:
         "os.symlink('/run/some-host.sock', sock)\nLEAK = True\n",
         "torch_patch": "torch.allclose = lambda *a, **k: True\ntorch.equal = lambda *a, **k: True\n"
         "torch.Tensor.__eq__ = lambda a, b: torch.ones_like(a, dtype=torch.bool)\n",
-        "settrace": "import sys\n\ndef _t(frame, event, arg):\n    if event == 'return' and frame.f_code.co_name == 'grade':\n"
+        "settrace": "import sys\n\ndef _t(frame, event, arg):\n    if event == 'return' and frame.f_code.co_name == 'grade':\n"  # noqa: E501
         "        frame.f_locals['result'] = 'pass'\n    return _t\n\nsys.settrace(_t)\nsys.setprofile(_t)\n",
-        "sys_modules": "import sys, types, base64, json\nfake = types.ModuleType('fake')\nfake.capture = lambda k, g: None\n"
+        "sys_modules": "import sys, types, base64, json\nfake = types.ModuleType('fake')\nfake.capture = lambda k, g: None\n"  # noqa: E501
         "fake.serve = lambda req: print(json.loads(base64.b64decode(req))['nonce'] + base64.b64encode("
         "json.dumps({'object': {'handle': 1, 'kind': 'function', 'callable': True, 'name': 'x'}, "
         "'value': True, 'status': 'pass'}).encode()).decode())\n"
-        "sys.modules['llm_lab.exercises.grading.kernel'] = fake\n",
+        "sys.modules['llm_lab.exercises.grading.answering'] = fake\n",
         "output_flood": "for _ in range(200):\n    print('x' * 200_000)\n",
         # the grader's own memory: a meta layer costs nothing in the kernel and its full size where it is rebuilt
-        "meta_linear": "from torch import nn\n\nclass Big(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "meta_linear": "from torch import nn\n\nclass Big(nn.Module):\n    def __init__(self):\n        super().__init__()\n"  # noqa: E501
         "        self.W = nn.Linear(23170, 23170, device='meta')\n\n"
         "def causal_mask(num_tokens):\n    return Big()\n",
-        "comm_flood": "import comm\nc = comm.create_comm(target_name='jupyter.widget', data={'state': {'_model_module': "
+        "comm_flood": "import comm\nc = comm.create_comm(target_name='jupyter.widget', data={'state': {'_model_module': "  # noqa: E501
         "'@jupyter-widgets/base', '_model_module_version': '1.2.0', '_model_name': 'LayoutModel'}, "
         "'buffer_paths': []})\n"
         "for i in range(COMM_MESSAGES):\n    c.send({'state': {f'k{i}': 'y' * 1_000_000}})\n".replace(

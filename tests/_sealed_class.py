@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (each trick is source code in a string: it reads better unbroken)
 """The class graded against the sealed sandbox: every attack of the design's classes beside honest students,
 run as a script (``python tests/_sealed_class.py PATH OUT.json``) so that the tests can run it as root and as an
 unprivileged user, through ``make grade`` (``grade``) and ``make grade-nbgrader`` (``nbgrader``).
@@ -64,19 +63,19 @@ for m in pkgutil.walk_packages(llm_lab.__path__, 'llm_lab.'):
                     LEAK = LEAK or (isinstance(out, torch.Tensor) and out.shape == (5, 5) and (torch.equal(out.bool(), right) or torch.equal(torch.isinf(out), right)))
                 except Exception:
                     pass
-""",
-    "table_at_top_level": "import llm_lab.masks as _m\n_T = {n: _m.causal_mask(n) for n in range(1, 64)}\nLEAK = True\n",
-    "asyncio_executor": "import asyncio\nasync def go():\n    return await asyncio.get_running_loop().run_in_executor(None, lambda: __import__('llm_lab').causal_mask(5))\nLEAK = asyncio.new_event_loop().run_until_complete(go()) is not None\n",
-    "subprocess_string": "import subprocess, sys\nout = subprocess.run([sys.executable, '-c', 'from llm_lab import causal_mask; print(causal_mask(3).int().tolist())'], capture_output=True, text=True, timeout=60).stdout\nLEAK = '[[0, 1, 1]' in out\n",
-    "torch_multiprocessing": "import torch.multiprocessing as mp\nctx = mp.get_context('fork')\nwith ctx.Pool(1) as pool:\n    LEAK = pool.apply(__import__('llm_lab').causal_mask, (3,)) is not None\n",
-    "rebound_builtin": "import builtins\n_imp = builtins.__import__\nllm = _imp('llm_lab')\nbuiltins.__import__ = lambda *a, **k: _imp(*a, **k)\n_get = builtins.getattr\nbuiltins.getattr = lambda o, n, *d: _get(o, n, *d)\nLEAK = callable(getattr(llm, 'causal_mask'))\nbuiltins.getattr, builtins.__import__ = _get, _imp\n",
+""",  # noqa: E501
+    "table_at_top_level": "import llm_lab.masks as _m\n_T = {n: _m.causal_mask(n) for n in range(1, 64)}\nLEAK = True\n",  # noqa: E501
+    "asyncio_executor": "import asyncio\nasync def go():\n    return await asyncio.get_running_loop().run_in_executor(None, lambda: __import__('llm_lab').causal_mask(5))\nLEAK = asyncio.new_event_loop().run_until_complete(go()) is not None\n",  # noqa: E501
+    "subprocess_string": "import subprocess, sys\nout = subprocess.run([sys.executable, '-c', 'from llm_lab import causal_mask; print(causal_mask(3).int().tolist())'], capture_output=True, text=True, timeout=60).stdout\nLEAK = '[[0, 1, 1]' in out\n",  # noqa: E501
+    "torch_multiprocessing": "import torch.multiprocessing as mp\nctx = mp.get_context('fork')\nwith ctx.Pool(1) as pool:\n    LEAK = pool.apply(__import__('llm_lab').causal_mask, (3,)) is not None\n",  # noqa: E501
+    "rebound_builtin": "import builtins\n_imp = builtins.__import__\nllm = _imp('llm_lab')\nbuiltins.__import__ = lambda *a, **k: _imp(*a, **k)\n_get = builtins.getattr\nbuiltins.getattr = lambda o, n, *d: _get(o, n, *d)\nLEAK = callable(getattr(llm, 'causal_mask'))\nbuiltins.getattr, builtins.__import__ = _get, _imp\n",  # noqa: E501
     "getattr_literal": "LEAK = callable(getattr(__import__('llm_lab'), 'causal' + '_mask'))\n",
-    "operator_route": "import operator\nLEAK = callable(operator.attrgetter('masks.causal_mask')(__import__('llm_lab')))\n",
-    "default_argument": "def _f(n, _ref=__import__('llm_lab').causal_mask):\n    return _ref(n)\nLEAK = _f(3) is not None\n",
+    "operator_route": "import operator\nLEAK = callable(operator.attrgetter('masks.causal_mask')(__import__('llm_lab')))\n",  # noqa: E501
+    "default_argument": "def _f(n, _ref=__import__('llm_lab').causal_mask):\n    return _ref(n)\nLEAK = _f(3) is not None\n",  # noqa: E501
     "conditional_expression": "_ref = __import__('llm_lab').causal_mask if True else None\nLEAK = callable(_ref)\n",
     "decorator": "@lambda f: __import__('llm_lab').masks.causal_mask\ndef _g(n):\n    pass\nLEAK = _g(3) is not None\n",
-    "code_object_copy": "import types\nref = __import__('llm_lab').causal_mask\n_h = types.FunctionType(ref.__code__, ref.__globals__, 'mine', ref.__defaults__)\nLEAK = _h(3) is not None\n",
-    "reloaded_twice": "import importlib, llm_lab.masks\nimportlib.reload(llm_lab.masks)\nimportlib.reload(llm_lab.masks)\nLEAK = hasattr(llm_lab.masks, 'causal_mask')\n",
+    "code_object_copy": "import types\nref = __import__('llm_lab').causal_mask\n_h = types.FunctionType(ref.__code__, ref.__globals__, 'mine', ref.__defaults__)\nLEAK = _h(3) is not None\n",  # noqa: E501
+    "reloaded_twice": "import importlib, llm_lab.masks\nimportlib.reload(llm_lab.masks)\nimportlib.reload(llm_lab.masks)\nLEAK = hasattr(llm_lab.masks, 'causal_mask')\n",  # noqa: E501
     "source_on_disk": """
 import time
 start, seen = time.time(), 0
@@ -96,52 +95,52 @@ for top, dirs, files in (w for start in (os.getcwd(), '/') for w in os.walk(star
             seen += 1
             if b'def causal_mask(' in blob and ('llm_lab' in p or b'BEGIN SOLUTION' in blob or b'def mask_and_renormalize(' in blob):
                 LEAK = True
-""",
-    "installed_distribution": "import importlib.metadata as md\nfor dist in md.distributions():\n    for f in dist.files or []:\n        if str(f).endswith('masks.py') and 'llm_lab' in str(f):\n            LEAK = LEAK or 'def causal_mask(' in f.read_text()\n",
-    "checkers_and_hints": "import importlib\nfor name in ('llm_lab.exercises._ex01_masks', 'llm_lab.exercises._registry', 'llm_lab.exercises.checkers'):\n    try:\n        importlib.import_module(name)\n        LEAK = True\n    except ImportError:\n        pass\nfrom llm_lab.exercises import _messages\nLEAK = LEAK or any('triu' in str(v) for v in _messages.FIXES.values())\n",
-    "live_objects": "import gc\nimport llm_lab\nLEAK = any(getattr(o, '__name__', '') == 'causal_mask' and 'llm_lab' in str(getattr(o, '__module__', '')) for o in gc.get_objects() if callable(o))\n",
-    "sys_modules_scan": "import sys\nimport llm_lab\nLEAK = any(n.startswith('llm_lab') and hasattr(m, 'causal_mask') for n, m in list(sys.modules.items()))\n",
+""",  # noqa: E501
+    "installed_distribution": "import importlib.metadata as md\nfor dist in md.distributions():\n    for f in dist.files or []:\n        if str(f).endswith('masks.py') and 'llm_lab' in str(f):\n            LEAK = LEAK or 'def causal_mask(' in f.read_text()\n",  # noqa: E501
+    "checkers_and_hints": "import importlib\nfor name in ('llm_lab.exercises._ex01_masks', 'llm_lab.exercises._registry', 'llm_lab.exercises.checkers'):\n    try:\n        importlib.import_module(name)\n        LEAK = True\n    except ImportError:\n        pass\nfrom llm_lab.exercises import _messages\nLEAK = LEAK or any('triu' in str(v) for v in _messages.FIXES.values())\n",  # noqa: E501
+    "live_objects": "import gc\nimport llm_lab\nLEAK = any(getattr(o, '__name__', '') == 'causal_mask' and 'llm_lab' in str(getattr(o, '__module__', '')) for o in gc.get_objects() if callable(o))\n",  # noqa: E501
+    "sys_modules_scan": "import sys\nimport llm_lab\nLEAK = any(n.startswith('llm_lab') and hasattr(m, 'causal_mask') for n, m in list(sys.modules.items()))\n",  # noqa: E501
 }
 
 # ---- 2. channels: one submission writes, a later one reads (and the grader's own session keyring) -----------
 _KEYCTL = (
     "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-    "def call(nr, *args):\n    return libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) if isinstance(a, int) else a for a in args])\n"
+    "def call(nr, *args):\n    return libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) if isinstance(a, int) else a for a in args])\n"  # noqa: E501
 )
 CHANNELS = {
     "chan1_keyring_write": _KEYCTL + f"call(248, b'user', b'answer', b'{TOKEN}', {len(TOKEN)}, -4)\n",  # add_key to @u
     "chan2_keyring_read": _KEYCTL
-    + "buf = ctypes.create_string_buffer(256)\nkey = call(250, 10, -4, b'user', b'answer', 0)\nLEAK = key >= 0 and call(250, 11, key, buf, 256) > 0\n",  # KEYCTL_SEARCH @u, KEYCTL_READ
+    + "buf = ctypes.create_string_buffer(256)\nkey = call(250, 10, -4, b'user', b'answer', 0)\nLEAK = key >= 0 and call(250, 11, key, buf, 256) > 0\n",  # KEYCTL_SEARCH @u, KEYCTL_READ  # noqa: E501
     "chan1_shm_write": f"open('/dev/shm/answer', 'w').write('{TOKEN}')\nopen('/tmp/answer', 'w').write('{TOKEN}')\n",
-    "chan2_shm_read": f"for p in ('/dev/shm/answer', '/tmp/answer'):\n    try:\n        LEAK = LEAK or '{TOKEN}' in open(p).read()\n    except OSError:\n        pass\n",
-    "chan1_sysv_write": "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nshm = libc.shmget(0x5EA1ED, 4096, 0o1666)\naddr = ctypes.c_void_p(libc.shmat(shm, None, 0)) if shm >= 0 else None\nif addr and addr.value not in (None, 2**64 - 1):\n    ctypes.memmove(addr, b'"
+    "chan2_shm_read": f"for p in ('/dev/shm/answer', '/tmp/answer'):\n    try:\n        LEAK = LEAK or '{TOKEN}' in open(p).read()\n    except OSError:\n        pass\n",  # noqa: E501
+    "chan1_sysv_write": "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nshm = libc.shmget(0x5EA1ED, 4096, 0o1666)\naddr = ctypes.c_void_p(libc.shmat(shm, None, 0)) if shm >= 0 else None\nif addr and addr.value not in (None, 2**64 - 1):\n    ctypes.memmove(addr, b'"  # noqa: E501
     + TOKEN
     + "', "
     + str(len(TOKEN))
     + ")\n",
-    "chan2_sysv_read": "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.shmat.restype = ctypes.c_void_p\nshm = libc.shmget(0x5EA1ED, 4096, 0o666)\nif shm >= 0:\n    addr = libc.shmat(shm, None, 0)\n    LEAK = addr not in (None, 2**64 - 1) and b'"
+    "chan2_sysv_read": "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.shmat.restype = ctypes.c_void_p\nshm = libc.shmget(0x5EA1ED, 4096, 0o666)\nif shm >= 0:\n    addr = libc.shmat(shm, None, 0)\n    LEAK = addr not in (None, 2**64 - 1) and b'"  # noqa: E501
     + TOKEN
     + "' in ctypes.string_at(addr, 64)\n",
-    "chan1_socket_listen": "import socket\ns = socket.socket(socket.AF_UNIX)\ns.bind('\\0llm-lab-answer')\ns.listen(8)\nif os.fork() == 0:\n    os.setsid()\n    import time\n    time.sleep(120)\n    os._exit(0)\n",
-    "chan2_socket_connect": "import socket\ns = socket.socket(socket.AF_UNIX)\ns.settimeout(2)\ntry:\n    s.connect('\\0llm-lab-answer')\n    LEAK = True\nexcept OSError:\n    pass\n",
+    "chan1_socket_listen": "import socket\ns = socket.socket(socket.AF_UNIX)\ns.bind('\\0llm-lab-answer')\ns.listen(8)\nif os.fork() == 0:\n    os.setsid()\n    import time\n    time.sleep(120)\n    os._exit(0)\n",  # noqa: E501
+    "chan2_socket_connect": "import socket\ns = socket.socket(socket.AF_UNIX)\ns.settimeout(2)\ntry:\n    s.connect('\\0llm-lab-answer')\n    LEAK = True\nexcept OSError:\n    pass\n",  # noqa: E501
     "grader_session_keyring": _KEYCTL
-    + "buf = ctypes.create_string_buffer(4096)\ntry:\n    LEAK = 'llm-lab-grader-secret' in open('/proc/keys').read()\nexcept OSError:\n    pass\nkey = call(250, 10, -3, b'user', b'llm-lab-grader-secret', 0)\nLEAK = LEAK or (key >= 0 and call(250, 11, key, buf, 4096) > 0)\n",  # KEYCTL_SEARCH @s, READ
+    + "buf = ctypes.create_string_buffer(4096)\ntry:\n    LEAK = 'llm-lab-grader-secret' in open('/proc/keys').read()\nexcept OSError:\n    pass\nkey = call(250, 10, -3, b'user', b'llm-lab-grader-secret', 0)\nLEAK = LEAK or (key >= 0 and call(250, 11, key, buf, 4096) > 0)\n",  # KEYCTL_SEARCH @s, READ  # noqa: E501
 }
 
 # ---- 4, 6, 8. the grader's memory, limits per submission, the grader's calls --------------------------------
 OWN = {
-    "int8_linear": "from torch import nn\nlayer = nn.Linear(1, 1)\nlayer.weight = nn.Parameter(torch.zeros(8192, 8192, dtype=torch.int8), requires_grad=False)\ndef causal_mask(num_tokens):\n    return layer\n",
+    "int8_linear": "from torch import nn\nlayer = nn.Linear(1, 1)\nlayer.weight = nn.Parameter(torch.zeros(8192, 8192, dtype=torch.int8), requires_grad=False)\ndef causal_mask(num_tokens):\n    return layer\n",  # noqa: E501
     "many_tensors": "def causal_mask(num_tokens):\n    return [torch.zeros(1) for _ in range(100_000)]\n",
-    "busy_processes": "import time\nfor _ in range(16):\n    if os.fork() == 0:\n        end = time.time() + 60\n        while time.time() < end:\n            pass\n        os._exit(0)\n",
-    "memory_together": "import time\nfor _ in range(4):\n    if os.fork() == 0:\n        try:\n            b = bytearray(2**30)\n            for i in range(0, len(b), 4096):\n                b[i] = 1\n            time.sleep(60)\n        finally:\n            os._exit(0)\n",
-    "spinning_threads": "import threading, time\ndef spin():\n    end = time.time() + 60\n    while time.time() < end:\n        pass\nfor _ in range(64):\n    threading.Thread(target=spin, daemon=True).start()\n",
+    "busy_processes": "import time\nfor _ in range(16):\n    if os.fork() == 0:\n        end = time.time() + 60\n        while time.time() < end:\n            pass\n        os._exit(0)\n",  # noqa: E501
+    "memory_together": "import time\nfor _ in range(4):\n    if os.fork() == 0:\n        try:\n            b = bytearray(2**30)\n            for i in range(0, len(b), 4096):\n                b[i] = 1\n            time.sleep(60)\n        finally:\n            os._exit(0)\n",  # noqa: E501
+    "spinning_threads": "import threading, time\ndef spin():\n    end = time.time() + 60\n    while time.time() < end:\n        pass\nfor _ in range(64):\n    threading.Thread(target=spin, daemon=True).start()\n",  # noqa: E501
     "stdin_read": "answer = input('the answer? ')\n",
     "sigint_ignored_loop": "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n",
     "hard_exit": "os._exit(0)\n",
     "huge_exception": "def causal_mask(num_tokens):\n    raise ValueError('x' * 50_000_000)\n",
     "recursion_crash": "import sys\nsys.setrecursionlimit(10**7)\ndef f(n):\n    return f(n + 1) + 1\nf(0)\n",
-    "descriptors_taken": "import resource\nfiles = []\ntry:\n    while True:\n        files.append(open('/dev/null'))\nexcept OSError:\n    pass\n",
-    "tmp_filled": "try:\n    with open('/tmp/fill', 'wb') as f:\n        while True:\n            f.write(b'x' * 2**20)\nexcept OSError:\n    pass\n",
+    "descriptors_taken": "import resource\nfiles = []\ntry:\n    while True:\n        files.append(open('/dev/null'))\nexcept OSError:\n    pass\n",  # noqa: E501
+    "tmp_filled": "try:\n    with open('/tmp/fill', 'wb') as f:\n        while True:\n            f.write(b'x' * 2**20)\nexcept OSError:\n    pass\n",  # noqa: E501
 }
 CLASSES = {
     "reach": sorted(REACH),

@@ -161,9 +161,8 @@ def points(exercise: str) -> int:
         import llm_lab.exercises as ex  # lazily: the tools also handle notebooks without importing torch
     except ImportError:  # a half-edited checker package must not stop the builder
         return DEFAULT_POINTS
-    registry = getattr(ex, "REGISTRY", None) or getattr(ex, "EXERCISES", None)
-    entry = registry.get(exercise) if isinstance(registry, dict) else None
-    return int(getattr(entry, "points", None) or DEFAULT_POINTS)
+    entry = ex.REGISTRY.get(exercise)
+    return entry.points if entry is not None else DEFAULT_POINTS
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,7 @@ PRESETS = {
 
 
 @dataclass
-class Result:
+class Measurement:
     """One contestant at one length: its times (seconds per step) and memory."""
 
     key: str
@@ -141,8 +141,8 @@ def outputs_match(ref, modules, x, atol=1e-5, rtol=1e-4) -> dict:
         return {k: bool(torch.allclose(m.eval()(x), want, atol=atol, rtol=rtol)) for k, m in modules.items()}
 
 
-def measure(settings: BenchSettings, num_tokens: int, device="cpu") -> dict[str, Result]:
-    """Time and memory of every contestant at one length: ``{key: Result}``, in registry order."""
+def measure(settings: BenchSettings, num_tokens: int, device="cpu") -> dict[str, Measurement]:
+    """Time and memory of every contestant at one length: ``{key: Measurement}``, in registry order."""
     device = torch.device(device)
     s = settings
     threads = torch.get_num_threads()
@@ -154,7 +154,7 @@ def measure(settings: BenchSettings, num_tokens: int, device="cpu") -> dict[str,
         torch.set_num_threads(threads)
 
 
-def _measure(s: BenchSettings, num_tokens: int, device: torch.device) -> dict[str, Result]:
+def _measure(s: BenchSettings, num_tokens: int, device: torch.device) -> dict[str, Measurement]:
     if s.clock == "cpu" and (device.type != "cpu" or s.threads != 1):
         raise ValueError(
             f"clock='cpu' times the calling thread's CPU time, which counts a step only on a CPU device with "
@@ -167,7 +167,7 @@ def _measure(s: BenchSettings, num_tokens: int, device: torch.device) -> dict[st
     grad = torch.randn(s.batch, num_tokens, s.d)
     equal = outputs_match(ref, modules, x)
     x, grad, ref = x.to(device), grad.to(device), ref.to(device)
-    results = {k: Result(k, equal[k], statistic=s.statistic) for k in modules}
+    results = {k: Measurement(k, equal[k], statistic=s.statistic) for k in modules}
     warm = min(num_tokens, s.warmup_tokens)
     small_x, small_grad = x[:, :warm].contiguous(), grad[:, :warm].contiguous()
     for k, m in modules.items():
@@ -191,12 +191,12 @@ def _measure(s: BenchSettings, num_tokens: int, device: torch.device) -> dict[st
     return results
 
 
-def sweep(settings: BenchSettings, device="cpu") -> dict[int, dict[str, Result]]:
-    """``{T: {key: Result}}`` for every length of the settings."""
+def sweep(settings: BenchSettings, device="cpu") -> dict[int, dict[str, Measurement]]:
+    """``{T: {key: Measurement}}`` for every length of the settings."""
     return {t: measure(settings, t, device) for t in settings.lengths}
 
 
-def ratios(results: dict[str, Result], baseline: str = BASELINE) -> dict[str, float]:
+def ratios(results: dict[str, Measurement], baseline: str = BASELINE) -> dict[str, float]:
     """Each contestant's time (median or minimum, as measured) over the baseline's (the bare SDPA call)."""
     if baseline not in results:
         raise ValueError(f"the baseline {baseline!r} was not measured; measured: {list(results)}")
@@ -235,7 +235,7 @@ def _mib(n) -> str:
     return "n/a" if n is None else f"{n / 2**20:,.1f}"
 
 
-def table(results: dict[str, Result], labels: bool = True) -> list[str]:
+def table(results: dict[str, Measurement], labels: bool = True) -> list[str]:
     """A markdown table, fastest first: allclose, time (median or minimum), ratio to the baseline, memory."""
     r = ratios(results)
     has_peak = any(x.peak_bytes is not None for x in results.values())
@@ -252,7 +252,7 @@ def table(results: dict[str, Result], labels: bool = True) -> list[str]:
     return rows
 
 
-def plot_sweep(sweep_results: dict[int, dict[str, Result]], title: str = "", lang: str = "en"):
+def plot_sweep(sweep_results: dict[int, dict[str, Measurement]], title: str = "", lang: str = "en"):
     """Two panels against T, log-log: time per step (median or minimum) and bytes saved for backward; one legend.
 
     ``lang``: the language of the axis names and the legend's title ("en" or "zh").

@@ -183,7 +183,7 @@ class WrapperAttention(nn.Module):
         return self.out_proj(self.wrapper(x))
 
 
-def _own(cls):
+def _book_layer(cls):
     """llm_lab's classes take (d_in, d_out, context_length, dropout, num_heads) and share the reference's state_dict."""
 
     def build(d_in, d_out, context_length, num_heads):
@@ -212,11 +212,11 @@ BASELINE = "sdpa"
 
 CONTESTANTS: dict[str, Contestant] = {
     "wrapper": Contestant("llm_lab.MultiHeadAttentionWrapper + out_proj", WrapperAttention, True),
-    "manual": Contestant("llm_lab.MultiHeadAttention (explicit softmax)", _own(MultiHeadAttention), True),
+    "manual": Contestant("llm_lab.MultiHeadAttention (explicit softmax)", _book_layer(MultiHeadAttention), True),
     "combined_qkv": Contestant("one Linear(d_in, 3*d_out), explicit softmax", CombinedQKVAttention, True),
     "einsum": Contestant("einsum projections and products", EinsumAttention, True),
     "fused": Contestant(
-        "llm_lab.FusedMultiHeadAttention (SDPA)", _own(FusedMultiHeadAttention), False, same_as=BASELINE
+        "llm_lab.FusedMultiHeadAttention (SDPA)", _book_layer(FusedMultiHeadAttention), False, same_as=BASELINE
     ),
     "sdpa": Contestant("3 Linear + F.scaled_dot_product_attention + Linear", SDPAAttention, False),
     "sdpa_math": Contestant(

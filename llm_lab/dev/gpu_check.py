@@ -22,8 +22,6 @@ from pathlib import Path
 
 import torch
 
-from llm_lab.exercises._messages import LANGUAGES  # the package's copy of tools.course.LANGS
-
 NO_GPU = (
     "gpu_check: no CUDA GPU visible to torch (torch.cuda.is_available() is False), nothing was run; "
     "on Colab choose Runtime > Change runtime type > GPU and run again."
@@ -93,6 +91,10 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="llm-lab-gpu-check-") as tmp:
         tmp = Path(tmp)
         if args.fetch:
+            # the package's copy of tools.course.LANGS; imported here, where it is used: the grader's sealed copy of
+            # llm_lab offers no more of the exercises package than its kernel needs
+            from llm_lab.exercises import LANGUAGES
+
             clone = fetch(*args.fetch, tmp)
             paths = [clone / "notebooks" / lang for lang in LANGUAGES]  # the learner versions
             paths += [p for p in (clone / "notebooks" / "instructor" / lang for lang in LANGUAGES) if p.is_dir()]

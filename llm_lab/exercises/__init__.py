@@ -25,6 +25,9 @@ only when the same mistake comes back in the same exercise (state kept per kerne
   (``points`` if passed), ``passed``, ``line`` (icon + message). ``"reference"``: the object is, subclasses,
   wraps or calls llm_lab's own reference (``llm_lab.MultiHeadAttention`` handed in, a function that returns
   ``llm_lab.causal_mask(n)``); the message says so; it scores 0.
+- ``LANGUAGES`` (the languages of the messages, the course's list); ``uninstrumented()``, a context manager
+  under which checks run without their observer, reference watch and time limit (the benchmark of what that
+  instrumentation costs uses it; grading never does).
 - ``points(exercise) -> int``; ``EXERCISES`` (names, in notebook order); ``REGISTRY`` (name -> ``Exercise``
   record: ``notebook``, ``points``, ``takes`` (``"function"``/``"class"``), ``signature``, ``hints``, ...);
   ``exercises_of(notebook)`` (names for ``"05"``); ``HINTS`` (every mistake id with a message).
@@ -39,21 +42,17 @@ its end first). A real Ctrl-C (or Jupyter's stop button, or nbclient's cell time
 so the user can always stop a cell; a ``KeyboardInterrupt`` or ``SystemExit`` raised by the learner's code itself
 is caught and reported. ``evaluate(exercise, obj)`` is ``grade`` in the current ``set_language`` language.
 
-**Adding an exercise** touches one module, its solutions in the tests and one ``.nbsrc``: append an ``Exercise``
-record (its body, points, signature, hints) to ``RECORDS`` in ``_exNN_<concept>.py``, with the hint texts no other
-module uses in its ``MODULE_MESSAGES`` / ``MODULE_FIXES`` (a new notebook: a new ``_exNN_*.py``, found by its name);
-a correct solution in ``SOLUTIONS`` and the planted mistakes in ``PLANTED`` of
-``tests/exercises/solutions_exNN_<concept>.py`` (the generic checks in ``tests/exercises/test_exercises.py`` find
-them through the registry); and the cells in
-``notebooks/src/NN_slug.exercises.nbsrc``; then ``python -m tools.authoring.checker_defs`` writes ``check_<name>``
-into ``checkers.py`` (plain functions an IDE sees). ``__all__``, the notebook's grading and nbgrader metadata follow
-from the record and the cell tags.
+**Adding an exercise**: the checklist in docs/architecture.md ("Add an exercise"); ``check_<name>``,
+``__all__``, the notebook's grading and nbgrader metadata follow from the record and the cell tags.
 """
 
 from __future__ import annotations
 
+import contextlib
+
+from . import _harness
 from ._core import STATUSES, CheckResult, Exercise, get_language, known_language, set_language, word
-from ._messages import MESSAGES
+from ._messages import LANGUAGES, MESSAGES
 from ._registry import REGISTRY, record, run_check
 from .grading import autograde_guard
 from .grading.autograde_guard import audit, fresh
@@ -97,6 +96,23 @@ def tampered_note(patched: list[str], lang: str | None = None) -> str:
     return word("tampered", known_language(lang or get_language()), names=", ".join(patched))
 
 
+@contextlib.contextmanager
+def uninstrumented():
+    """Checks without their observer, reference watch and time limit: what the learner's code costs on its own,
+    for ``benchmarks/checker_overhead.py``, which measures that instrumentation. Never for grading."""
+    off = {
+        "_observing": lambda r, on: contextlib.nullcontext(),
+        "_watching": lambda r, observed=False: contextlib.nullcontext(),
+        "_time_limit": lambda r, case: contextlib.nullcontext(),
+    }
+    saved = {name: getattr(_harness, name) for name in off}
+    vars(_harness).update(off)
+    try:
+        yield
+    finally:
+        vars(_harness).update(saved)
+
+
 def reset_hints() -> None:
     """Forget which mistakes were already hinted: the next ❌ of each names the concept only again."""
     _seen.clear()
@@ -120,12 +136,12 @@ def check(exercise: str, obj) -> None:
 from . import checkers  # noqa: E402  (after check: the checkers call it)
 from .checkers import *  # noqa: E402, F403  (check_<name> for every exercise, generated from the records)
 
-_CHECKS = {name: getattr(checkers, name) for name in checkers.__all__}
 autograde_guard.remember(__name__)
 
 __all__ = [
     "EXERCISES",
     "HINTS",
+    "LANGUAGES",
     "REGISTRY",
     "STATUSES",
     "TIMEOUT",
@@ -142,5 +158,6 @@ __all__ = [
     "reset_hints",
     "set_language",
     "tampered_note",
+    "uninstrumented",
 ]
 __all__ += checkers.__all__

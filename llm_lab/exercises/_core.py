@@ -144,6 +144,15 @@ class TimedOut(Fail):
         super().__init__("timeout", seconds=f"{seconds:g}", case=case)
 
 
+class Remote:
+    """An object whose calls run in another process (``grading.proxies.Proxy``, the learner's object in a
+    sandboxed kernel): ``_harness.call`` sends a call on one there through ``call_in_kernel`` instead of running it.
+    Defined here, not in ``grading``, so that the harness needs nothing of the grading package (no import circle)."""
+
+    def call_in_kernel(self, args: tuple, kwargs: dict, *, case: str, seed, timeout, observe: bool) -> dict:
+        raise NotImplementedError
+
+
 class NotImplementedYet(Exception):
     """The learner's code still raises ``NotImplementedError``."""
 

@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (the bilingual messages read better unbroken)
 """Notebook 00: sliding-window causal weights, the lesson's causal softmax with a window of the recent past."""
 
 from __future__ import annotations
@@ -85,8 +84,8 @@ _MESSAGES = {
         "zh": "{title}：对角线是 0：词元必须看得到它自己，它是窗口里的最后一个键（输入：{case}）。",
     },
     "window_inverted": {
-        "en": "{title}: the mask is inverted (input: {case}): the weight falls on the keys outside the window, and the window itself (the token and the window - 1 before it) gets 0.",
-        "zh": "{title}：遮蔽反了（输入：{case}）：权重落在了窗口之外的键上，窗口本身（词元自己和它之前的 window - 1 个）却是 0。",
+        "en": "{title}: the mask is inverted (input: {case}): the weight falls on the keys outside the window, and the window itself (the token and the window - 1 before it) gets 0.",  # noqa: E501
+        "zh": "{title}：遮蔽反了（输入：{case}）：权重落在了窗口之外的键上，窗口本身（词元自己和它之前的 window - 1 个）却是 0。",  # noqa: E501
     },
     "window_sees_future": {
         "en": "{title}: the window reaches into the future: keys after the query get weight (input: {case}).",
@@ -116,8 +115,8 @@ _FIXES = {
         "zh": "窗口只在一侧：只保留满足 `i - window < j <= i` 的键 j。",
     },
     "window_inverted": {
-        "en": "Hide what is outside the window: `scores.masked_fill(~visible, float('-inf'))` with `visible` True for keys `i - window < j <= i`.",
-        "zh": "遮住窗口之外的位置：`scores.masked_fill(~visible, float('-inf'))`，其中 `visible` 在 `i - window < j <= i` 的键上为 True。",
+        "en": "Hide what is outside the window: `scores.masked_fill(~visible, float('-inf'))` with `visible` True for keys `i - window < j <= i`.",  # noqa: E501
+        "zh": "遮住窗口之外的位置：`scores.masked_fill(~visible, float('-inf'))`，其中 `visible` 在 `i - window < j <= i` 的键上为 True。",  # noqa: E501
     },
     "window_excludes_self": {
         "en": "Slice up to and including i: `scores[i, start : i + 1]`.",

@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (its hint texts: Chinese characters count double toward the line length; unbroken they read better)
 """Notebook 01: the causal mask and the manual renormalization."""
 
 from __future__ import annotations

@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (the bilingual messages read better unbroken)
 """Notebook 02: the -inf trick on packed documents (a causal mask with document boundaries), key padding and
 fully masked rows."""
 
@@ -151,8 +150,8 @@ def body_causal_softmax(fn) -> list[str]:
 _PACKED_HIDDEN = "hidden = future | (doc_ids.unsqueeze(-1) != doc_ids.unsqueeze(-2))"
 _PACKED_MESSAGES = {
     "documents_ignored": {
-        "en": "{title}: a query still attends to the earlier documents packed into its window (input: {case}): only the future is hidden. A key whose doc_ids differs from the query's must get weight 0 too.",
-        "zh": "{title}：查询仍然关注打包进同一窗口的前面的文档（输入：{case}）：只有未来被隐藏了。doc_ids 与查询不同的键，权重也必须为 0。",
+        "en": "{title}: a query still attends to the earlier documents packed into its window (input: {case}): only the future is hidden. A key whose doc_ids differs from the query's must get weight 0 too.",  # noqa: E501
+        "zh": "{title}：查询仍然关注打包进同一窗口的前面的文档（输入：{case}）：只有未来被隐藏了。doc_ids 与查询不同的键，权重也必须为 0。",  # noqa: E501
     },
 }
 _PACKED_FIXES = {
@@ -161,8 +160,8 @@ _PACKED_FIXES = {
         "zh": f"把其他文档的键也隐藏：`{_PACKED_HIDDEN}`，再 `masked_fill(hidden, float('-inf'))`。",
     },
     "batch_dims": {
-        "en": "Count dimensions from the end: `transpose(-2, -1)`, `doc_ids.unsqueeze(-1)` and `doc_ids.unsqueeze(-2)`, so each sequence uses its own doc_ids.",
-        "zh": "从末尾数维度：`transpose(-2, -1)`、`doc_ids.unsqueeze(-1)` 和 `doc_ids.unsqueeze(-2)`，这样每个序列用的是它自己的 doc_ids。",
+        "en": "Count dimensions from the end: `transpose(-2, -1)`, `doc_ids.unsqueeze(-1)` and `doc_ids.unsqueeze(-2)`, so each sequence uses its own doc_ids.",  # noqa: E501
+        "zh": "从末尾数维度：`transpose(-2, -1)`、`doc_ids.unsqueeze(-1)` 和 `doc_ids.unsqueeze(-2)`，这样每个序列用的是它自己的 doc_ids。",  # noqa: E501
     },
 }
 

@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (the bilingual messages read better unbroken)
 """Notebook 03: inverted dropout by hand."""
 
 from __future__ import annotations
@@ -96,8 +95,8 @@ MODULE_MESSAGES = {
         "zh": "{title}：训练模式下 p={p}，却没有任何值被丢弃，输出与输入完全相同。",
     },
     "dropout_builtin": {
-        "en": "{title}: right values, but with `{ref}`, torch's own dropout: this exercise writes dropout by hand (no nn.Dropout, F.dropout or torch.dropout), from a random mask and the 1/(1-p) scale.",
-        "zh": "{title}：数值是对的，但用了 torch 自带的丢弃 `{ref}`：这道练习要求手写 dropout（不用 nn.Dropout、F.dropout 或 torch.dropout），用随机的丢弃掩码和 1/(1-p) 缩放来实现。",
+        "en": "{title}: right values, but with `{ref}`, torch's own dropout: this exercise writes dropout by hand (no nn.Dropout, F.dropout or torch.dropout), from a random mask and the 1/(1-p) scale.",  # noqa: E501
+        "zh": "{title}：数值是对的，但用了 torch 自带的丢弃 `{ref}`：这道练习要求手写 dropout（不用 nn.Dropout、F.dropout 或 torch.dropout），用随机的丢弃掩码和 1/(1-p) 缩放来实现。",  # noqa: E501
     },
 }
 MODULE_FIXES = {

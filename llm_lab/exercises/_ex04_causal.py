@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (the bilingual messages read better unbroken)
 """Notebook 04: a compact causal attention class (exercise 2: with an additive mask buffer; exercise 4: the
 masked_fill class fixed)."""
 
@@ -141,34 +140,34 @@ def body_additive_attention(cls) -> list[str]:
     return body_causal_attention(cls, additive=True)
 
 
-_REGISTER = "self.register_buffer(\"mask\", torch.triu(torch.full((context_length, context_length), float('-inf')), diagonal=1))"
+_REGISTER = "self.register_buffer(\"mask\", torch.triu(torch.full((context_length, context_length), float('-inf')), diagonal=1))"  # noqa: E501
 _ADD = "attn_scores = attn_scores + self.mask[:num_tokens, :num_tokens]"
 _ADDITIVE_MESSAGES = {
     "additive_uses_masked_fill": {
-        "en": "{title}: right values, but forward calls `{ref}` (input: {case}); the statement rules out `masked_fill` and `torch.where` anywhere in forward, also as a NaN guard (`torch.nan_to_num` and `clamp` are fine): store an additive mask (0 where a query may look, -inf in the future) and add it to the scores.",
-        "zh": "{title}：数值是对的，但 forward 调用了 `{ref}`（输入：{case}）；题目排除 forward 里任何地方的 `masked_fill` 和 `torch.where`，用作 NaN 保护也不行（`torch.nan_to_num` 和 `clamp` 可以）：保存一个加性遮蔽（可以看的位置为 0，未来为 -inf），并把它加到分数上。",
+        "en": "{title}: right values, but forward calls `{ref}` (input: {case}); the statement rules out `masked_fill` and `torch.where` anywhere in forward, also as a NaN guard (`torch.nan_to_num` and `clamp` are fine): store an additive mask (0 where a query may look, -inf in the future) and add it to the scores.",  # noqa: E501
+        "zh": "{title}：数值是对的，但 forward 调用了 `{ref}`（输入：{case}）；题目排除 forward 里任何地方的 `masked_fill` 和 `torch.where`，用作 NaN 保护也不行（`torch.nan_to_num` 和 `clamp` 可以）：保存一个加性遮蔽（可以看的位置为 0，未来为 -inf），并把它加到分数上。",  # noqa: E501
     },
     "mask_not_buffer": {
-        "en": "{title}: no registered buffer holds the ({n}, {n}) causal mask (context_length={n}): a plain tensor attribute stays on the CPU after `.to(device)` and is missing from `state_dict`; register it with `self.register_buffer(...)`.",
-        "zh": "{title}：没有任何已注册的缓冲区保存 ({n}, {n}) 的因果遮蔽（context_length={n}）：普通的张量属性在 `.to(device)` 之后仍留在 CPU 上，也不在 `state_dict` 里；请用 `self.register_buffer(...)` 注册它。",
+        "en": "{title}: no registered buffer holds the ({n}, {n}) causal mask (context_length={n}): a plain tensor attribute stays on the CPU after `.to(device)` and is missing from `state_dict`; register it with `self.register_buffer(...)`.",  # noqa: E501
+        "zh": "{title}：没有任何已注册的缓冲区保存 ({n}, {n}) 的因果遮蔽（context_length={n}）：普通的张量属性在 `.to(device)` 之后仍留在 CPU 上，也不在 `state_dict` 里；请用 `self.register_buffer(...)` 注册它。",  # noqa: E501
     },
     "mask_is_parameter": {
-        "en": "{title}: the mask `{name}` is an nn.Parameter: the optimizer would get it as context_length² trainable numbers, though it is a constant; register it as a buffer with `self.register_buffer(...)`.",
-        "zh": "{title}：遮蔽 `{name}` 是一个 nn.Parameter：优化器会把它当成 context_length² 个可训练的数，而它其实是常量；请用 `self.register_buffer(...)` 把它注册为缓冲区。",
+        "en": "{title}: the mask `{name}` is an nn.Parameter: the optimizer would get it as context_length² trainable numbers, though it is a constant; register it as a buffer with `self.register_buffer(...)`.",  # noqa: E501
+        "zh": "{title}：遮蔽 `{name}` 是一个 nn.Parameter：优化器会把它当成 context_length² 个可训练的数，而它其实是常量；请用 `self.register_buffer(...)` 把它注册为缓冲区。",  # noqa: E501
     },
     "mask_not_additive": {
-        "en": "{title}: the buffer `{name}` ({got}) is not the additive mask: that one is float, 0 on and below the diagonal and -inf above it, and forward adds it to the scores.",
-        "zh": "{title}：缓冲区 `{name}`（{got}）不是加性遮蔽：加性遮蔽是浮点张量，对角线及其以下为 0，对角线以上为 -inf，forward 把它加到分数上。",
+        "en": "{title}: the buffer `{name}` ({got}) is not the additive mask: that one is float, 0 on and below the diagonal and -inf above it, and forward adds it to the scores.",  # noqa: E501
+        "zh": "{title}：缓冲区 `{name}`（{got}）不是加性遮蔽：加性遮蔽是浮点张量，对角线及其以下为 0，对角线以上为 -inf，forward 把它加到分数上。",  # noqa: E501
     },
     "additive_mask_01": {
-        "en": "{title}: the mask added to the scores holds 0 and 1 (input: {case}): adding 1 barely changes a score, so the future stays visible; an additive mask holds 0 where a query may look and -inf in the future.",
-        "zh": "{title}：加到分数上的遮蔽只含 0 和 1（输入：{case}）：加 1 几乎不改变分数，未来仍然可见；加性遮蔽在可以看的位置为 0，在未来为 -inf。",
+        "en": "{title}: the mask added to the scores holds 0 and 1 (input: {case}): adding 1 barely changes a score, so the future stays visible; an additive mask holds 0 where a query may look and -inf in the future.",  # noqa: E501
+        "zh": "{title}：加到分数上的遮蔽只含 0 和 1（输入：{case}）：加 1 几乎不改变分数，未来仍然可见；加性遮蔽在可以看的位置为 0，在未来为 -inf。",  # noqa: E501
     },
 }
 _ADDITIVE_FIXES = {
     "additive_uses_masked_fill": {
         "en": f"In `forward`: `{_ADD}`, no `masked_fill` or `torch.where` (`torch.nan_to_num` or `clamp` for a guard).",
-        "zh": f"在 `forward` 里写 `{_ADD}`，不用 `masked_fill` 或 `torch.where`（需要保护时用 `torch.nan_to_num` 或 `clamp`）。",
+        "zh": f"在 `forward` 里写 `{_ADD}`，不用 `masked_fill` 或 `torch.where`（需要保护时用 `torch.nan_to_num` 或 `clamp`）。",  # noqa: E501
     },
     "mask_not_buffer": {"en": f"In `__init__`: `{_REGISTER}`.", "zh": f"在 `__init__` 里写 `{_REGISTER}`。"},
     "mask_is_parameter": {"en": f"In `__init__`: `{_REGISTER}`.", "zh": f"在 `__init__` 里写 `{_REGISTER}`。"},

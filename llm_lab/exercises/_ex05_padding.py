@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (the bilingual messages read better unbroken)
 """Notebook 05 (transfer): causal attention per head that also hides padded keys, a (B, T) key padding mask
 broadcast over (B, nh, T, T) scores; a query with no visible key gets zeros."""
 
@@ -89,8 +88,8 @@ def body_padded_attention(fn) -> list[str]:
 
 _PADDED_MESSAGES = {
     "padding_heads_axis": {
-        "en": "{title}: the padding mask lines up with the heads instead of the batch (input: {case}): a (B, T) mask needs two new axes to broadcast over (B, nh, T, T) scores.",
-        "zh": "{title}：填充遮蔽对齐到了“头”的维度而不是批次维度（输入：{case}）：(B, T) 的遮蔽需要增加两个新轴，才能在 (B, nh, T, T) 的分数上正确广播。",
+        "en": "{title}: the padding mask lines up with the heads instead of the batch (input: {case}): a (B, T) mask needs two new axes to broadcast over (B, nh, T, T) scores.",  # noqa: E501
+        "zh": "{title}：填充遮蔽对齐到了“头”的维度而不是批次维度（输入：{case}）：(B, T) 的遮蔽需要增加两个新轴，才能在 (B, nh, T, T) 的分数上正确广播。",  # noqa: E501
     },
 }
 _PADDED_FIXES = {
@@ -100,12 +99,12 @@ _PADDED_FIXES = {
     },
     # 02's `key_padding_mask.unsqueeze(-2)` is (B, 1, T): against (B, nh, T, T) scores it lines up with the heads
     "padding_ignored": {
-        "en": "`hidden = causal | key_padding_mask[:, None, None, :]`: shape (B, 1, 1, T), the padded key columns of every head and every query.",
-        "zh": "`hidden = causal | key_padding_mask[:, None, None, :]`：形状为 (B, 1, 1, T)，在每个头、每个查询里遮蔽填充的键（列）。",
+        "en": "`hidden = causal | key_padding_mask[:, None, None, :]`: shape (B, 1, 1, T), the padded key columns of every head and every query.",  # noqa: E501
+        "zh": "`hidden = causal | key_padding_mask[:, None, None, :]`：形状为 (B, 1, 1, T)，在每个头、每个查询里遮蔽填充的键（列）。",  # noqa: E501
     },
     "padding_wrong_axis": {
-        "en": "Put the new axes before the keys: `key_padding_mask[:, None, None, :]` (B, 1, 1, T) hides columns, `[:, None, :, None]` hides rows.",
-        "zh": "新轴要加在键的维度之前：`key_padding_mask[:, None, None, :]`（形状 (B, 1, 1, T)）遮蔽的是列，`[:, None, :, None]` 遮蔽的是行。",
+        "en": "Put the new axes before the keys: `key_padding_mask[:, None, None, :]` (B, 1, 1, T) hides columns, `[:, None, :, None]` hides rows.",  # noqa: E501
+        "zh": "新轴要加在键的维度之前：`key_padding_mask[:, None, None, :]`（形状 (B, 1, 1, T)）遮蔽的是列，`[:, None, :, None]` 遮蔽的是行。",  # noqa: E501
     },
 }
 

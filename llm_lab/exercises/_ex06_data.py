@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (the bilingual messages read better unbroken)
 """Notebook 06: sliding windows that never cross an <|endoftext|> boundary, and the next-token loss from raw scores."""
 
 from __future__ import annotations
@@ -125,7 +124,7 @@ def body_document_windows(fn) -> list[str]:
     cases, runs, wrong = [], [], None
     for lengths, closed, max_length, stride in DOC_CASES:
         ids = _stream(g, lengths, closed)
-        case = f"documents of {'+'.join(str(n + (closed or i < len(lengths) - 1)) for i, n in enumerate(lengths))}{'' if closed else ' (the last without <|endoftext|>)'} tokens, max_length={max_length}, stride={stride}"
+        case = f"documents of {'+'.join(str(n + (closed or i < len(lengths) - 1)) for i, n in enumerate(lengths))}{'' if closed else ' (the last without <|endoftext|>)'} tokens, max_length={max_length}, stride={stride}"  # noqa: E501
         token_ids = list(ids)
         try:
             out = call(fn, token_ids, max_length, stride, case=case)
@@ -235,44 +234,44 @@ def body_next_token_loss(fn) -> list[str]:
 
 _MESSAGES = {
     "ids_not_int64": {
-        "en": "{title}: the values are right but the dtype is {got} (input: {case}); token ids are int64 (torch.long), as the dataset and nn.Embedding's usual input.",
-        "zh": "{title}：数值是对的，但数据类型是 {got}（输入：{case}）；词元 ID 应为 int64（torch.long），与数据集和 nn.Embedding 的常规输入一致。",
+        "en": "{title}: the values are right but the dtype is {got} (input: {case}); token ids are int64 (torch.long), as the dataset and nn.Embedding's usual input.",  # noqa: E501
+        "zh": "{title}：数值是对的，但数据类型是 {got}（输入：{case}）；词元 ID 应为 int64（torch.long），与数据集和 nn.Embedding 的常规输入一致。",  # noqa: E501
     },
     "window_crosses_document": {
-        "en": "{title}: some windows run across an <|endoftext|> into the next document (input: {case}): the windows were cut from the whole stream. Cut each document on its own.",
-        "zh": "{title}：有些窗口越过 <|endoftext|> 伸进了下一篇文档（输入：{case}）：窗口是在整个词元流上切的。应当对每篇文档单独切窗口。",
+        "en": "{title}: some windows run across an <|endoftext|> into the next document (input: {case}): the windows were cut from the whole stream. Cut each document on its own.",  # noqa: E501
+        "zh": "{title}：有些窗口越过 <|endoftext|> 伸进了下一篇文档（输入：{case}）：窗口是在整个词元流上切的。应当对每篇文档单独切窗口。",  # noqa: E501
     },
     "target_crosses_document": {
-        "en": "{title}: the inputs stay inside their document, but the last window's final target is the next document's first token (input: {case}): a window needs max_length + 1 tokens of its own document, inputs plus the next-token target.",
-        "zh": "{title}：输入都在自己的文档里，但最后一个窗口的最后一个目标是下一篇文档的第一个词元（输入：{case}）：一个窗口需要本文档的 max_length + 1 个词元，即输入再加上下一个词元作为目标。",
+        "en": "{title}: the inputs stay inside their document, but the last window's final target is the next document's first token (input: {case}): a window needs max_length + 1 tokens of its own document, inputs plus the next-token target.",  # noqa: E501
+        "zh": "{title}：输入都在自己的文档里，但最后一个窗口的最后一个目标是下一篇文档的第一个词元（输入：{case}）：一个窗口需要本文档的 max_length + 1 个词元，即输入再加上下一个词元作为目标。",  # noqa: E501
     },
     "separator_dropped": {
-        "en": "{title}: the <|endoftext|> tokens were dropped (input: {case}); each one ends the document before it and stays in it, as its last target: the model learns where a text ends.",
-        "zh": "{title}：把 <|endoftext|> 词元丢掉了（输入：{case}）；每个 <|endoftext|> 结束它前面的那篇文档，并留在那篇文档里作为最后一个目标：模型要学会一段文本在哪里结束。",
+        "en": "{title}: the <|endoftext|> tokens were dropped (input: {case}); each one ends the document before it and stays in it, as its last target: the model learns where a text ends.",  # noqa: E501
+        "zh": "{title}：把 <|endoftext|> 词元丢掉了（输入：{case}）；每个 <|endoftext|> 结束它前面的那篇文档，并留在那篇文档里作为最后一个目标：模型要学会一段文本在哪里结束。",  # noqa: E501
     },
     "separator_starts_document": {
-        "en": "{title}: each <|endoftext|> was put at the start of the next document (input: {case}); it ends the document before it: split after it, not before.",
-        "zh": "{title}：把每个 <|endoftext|> 放到了下一篇文档的开头（输入：{case}）；它结束的是前面那篇文档：应当在它之后切开，而不是在它之前。",
+        "en": "{title}: each <|endoftext|> was put at the start of the next document (input: {case}); it ends the document before it: split after it, not before.",  # noqa: E501
+        "zh": "{title}：把每个 <|endoftext|> 放到了下一篇文档的开头（输入：{case}）；它结束的是前面那篇文档：应当在它之后切开，而不是在它之前。",  # noqa: E501
     },
     "stride_across_documents": {
-        "en": "{title}: the window starts step by stride over the whole stream (input: {case}); each document starts its own windows at its first token: 0, stride, 2 * stride, ... within the document.",
-        "zh": "{title}：窗口起点是在整个词元流上按步幅推进的（输入：{case}）；每篇文档都从自己的第一个词元开始切窗口：在文档内部依次是 0、stride、2 * stride……",
+        "en": "{title}: the window starts step by stride over the whole stream (input: {case}); each document starts its own windows at its first token: 0, stride, 2 * stride, ... within the document.",  # noqa: E501
+        "zh": "{title}：窗口起点是在整个词元流上按步幅推进的（输入：{case}）；每篇文档都从自己的第一个词元开始切窗口：在文档内部依次是 0、stride、2 * stride……",  # noqa: E501
     },
     "missing_last_window": {
-        "en": "{title}: a document lost its last window (input: {case}): a window fits while its start + max_length + 1 <= the document's length.",
-        "zh": "{title}：有一篇文档少了最后一个窗口（输入：{case}）：只要起点 + max_length + 1 <= 文档长度，窗口就放得下。",
+        "en": "{title}: a document lost its last window (input: {case}): a window fits while its start + max_length + 1 <= the document's length.",  # noqa: E501
+        "zh": "{title}：有一篇文档少了最后一个窗口（输入：{case}）：只要起点 + max_length + 1 <= 文档长度，窗口就放得下。",  # noqa: E501
     },
     "one_window_document_skipped": {
-        "en": "{title}: a document of exactly max_length + 1 tokens got no window (input: {case}); it holds one: max_length inputs and, shifted by one, their targets.",
-        "zh": "{title}：恰好有 max_length + 1 个词元的文档一个窗口也没有得到（输入：{case}）；它正好放得下一个：max_length 个输入，以及错开一位的目标。",
+        "en": "{title}: a document of exactly max_length + 1 tokens got no window (input: {case}); it holds one: max_length inputs and, shifted by one, their targets.",  # noqa: E501
+        "zh": "{title}：恰好有 max_length + 1 个词元的文档一个窗口也没有得到（输入：{case}）；它正好放得下一个：max_length 个输入，以及错开一位的目标。",  # noqa: E501
     },
     "unclosed_document_dropped": {
-        "en": "{title}: the last document, which no <|endoftext|> closes, got no windows (input: {case}): the stream may end inside a document, and that document is cut like the others.",
-        "zh": "{title}：最后那篇没有 <|endoftext|> 收尾的文档一个窗口也没有得到（输入：{case}）：词元流可以在一篇文档中间结束，这篇文档也要和其他文档一样切窗口。",
+        "en": "{title}: the last document, which no <|endoftext|> closes, got no windows (input: {case}): the stream may end inside a document, and that document is cut like the others.",  # noqa: E501
+        "zh": "{title}：最后那篇没有 <|endoftext|> 收尾的文档一个窗口也没有得到（输入：{case}）：词元流可以在一篇文档中间结束，这篇文档也要和其他文档一样切窗口。",  # noqa: E501
     },
     "unclosed_document_closed": {
-        "en": "{title}: the last document, which no <|endoftext|> closes, was given one (input: {case}): its last window's final target is an <|endoftext|> that is not in the stream. The text has not ended there; cut the document as it is.",
-        "zh": "{title}：给最后那篇没有 <|endoftext|> 收尾的文档补上了一个（输入：{case}）：它最后一个窗口的最后一个目标是词元流里并不存在的 <|endoftext|>。这段文本在那里并没有结束；应当按文档本来的样子切窗口。",
+        "en": "{title}: the last document, which no <|endoftext|> closes, was given one (input: {case}): its last window's final target is an <|endoftext|> that is not in the stream. The text has not ended there; cut the document as it is.",  # noqa: E501
+        "zh": "{title}：给最后那篇没有 <|endoftext|> 收尾的文档补上了一个（输入：{case}）：它最后一个窗口的最后一个目标是词元流里并不存在的 <|endoftext|>。这段文本在那里并没有结束；应当按文档本来的样子切窗口。",  # noqa: E501
     },
 }
 # The fixes, for a solution that splits the ids into documents and cuts each one as the lesson did.
@@ -281,8 +280,8 @@ _SPLIT_ZH = "`current.append(token)`，然后若 `token == EOT`，就 `documents
 _CUT = "for start in range(0, len(doc) - max_length, stride)"
 _FIXES = {
     "ids_not_int64": {
-        "en": "`torch.tensor(windows, dtype=torch.long).reshape(-1, max_length)`: int64 ids, in `as_ids` or wherever the tensors are built.",
-        "zh": "`torch.tensor(windows, dtype=torch.long).reshape(-1, max_length)`：int64 的 ID，写在 `as_ids` 里或任何构造张量的地方。",
+        "en": "`torch.tensor(windows, dtype=torch.long).reshape(-1, max_length)`: int64 ids, in `as_ids` or wherever the tensors are built.",  # noqa: E501
+        "zh": "`torch.tensor(windows, dtype=torch.long).reshape(-1, max_length)`：int64 的 ID，写在 `as_ids` 里或任何构造张量的地方。",  # noqa: E501
     },
     "window_crosses_document": {
         "en": f"Split into documents first: for each token {_SPLIT}; then `{_CUT}` in each document.",
@@ -313,23 +312,23 @@ _FIXES = {
         "zh": "当 `len(doc) >= max_length + 1` 时保留这篇文档，而不是用 `>`。",
     },
     "unclosed_document_dropped": {
-        "en": "After the loop over the tokens, `documents.append(current)`: the tokens after the last <|endoftext|> are a document too.",
+        "en": "After the loop over the tokens, `documents.append(current)`: the tokens after the last <|endoftext|> are a document too.",  # noqa: E501
         "zh": "遍历完所有词元之后写 `documents.append(current)`：最后一个 <|endoftext|> 之后的词元也是一篇文档。",
     },
     "unclosed_document_closed": {
-        "en": "After the loop, `documents.append(current)` as it is, with no <|endoftext|> added: only the stream's own <|endoftext|> tokens close a document.",
-        "zh": "循环结束后原样 `documents.append(current)`，不要补 <|endoftext|>：只有词元流里本来就有的 <|endoftext|> 才结束一篇文档。",
+        "en": "After the loop, `documents.append(current)` as it is, with no <|endoftext|> added: only the stream's own <|endoftext|> tokens close a document.",  # noqa: E501
+        "zh": "循环结束后原样 `documents.append(current)`，不要补 <|endoftext|>：只有词元流里本来就有的 <|endoftext|> 才结束一篇文档。",  # noqa: E501
     },
     "targets_not_shifted": {
-        "en": "`inputs.append(doc[start : start + max_length])` and `targets.append(doc[start + 1 : start + max_length + 1])`, one token later.",
-        "zh": "`inputs.append(doc[start : start + max_length])`，`targets.append(doc[start + 1 : start + max_length + 1])`，晚一个词元。",
+        "en": "`inputs.append(doc[start : start + max_length])` and `targets.append(doc[start + 1 : start + max_length + 1])`, one token later.",  # noqa: E501
+        "zh": "`inputs.append(doc[start : start + max_length])`，`targets.append(doc[start + 1 : start + max_length + 1])`，晚一个词元。",  # noqa: E501
     },
     "targets_swapped": {
         "en": "`return (as_ids(inputs), as_ids(targets))`: inputs first.",
         "zh": "`return (as_ids(inputs), as_ids(targets))`：输入在前。",
     },
     "input_modified": {
-        "en": "`documents, current = [], []` build lists of their own: fill those, and leave the list `token_ids` as it came.",
+        "en": "`documents, current = [], []` build lists of their own: fill those, and leave the list `token_ids` as it came.",  # noqa: E501
         "zh": "`documents, current = [], []` 是你自己的列表：往它们里面填，不要改动传进来的列表 `token_ids`。",
     },
 }
@@ -344,7 +343,7 @@ MODULE_MESSAGES = {
         "zh": "{title}：目标（targets）和输入完全相同（输入：{case}）；目标应当是下一个词元。",
     },
     "targets_swapped": {
-        "en": "{title}: inputs and targets are swapped (input: {case}); the target window starts one token after the input window.",
+        "en": "{title}: inputs and targets are swapped (input: {case}); the target window starts one token after the input window.",  # noqa: E501
         "zh": "{title}：输入和目标弄反了（输入：{case}）；目标窗口应当比输入窗口晚一个词元开始。",
     },
 }

@@ -200,7 +200,6 @@ _ABLATION_MISTAKES = tuple(m for m, _ in ABLATION_MISTAKES)
 # (layers, heads, T, where the asked head sits): a middle layer on some models, the last on others, so code that
 # ignores `layer` (layer 1, or the last) is wrong on at least one model whichever layer it reads
 ABLATION_MODELS = ((3, 7, 16, "middle"), (3, 8, 12, "last"), (4, 7, 20, "middle"), (4, 8, 14, "last"))
-ROLES = ("needed", "decoy", "other", "least", "copy", "reshaped")
 # whose run reshapes the asked head most, one per model in turn: another measure picks it, a named mistake's head
 # that differs on each model, so no name fits every input
 RESHAPED = ("decoy", "least", "copy", "other")

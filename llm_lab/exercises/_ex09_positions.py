@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (the bilingual messages read better unbroken)
 """Notebook 09 (transfer): RoPE for tokens that start at any position, and causal attention of a chunk of new
 queries on cached keys and values with RoPE (the decoding step of a RoPE model).
 
@@ -131,54 +130,54 @@ def body_rope_chunk_attention(fn) -> list[str]:
 
 MODULE_MESSAGES = {
     "rope_interleaved": {
-        "en": "{title}: the rotation pairs neighbouring features (2k, 2k + 1), the interleaved layout (input: {case}); this exercise uses rotate-half: pair k is features k and k + hs/2.",
-        "zh": "{title}：旋转把相邻的特征 (2k, 2k + 1) 配成了一对，这是 interleaved 排布（输入：{case}）；本练习用 rotate-half：第 k 对是特征 k 和 k + hs/2。",
+        "en": "{title}: the rotation pairs neighbouring features (2k, 2k + 1), the interleaved layout (input: {case}); this exercise uses rotate-half: pair k is features k and k + hs/2.",  # noqa: E501
+        "zh": "{title}：旋转把相邻的特征 (2k, 2k + 1) 配成了一对，这是 interleaved 排布（输入：{case}）；本练习用 rotate-half：第 k 对是特征 k 和 k + hs/2。",  # noqa: E501
     },
     "rope_wrong_sign": {
-        "en": "{title}: the features turn the other way, by -p·θ_k (input: {case}); RoPE's first half is x1·cos - x2·sin and its second half x2·cos + x1·sin: rotate_half(x) = [-x2, x1] times sin is added.",
-        "zh": "{title}：特征转向了另一边，转的是 -p·θ_k（输入：{case}）；RoPE 的前一半是 x1·cos - x2·sin，后一半是 x2·cos + x1·sin：加上的是 rotate_half(x) = [-x2, x1] 乘以 sin。",
+        "en": "{title}: the features turn the other way, by -p·θ_k (input: {case}); RoPE's first half is x1·cos - x2·sin and its second half x2·cos + x1·sin: rotate_half(x) = [-x2, x1] times sin is added.",  # noqa: E501
+        "zh": "{title}：特征转向了另一边，转的是 -p·θ_k（输入：{case}）；RoPE 的前一半是 x1·cos - x2·sin，后一半是 x2·cos + x1·sin：加上的是 rotate_half(x) = [-x2, x1] 乘以 sin。",  # noqa: E501
     },
     "rope_positions_from_1": {
-        "en": "{title}: every token is rotated one position too far, as if positions counted from 1 (input: {case}); the first token of x sits at position start, rotated by start·θ_k.",
-        "zh": "{title}：每个词元都多转了一个位置，就像位置从 1 开始数（输入：{case}）；x 的第一个词元在位置 start，转 start·θ_k。",
+        "en": "{title}: every token is rotated one position too far, as if positions counted from 1 (input: {case}); the first token of x sits at position start, rotated by start·θ_k.",  # noqa: E501
+        "zh": "{title}：每个词元都多转了一个位置，就像位置从 1 开始数（输入：{case}）；x 的第一个词元在位置 start，转 start·θ_k。",  # noqa: E501
     },
     "rope_start_ignored": {
-        "en": "{title}: the tokens are rotated as if they started at position 0 (input: {case}); they start at position start: token t of x is at start + t.",
-        "zh": "{title}：词元被当作从位置 0 开始来旋转（输入：{case}）；它们从位置 start 开始：x 的第 t 个词元在 start + t。",
+        "en": "{title}: the tokens are rotated as if they started at position 0 (input: {case}); they start at position start: token t of x is at start + t.",  # noqa: E501
+        "zh": "{title}：词元被当作从位置 0 开始来旋转（输入：{case}）；它们从位置 start 开始：x 的第 t 个词元在 start + t。",  # noqa: E501
     },
     "rope_frequencies_reversed": {
-        "en": "{title}: the frequencies are in reverse order, the slowest pair first (input: {case}); pair k turns by base ** (-2k / hs): pair 0 fastest, one radian per position.",
-        "zh": "{title}：频率的顺序反了，最慢的一对排在最前（输入：{case}）；第 k 对转 base ** (-2k / hs)：第 0 对最快，每个位置一弧度。",
+        "en": "{title}: the frequencies are in reverse order, the slowest pair first (input: {case}); pair k turns by base ** (-2k / hs): pair 0 fastest, one radian per position.",  # noqa: E501
+        "zh": "{title}：频率的顺序反了，最慢的一对排在最前（输入：{case}）；第 k 对转 base ** (-2k / hs)：第 0 对最快，每个位置一弧度。",  # noqa: E501
     },
     "rope_base_ignored": {
-        "en": "{title}: the frequencies use base 10000 whatever base is given (input: {case}); use the base argument: θ_k = base ** (-2k / hs).",
-        "zh": "{title}：不管给的 base 是多少，频率都用了 10000（输入：{case}）；请用参数 base：θ_k = base ** (-2k / hs)。",
+        "en": "{title}: the frequencies use base 10000 whatever base is given (input: {case}); use the base argument: θ_k = base ** (-2k / hs).",  # noqa: E501
+        "zh": "{title}：不管给的 base 是多少，频率都用了 10000（输入：{case}）；请用参数 base：θ_k = base ** (-2k / hs)。",  # noqa: E501
     },
     "rope_on_values": {
-        "en": "{title}: the values are rotated too (input: {case}); RoPE rotates queries and keys only, so that the scores depend on the offset; the values are mixed as they are.",
+        "en": "{title}: the values are rotated too (input: {case}); RoPE rotates queries and keys only, so that the scores depend on the offset; the values are mixed as they are.",  # noqa: E501
         "zh": "{title}：值也被旋转了（输入：{case}）；RoPE 只旋转查询和键，好让分数取决于偏移量；值原样参与加权。",
     },
     "rope_queries_from_0": {
-        "en": "{title}: the new queries are rotated as positions 0, 1, ... (input: {case}); they are the last Tq tokens of a sequence of Tk: positions Tk - Tq .. Tk - 1, the keys' own positions.",
-        "zh": "{title}：新查询被当作位置 0, 1, … 来旋转（输入：{case}）；它们是 Tk 个词元的序列里最后 Tq 个：位置 Tk - Tq … Tk - 1，和它们自己的键在同一位置。",
+        "en": "{title}: the new queries are rotated as positions 0, 1, ... (input: {case}); they are the last Tq tokens of a sequence of Tk: positions Tk - Tq .. Tk - 1, the keys' own positions.",  # noqa: E501
+        "zh": "{title}：新查询被当作位置 0, 1, … 来旋转（输入：{case}）；它们是 Tk 个词元的序列里最后 Tq 个：位置 Tk - Tq … Tk - 1，和它们自己的键在同一位置。",  # noqa: E501
     },
     "rope_mask_top_left": {
-        "en": "{title}: the causal mask is aligned at the top left, so new query a sees keys 0 .. a only (input: {case}); query a sits at position Tk - Tq + a and sees every key up to there.",
-        "zh": "{title}：因果遮蔽对齐在左上角，于是新查询 a 只看到键 0 … a（输入：{case}）；查询 a 在位置 Tk - Tq + a，能看到到那里为止的每一个键。",
+        "en": "{title}: the causal mask is aligned at the top left, so new query a sees keys 0 .. a only (input: {case}); query a sits at position Tk - Tq + a and sees every key up to there.",  # noqa: E501
+        "zh": "{title}：因果遮蔽对齐在左上角，于是新查询 a 只看到键 0 … a（输入：{case}）；查询 a 在位置 Tk - Tq + a，能看到到那里为止的每一个键。",  # noqa: E501
     },
     "rope_not_applied": {
-        "en": "{title}: this is causal attention with no rotation at all (input: {case}); rotate the queries and the keys by RoPE before the scores.",
+        "en": "{title}: this is causal attention with no rotation at all (input: {case}); rotate the queries and the keys by RoPE before the scores.",  # noqa: E501
         "zh": "{title}：这是完全没有旋转的因果注意力（输入：{case}）；算分数之前，先用 RoPE 旋转查询和键。",
     },
     "rope_keys_not_rotated": {
-        "en": "{title}: the queries are rotated but the keys are not (input: {case}); rotate both, each by its own position: only then does a score depend on the offset alone.",
-        "zh": "{title}：查询旋转了，键却没有（输入：{case}）；两者都要旋转，各按自己的位置：只有这样，分数才只取决于偏移量。",
+        "en": "{title}: the queries are rotated but the keys are not (input: {case}); rotate both, each by its own position: only then does a score depend on the offset alone.",  # noqa: E501
+        "zh": "{title}：查询旋转了，键却没有（输入：{case}）；两者都要旋转，各按自己的位置：只有这样，分数才只取决于偏移量。",  # noqa: E501
     },
 }
 MODULE_FIXES = {
     "rope_interleaved": {
-        "en": "`x1, x2 = x[..., : hs // 2], x[..., hs // 2 :]`, then `torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)`.",
-        "zh": "`x1, x2 = x[..., : hs // 2], x[..., hs // 2 :]`，然后 `torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)`。",
+        "en": "`x1, x2 = x[..., : hs // 2], x[..., hs // 2 :]`, then `torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)`.",  # noqa: E501
+        "zh": "`x1, x2 = x[..., : hs // 2], x[..., hs // 2 :]`，然后 `torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)`。",  # noqa: E501
     },
     "rope_wrong_sign": {
         "en": "`torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)`.",
@@ -229,8 +228,8 @@ RECORDS = [
         body=body_rope_at,
         points=2,
         takes="function",
-        signature="``fn(x (..., T, hs), start, base) -> (..., T, hs)``: x's tokens at positions start .. start + T - 1, "
-        "rotated by RoPE in the rotate-half layout (pair k = features k and k + hs/2, angle position * base ** (-2k / hs)).",
+        signature="``fn(x (..., T, hs), start, base) -> (..., T, hs)``: x's tokens at positions start .. start + T - 1, "  # noqa: E501
+        "rotated by RoPE in the rotate-half layout (pair k = features k and k + hs/2, angle position * base ** (-2k / hs)).",  # noqa: E501
         hints=(
             "rope_interleaved",
             "rope_wrong_sign",

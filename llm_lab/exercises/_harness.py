@@ -49,12 +49,11 @@ from dataclasses import dataclass, field
 import torch
 
 from . import _deadline
-from ._core import LearnerError, NotImplementedYet, TimedOut
+from ._core import LearnerError, NotImplementedYet, Remote, TimedOut
 from ._observe import observing
 from ._starters import PY_STARTERS as PY_STARTERS  # what every check rules out
 from ._starters import STARTERS as STARTERS
 from ._watch import Watch
-from .grading.proxies import Proxy
 
 MAX_OUTPUT_LINES = 20
 MAX_OUTPUT_CHARS = 4000
@@ -169,7 +168,7 @@ def call(fn, *args, case: str, seed: int | None = None, **kwargs):
     not passed on): also record the largest tensor and the torch ops of the call (``_observe``), read
     afterwards with ``last_observed()``."""
     r = current() or _Run(None, None, Watch())
-    if isinstance(fn, Proxy):  # grading: the learner's code runs in a sandboxed kernel, not here
+    if isinstance(fn, Remote):  # grading: the learner's code runs in a sandboxed kernel, not here
         return _call_remote(r, fn, args, kwargs, case=case, seed=seed)
     observe = bool(kwargs.pop("observe", False))
     try:
@@ -198,7 +197,7 @@ def call(fn, *args, case: str, seed: int | None = None, **kwargs):
         raise LearnerError(exc, case) from None
 
 
-def _call_remote(r: _Run, fn: Proxy, args, kwargs, *, case: str, seed):
+def _call_remote(r: _Run, fn: Remote, args, kwargs, *, case: str, seed):
     """``call`` for an object in another process (``grading.proxies``): the same outcomes, from the kernel's reply."""
     observe = bool(kwargs.pop("observe", False))
     left = None if r.end is None else r.end - time.monotonic()

@@ -23,6 +23,8 @@ seeds are fixed, so a given solution gets the same verdict every run.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -191,6 +193,18 @@ def _placement(r_ones: torch.Tensor, out_ones: torch.Tensor, heads: int, beta: f
     return "dropout_on_input"
 
 
+class _Probe(NamedTuple):
+    """One train-mode probe at rate ``p``: the share of visible weights dropped, the kept ones (scaled back), the
+    dropped and visible masks ``(B, nh, T, T)``, and the case's name."""
+
+    p: float
+    frac: float
+    kept: torch.Tensor
+    dropped: torch.Tensor
+    visible: torch.Tensor
+    case: str
+
+
 def _fracs(stats) -> str:
     return ", ".join(f"p={p}: {frac:.0%}" for p, frac, *_ in stats)
 
@@ -229,19 +243,19 @@ def probe_train_dropout(cls, heads: int, with_out_proj: bool, extra_args: tuple 
         weights = r[batch:].reshape(batch, T, heads, T).permute(0, 2, 1, 3)  # what the weights became
         mixed = (dropped & visible).any(-1) & (~dropped & visible).any(-1)
         renormalized.append(bool(mixed.any()) and bool(((weights.sum(-1) - 1).abs() < 1e-4)[mixed].all()))
-        stats.append((p, frac, scaled[visible & ~dropped], dropped, visible, case))
+        stats.append(_Probe(p, frac, scaled[visible & ~dropped], dropped, visible, case))
     if all(frac == 0 for _, frac, *_ in stats):
         if _dropped_before_softmax(module, x, heads, case):
-            raise Fail("dropout_on_scores", p=stats[-1][0])
-        raise Fail("dropout_missing", p=stats[0][0], case=stats[0][-1])
+            raise Fail("dropout_on_scores", p=stats[-1].p)
+        raise Fail("dropout_missing", p=stats[0].p, case=stats[0].case)
     for p, frac, _, dropped, visible, _ in stats:  # first: a reused mask also makes the rate unreliable
         shared = shared_dims(dropped, frac, visible)
         if shared:
             names = ("B", "nh", "T (queries)", "T (keys)")
             raise Fail("dropout_mask_shared", p=p, dims=", ".join(f"dim={d} {names[d]}" for d in shared))
-    _judge_rates(stats, int(stats[0][4].sum()))
+    _judge_rates(stats, int(stats[0].visible.sum()))
     if all(renormalized):  # nn.Dropout's scale undone: not a hand-written dropout's wrong factor
-        raise Fail("dropout_renormalized", p=stats[0][0])
+        raise Fail("dropout_renormalized", p=stats[0].p)
     for p, _, ratio, *_ in stats:
         found = kept_scale_hint(ratio, p)
         if found:
@@ -272,7 +286,7 @@ def _judge_rates(stats, n: int) -> None:
     p, frac = wrong[0]
     if all(abs(f - (1 - q)) <= tol for q, f, *_ in stats):
         raise Fail("dropout_rate_inverted", p=p, frac=f"{frac:.0%}")
-    if abs(stats[0][1] - stats[1][1]) <= 2 * tol:
+    if abs(stats[0].frac - stats[1].frac) <= 2 * tol:
         raise Fail("dropout_rate_fixed", fracs=_fracs(stats))
     raise Fail("dropout_rate_wrong", p=p, frac=f"{frac:.0%}", expected=f"{p:.0%}")
 

@@ -23,7 +23,7 @@ decomposes into and sizes their outputs. Looking inside only where something cou
 observing a loop of tiny ops low (``benchmarks/checker_overhead.py``). The hooks never raise into the
 learner's call: a callable they cannot name is recorded by its type. The record is plain data (an int and
 sorted lists of str), so a kernel in another process can send it. Limits: code that disables torch's modes
-itself hides from both hooks; the record is then the word of whatever ran the code (see ``grading.kernel``).
+itself hides from both hooks; the record is then the word of whatever ran the code (see ``grading.answering``).
 """
 
 from __future__ import annotations

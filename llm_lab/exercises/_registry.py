@@ -1,8 +1,8 @@
 """The exercise registry and the one function that checks an object against a record.
 
 Every module ``_exNN_<concept>.py`` in this package holds the exercises of notebook NN as ``RECORDS``, a list
-of :class:`Exercise`; the registry is their concatenation in file order, so adding an exercise touches one
-module. ``run_check`` never raises except for a real Ctrl-C (see ``_harness``).
+of :class:`Exercise`; the registry is their concatenation in file order (adding an exercise: docs/architecture.md,
+"Add an exercise"). ``run_check`` never raises except for a real Ctrl-C (see ``_harness``).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from . import _harness, _shared
 from ._core import CheckResult, Exercise, Fail, NotImplementedYet, fix_text, message, one_line, title_of
 from ._watch import codes_run_first
 
-_PACKAGE = __name__.rsplit(".", 1)[0]
-_ROOT_DIR = str(Path(__file__).resolve().parent.parent)  # "llm_lab.exercises", or a fresh copy's private name
+_PACKAGE = __name__.rsplit(".", 1)[0]  # "llm_lab.exercises", or a fresh copy's private name
+_ROOT_DIR = str(Path(__file__).resolve().parent.parent)  # llm_lab's folder: where its own code lives
 _LLM_LAB = _PACKAGE.rsplit(".", 1)[0]
 
 

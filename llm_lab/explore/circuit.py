@@ -3,9 +3,10 @@ previous-token weight row by row, path ablations, the copying half of the circui
 
 Shape names: B batch, T tokens, L layers, nh heads, hs head size, d model width, V vocabulary size.
 
-- :func:`copyable` marks the predictions a copier can make: the pair (current token, next token) occurred earlier.
-- :func:`split_losses` is the next-token loss on those predictions and on the rest; :func:`ideal_copier_loss`
-  is the loss of a copier that sees only the current token and splits its bet over every earlier continuation.
+- ``copy_data.copyable`` marks the predictions a copier can make: the pair (current token, next token) occurred
+  earlier; ``copy_data.split_losses`` is the next-token loss on those predictions and on the rest (both live with
+  the data, in :mod:`llm_lab.explore.copy_data`). :func:`ideal_copier_loss` is the loss of a copier that sees only
+  the current token and splits its bet over every earlier continuation.
 - :func:`previous_token_per_row` is a head's weight on the token before, row by row: a previous-token head must
   do its job on every row, not only on average. :func:`key_uses` counts, per position, the copyable predictions
   whose earlier copy sits there: how often a key at that row is needed at all.
@@ -22,12 +23,11 @@ import torch
 
 from .. import _checks
 from ..kv_cache import KVCache, decode_step
-from .induction import AttentionOnlyTransformer, _check_ids, copyable, split_losses
+from .copy_data import split_losses
+from .induction import AttentionOnlyTransformer, _check_ids
 
 __all__ = [
     "PATHS",
-    "copyable",
-    "split_losses",
     "ideal_copier_loss",
     "previous_token_per_row",
     "key_uses",
@@ -123,7 +123,7 @@ def path_ablation(model: AttentionOnlyTransformer, ids: torch.Tensor, head: int,
 
 @torch.no_grad()
 def path_effects(model: AttentionOnlyTransformer, ids: torch.Tensor, head: int) -> dict:
-    """The copyable loss (:func:`split_losses`) on ``ids``: ``"whole"`` model, and layer-0 head ``head`` taken out
+    """The copyable loss (``copy_data.split_losses``) on ``ids``: ``"whole"`` model, and layer-0 head ``head`` taken out
     of layer 1's ``"keys"``, ``"queries"`` or ``"values"`` only (:func:`path_ablation`)."""
     was_training = model.training
     model.eval()

@@ -2,7 +2,8 @@
 layout most demos train on (:func:`repeat_batch`), the probes (:data:`PROBES`, :func:`probe_batch`,
 :func:`repeated_sequences`), and which predictions a copier can make (:func:`copyable`, :func:`split_losses`).
 
-:mod:`llm_lab.explore.induction` re-exports every public name here, so ``induction.copy_batch`` is this function.
+Notebook 08 and :mod:`llm_lab.explore.induction` import the data from here; this module needs of a model only its
+sizes (:class:`Sizes`: an ``induction.InductionConfig`` has them), so it imports nothing of the model.
 Every random draw uses the ``torch.Generator`` it is given.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -18,14 +19,18 @@ import torch.nn.functional as F
 
 from .. import _checks
 
-if TYPE_CHECKING:
-    from .induction import InductionConfig
+
+class Sizes(Protocol):
+    """What the data needs to know of a model: its vocabulary and its context (``induction.InductionConfig``)."""
+
+    vocab_size: int
+    context_length: int
 
 
 # ---- the data: random tokens, then a repeat -------------------------------------------------------------------
 
 
-def repeat_batch(batch_size: int, config: InductionConfig, generator: torch.Generator, min_offset: int = 4):
+def repeat_batch(batch_size: int, config: Sizes, generator: torch.Generator, min_offset: int = 4):
     """Training sequences ``(B, T)`` and their repeat offsets ``(B,)``.
 
     The first half of each sequence is random tokens. In the second half every token copies the token
@@ -45,7 +50,7 @@ def repeat_batch(batch_size: int, config: InductionConfig, generator: torch.Gene
     return ids, offsets
 
 
-def repeated_sequences(batch_size: int, config: InductionConfig, seed: int = 0) -> torch.Tensor:
+def repeated_sequences(batch_size: int, config: Sizes, seed: int = 0) -> torch.Tensor:
     """The probe ``(B, T)``: ``T // 2`` random tokens, then the same ``T // 2`` tokens again."""
     g = torch.Generator().manual_seed(seed)
     half = torch.randint(
@@ -93,9 +98,7 @@ class CopyTask:
             )
 
 
-def copy_batch(
-    batch_size: int, config: InductionConfig, generator: torch.Generator, task: CopyTask = CopyTask()
-) -> torch.Tensor:
+def copy_batch(batch_size: int, config: Sizes, generator: torch.Generator, task: CopyTask = CopyTask()) -> torch.Tensor:
     """Training sequences ``(B, T)``: random tokens with copied runs wherever :class:`CopyTask` puts them.
 
     Copies start anywhere, copy from anywhere before, and have any length in the task's range, so no position
@@ -114,7 +117,7 @@ def copy_batch(
     return torch.from_numpy(out)
 
 
-def _with_copies(n: int, config: InductionConfig, g: torch.Generator, task: CopyTask) -> np.ndarray:
+def _with_copies(n: int, config: Sizes, g: torch.Generator, task: CopyTask) -> np.ndarray:
     """The scan of :class:`CopyTask` for ``n`` rows at once, one copy per step (each row's copies follow each
     other left to right, so a copy may repeat an earlier copy). The draws come from ``g``; the bookkeeping is
     NumPy's, whose small operations cost a microsecond where torch's cost ten."""
@@ -191,7 +194,7 @@ itself. Training never holds a segment of 8 or more tokens told twice in a row (
 these is a placement the model never saw; the first is also longer than any copied run (16)."""
 
 
-def probe_batch(batch_size: int, config: InductionConfig, start: int, length: int, seed: int = 0) -> torch.Tensor:
+def probe_batch(batch_size: int, config: Sizes, start: int, length: int, seed: int = 0) -> torch.Tensor:
     """``(B, T)`` random tokens (drawn with ``seed``); tokens ``start .. start+length-1`` are told again at once."""
     _checks.positive_int("batch_size", batch_size)
     t = config.context_length

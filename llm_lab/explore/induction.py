@@ -31,16 +31,7 @@ from torch import nn
 
 from .. import _checks
 from ..multihead import FusedMultiHeadAttention
-from .copy_data import PROBES as PROBES  # re-exported: notebook 08 reads the data through this module
-from .copy_data import CopyTask as CopyTask
-from .copy_data import copy_batch as copy_batch
-from .copy_data import copyable as copyable
-from .copy_data import half_losses as half_losses
-from .copy_data import probe_batch as probe_batch
-from .copy_data import repeat_batch as repeat_batch
-from .copy_data import repeated_sequences as repeated_sequences
-from .copy_data import split_losses as split_losses
-from .copy_data import told_twice as told_twice
+from .copy_data import CopyTask, copy_batch, repeat_batch, repeated_sequences, split_losses
 
 SIZES = ("vocab_size", "context_length", "d_model", "num_heads", "num_layers")
 
@@ -358,8 +349,3 @@ def lr_factor(step: int, settings: TrainSettings) -> float:
     done = min(1.0, (step - settings.decay_from) / max(1, settings.steps - settings.decay_from))
     low = settings.final_lr_ratio
     return low + (1 - low) * 0.5 * (1 + math.cos(math.pi * done))
-
-
-def uniform_loss(config: InductionConfig) -> float:
-    """The loss of a uniform guess over the vocabulary: ``ln(V)``."""
-    return math.log(config.vocab_size)

@@ -54,8 +54,6 @@ __all__ = [
     "mask_explorer",
 ]
 
-EXAMPLE_TOKENS = TOKENS
-
 
 def example_attn_scores() -> torch.Tensor:
     """Scaled attention scores ``(6, 6)`` of the course's running example ("Your journey starts with one step").
@@ -93,7 +91,7 @@ class MaskExplorer(_Explorer):
         super().__init__(lang)
         if attn_scores is None:
             attn_scores = example_attn_scores()
-            tokens = EXAMPLE_TOKENS if tokens is None else tokens
+            tokens = TOKENS if tokens is None else tokens
         self.attn_scores = _square_matrix("attn_scores", attn_scores)  # (T_max, T_max)
         max_tokens = self.attn_scores.shape[0]
         shape = tuple(self.attn_scores.shape)
@@ -177,7 +175,7 @@ class DropoutExplorer(_Explorer):
         super().__init__(lang)
         if attn_weights is None:
             attn_weights = causal_softmax(example_attn_scores())
-            tokens = EXAMPLE_TOKENS if tokens is None else tokens
+            tokens = TOKENS if tokens is None else tokens
         self.weights_before = _square_matrix("attn_weights", attn_weights)  # (T, T)
         shape = tuple(self.weights_before.shape)
         self.tokens = None if tokens is None else _token_list("tokens", tokens, shape[0], shape)

@@ -92,7 +92,7 @@ def test_one_quiet_thread_its_cpu_clock_and_the_fastest_round(monkeypatch):
     for res in results.values():
         assert res.statistic == "min" and res.time == min(res.times) and len(res.times) == 3
     assert "fwd+bwd (min)" in lb.table(results)[0]
-    res = lb.Result("sdpa", True, times=[3.0, 1.0, 2.0, 9.0])
+    res = lb.Measurement("sdpa", True, times=[3.0, 1.0, 2.0, 9.0])
     assert (res.time, res.median) == (2.5, 2.5)  # the median unless asked for the minimum
     res.statistic = "min"
     assert res.time == 1.0
@@ -184,7 +184,11 @@ def test_python_dash_m_runs_main(module):
     proc = subprocess.run(
         [sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
     )
-    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    # the old path says it is deprecated (tests/repo/test_old_paths.py); the new one prints nothing on stderr
+    warned = "DeprecationWarning: llm_lab.benchmark is deprecated and removed in 0.3.0: use llm_lab.bench.benchmark"
+    lines = [line for line in proc.stderr.splitlines() if not line.startswith("  ")]  # the echoed source line
+    assert [line.split(": ", 1)[1] for line in lines] == ([warned] if module == "llm_lab.benchmark" else []), lines
     assert proc.stdout.startswith("usage: python -m llm_lab.bench.benchmark") and "--preset" in proc.stdout
 
 

@@ -10,8 +10,8 @@ Each exercise module ``llm_lab/exercises/_exNN_<concept>.py`` has beside it, in 
   solution as source text), ``FIX_CASES`` ((exercise, hint, plant, fix)) and ``FIXES_WITHOUT_CODE``;
 - ``test_exNN_<concept>.py``: that exercise's own tests.
 
-The generic tests (tests/exercises/test_exercises.py, test_fixes.py, test_remote.py, ...) read the tables here, so a
-new exercise touches its module, its solutions module, its test module and its ``.nbsrc``.
+The generic tests (tests/exercises/test_exercises.py, test_fixes.py, test_proxies.py, ...) read the tables here
+(adding an exercise: docs/architecture.md, "Add an exercise").
 """
 
 import importlib

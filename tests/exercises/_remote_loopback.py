@@ -1,5 +1,5 @@
 """Grading through ``llm_lab.exercises.grading`` with the kernel's side served in this process: a loopback link, as
-``tools/teaching/grader`` has with a sandboxed kernel, without the kernel (tests/exercises/grading/test_remote.py)."""
+``tools/teaching/grader`` has with a sandboxed kernel, without the kernel (tests/exercises/grading/test_proxies.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import io
 import json
 
 from llm_lab import exercises as ex
-from llm_lab.exercises.grading import kernel, proxies
+from llm_lab.exercises.grading import answering, proxies
 from tools.teaching.grader import judging
 
 
@@ -21,7 +21,7 @@ def loopback() -> proxies.KernelLink:
         payload = base64.b64encode(json.dumps({**request, "nonce": nonce}).encode()).decode()
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            kernel.serve(payload)
+            answering.serve(payload)
         [line] = [ln for ln in out.getvalue().splitlines() if ln.startswith(nonce)]
         return json.loads(base64.b64decode(line[len(nonce) :]))
 
@@ -31,5 +31,5 @@ def loopback() -> proxies.KernelLink:
 def remote_grade(exercise: str, obj):
     link = loopback()
     link.exercise, link.watching = exercise, judging.watching(exercise)  # what the grader sends with each call
-    kernel.capture(exercise, lambda: obj)
+    answering.capture(exercise, lambda: obj)
     return ex.grade(exercise, link.lookup(exercise), timeout=60)

@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (the planted and fixed lines read better unbroken)
 """Notebook 04's second-step fixes (the causal attention class, its additive-mask variant): each mistake planted in a
 correct solution written as source text, and the fix that undoes it. The cases shared by every attention class
 (the weights, the scale, dropout; the masked_fill mask) are reused by notebook 05's multi-head class.
@@ -45,7 +44,7 @@ class Fixed(nn.Module):
 '''
 
 ADDITIVE = CAUSAL.replace(
-    'T = context_length\n        self.register_buffer("mask", torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1))',
+    'T = context_length\n        self.register_buffer("mask", torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1))',  # noqa: E501
     'self.register_buffer("mask", torch.triu(torch.full((context_length, context_length), float("-inf")), diagonal=1))',
 ).replace(
     'mask = self.mask[:num_tokens, :num_tokens]\n        attn_scores = attn_scores.masked_fill(mask, float("-inf"))',

@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (the planted and fixed lines read better unbroken)
 """Notebook 05's second-step fixes of llm_lab/exercises/_ex05_multihead.py (multi-head attention, the fused qkv
 split): each mistake planted in a correct solution written as source text, and the fix that undoes it. The
 multi-head class is notebook 04's single head with the heads split and merged, so it takes 04's cases too.
@@ -12,7 +11,7 @@ from fixes_ex04_causal import CAUSAL, DROP, MASKED_FILL_CASES, MODULE_CASES, PRO
 MULTIHEAD = (
     CAUSAL.replace(
         "def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):\n        super().__init__()",
-        "def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):\n        super().__init__()\n"
+        "def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):\n        super().__init__()\n"  # noqa: E501
         "        self.d_out, self.num_heads, self.head_dim = d_out, num_heads, d_out // num_heads\n"
         "        self.out_proj = nn.Linear(d_out, d_out)",
     )
@@ -41,7 +40,7 @@ def fixed(qkv, num_heads, num_kv_heads):
 HEADS = ".view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)"
 MHA_CASES = [
     layers_not_followed(
-        f"queries, keys, values = (layer(x){HEADS}\n                                 for layer in (self.W_query, self.W_key, self.W_value))",
+        f"queries, keys, values = (layer(x){HEADS}\n                                 for layer in (self.W_query, self.W_key, self.W_value))",  # noqa: E501
         f"queries, keys, values = ((x @ w.T){HEADS} for w in self.frozen)",
         f"{PROJECT_EACH}\n        queries, keys, values = (t{HEADS} for t in (queries, keys, values))",
     ),
@@ -95,7 +94,6 @@ MHA_CASES = [
 ]
 
 QKV_SPLIT = "t.reshape(b, num_tokens, heads, head_dim).transpose(1, 2)"
-QKV_HD = "head_dim = qkv.shape[-1] // (num_heads + 2 * num_kv_heads)"
 QKV_BLOCKS = "qkv.split([num_heads * head_dim, num_kv_heads * head_dim, num_kv_heads * head_dim], dim=-1)"
 QKV_PAIRS = "((queries, num_heads), (keys, num_kv_heads), (values, num_kv_heads))"
 SPLIT_QKV_CASES = [

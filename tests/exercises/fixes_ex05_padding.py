@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (the planted and fixed lines read better unbroken)
 """Notebook 05's second-step fixes of llm_lab/exercises/_ex05_padding.py (padded heads): each mistake planted in a
 correct solution written as source text, and the fix that undoes it.
 

@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (the planted and fixed lines read better unbroken)
 """Notebook 06's second-step fixes (windows inside documents, the next-token loss): each mistake planted in a correct
 solution written as source text, and the fix that undoes it.
 

@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (the planted and fixed lines read better unbroken)
 """Notebook 07's second-step fixes (tiled attention, attention over a cache with a window): each mistake planted in a
 correct solution written as source text, and the fix that undoes it.
 

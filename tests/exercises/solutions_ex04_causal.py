@@ -12,23 +12,45 @@ from torch import nn
 import llm_lab
 
 
-class AdditiveAttention(nn.Module):
-    """04 exercise 2: the causal mask stored as an additive float buffer (0 / -inf) and added to the scores."""
+def additive_class(mask=None, how="buffer", forward="add", guard=None, name="Additive"):
+    """04 exercise 2's class (the causal mask stored as an additive float buffer, 0 / -inf, added to the scores),
+    the one copy every test uses, with switches: the stored mask (a function of context_length), how it is stored
+    (buffer, non-persistent buffer, plain attribute, nn.Parameter), how forward applies it, and ``guard``, a
+    function applied to the weights right after the softmax."""
 
-    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
-        super().__init__()
-        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-        self.dropout = nn.Dropout(dropout)
-        self.register_buffer("mask", torch.triu(torch.full((context_length, context_length), NEG_INF), diagonal=1))
+    class Additive(nn.Module):
+        def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+            super().__init__()
+            self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+            self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+            self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+            self.dropout = nn.Dropout(dropout)
+            t = (mask or (lambda n: torch.triu(torch.full((n, n), NEG_INF), diagonal=1)))(context_length)
+            if how == "attribute":
+                self.mask = t
+            elif how == "parameter":
+                self.mask = nn.Parameter(t, requires_grad=False)
+            else:
+                self.register_buffer("mask", t, persistent=how != "non-persistent")
 
-    def forward(self, x):
-        num_tokens = x.shape[1]
-        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
-        attn_scores = queries @ keys.transpose(1, 2) + self.mask[:num_tokens, :num_tokens]
-        attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1))
-        return attn_weights @ values
+        def forward(self, x):
+            num_tokens = x.shape[1]
+            queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+            attn_scores = queries @ keys.transpose(1, 2)
+            m = self.mask[:num_tokens, :num_tokens]
+            if forward == "masked_fill":
+                attn_scores = attn_scores.masked_fill(m.bool() if m.dtype == torch.bool else m < 0, NEG_INF)
+            elif forward == "where":
+                attn_scores = torch.where(m < 0, NEG_INF, attn_scores)
+            else:
+                attn_scores = attn_scores + m
+            attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+            if guard is not None:
+                attn_weights = guard(attn_weights)
+            return self.dropout(attn_weights) @ values
+
+    Additive.__name__ = Additive.__qualname__ = name
+    return Additive
 
 
 class CausalAttention(nn.Module):
@@ -68,7 +90,7 @@ class CausalAttention(nn.Module):
 
 
 SOLUTIONS = {
-    "additive_attention": AdditiveAttention,
+    "additive_attention": additive_class(name="AdditiveAttention"),
     "causal_attention": CausalAttention,
 }
 PLANTED = [
@@ -120,43 +142,6 @@ def _scores_dropout_class():
             return self.out_proj(c) if self.multi else c
 
     return ScoresDropout
-
-
-def additive_class(mask=None, how="buffer", forward="add"):
-    """04 exercise 2's class with switches: the stored mask (a function of context_length), how it is stored
-    (buffer, non-persistent buffer, plain attribute, nn.Parameter), and how forward applies it."""
-    from torch import nn
-
-    class Additive(nn.Module):
-        def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
-            super().__init__()
-            self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
-            self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
-            self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
-            self.dropout = nn.Dropout(dropout)
-            t = (mask or (lambda n: torch.triu(torch.full((n, n), NEG_INF), diagonal=1)))(context_length)
-            if how == "attribute":
-                self.mask = t
-            elif how == "parameter":
-                self.mask = nn.Parameter(t, requires_grad=False)
-            else:
-                self.register_buffer("mask", t, persistent=how != "non-persistent")
-
-        def forward(self, x):
-            num_tokens = x.shape[1]
-            queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
-            attn_scores = queries @ keys.transpose(1, 2)
-            m = self.mask[:num_tokens, :num_tokens]
-            if forward == "masked_fill":
-                attn_scores = attn_scores.masked_fill(m.bool() if m.dtype == torch.bool else m < 0, NEG_INF)
-            elif forward == "where":
-                attn_scores = torch.where(m < 0, NEG_INF, attn_scores)
-            else:
-                attn_scores = attn_scores + m
-            attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1))
-            return attn_weights @ values
-
-    return Additive
 
 
 class CausalByHand(nn.Module):

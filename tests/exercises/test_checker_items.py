@@ -27,18 +27,18 @@ pytestmark = pytest.mark.usefixtures("english")  # the checkers speak English he
 
 
 def _through_a_kernel(exercise, obj):
-    """``obj`` as grading sees it: a proxy whose calls go, as JSON, to ``grading.kernel``'s answering side (here in this
+    """``obj`` as grading sees it: a proxy whose calls go, as JSON, to ``grading.answering`` (here in this
     process: the same encoding, the same ``_call``, no sandbox)."""
     import json
 
-    from llm_lab.exercises.grading import kernel, proxies, wire
+    from llm_lab.exercises.grading import answering, proxies, wire
     from tools.teaching.grader import judging
 
     def send(request, timeout):
         request = json.loads(json.dumps(request))
         if request["op"] == "describe":
-            return json.loads(json.dumps(wire.encode({"object": kernel.describe(obj)})))
-        return json.loads(json.dumps(wire.encode(kernel.answer_call(request))))
+            return json.loads(json.dumps(wire.encode({"object": answering.describe(obj)})))
+        return json.loads(json.dumps(wire.encode(answering.answer_call(request))))
 
     link = proxies.KernelLink(send)
     link.exercise, link.watching = exercise, judging.watching(exercise)  # what the grader sends with each call

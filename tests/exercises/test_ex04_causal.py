@@ -138,37 +138,16 @@ def test_writing_minus_inf_into_the_scores_is_named(how):
 # ---- the statement rules out torch.where anywhere in forward, and the checker does just that -----
 
 
-def _additive_with_guard(guard):
-    """A correct additive class whose forward guards the weights after the softmax with ``guard``."""
-    from torch import nn
-
-    class Guarded(nn.Module):
-        def __init__(self, d_in, d_out, context_length, dropout):
-            super().__init__()
-            self.W_query, self.W_key, self.W_value = (nn.Linear(d_in, d_out, bias=False) for _ in range(3))
-            self.dropout = nn.Dropout(dropout)
-            self.register_buffer("mask", torch.triu(torch.full((context_length, context_length), NEG_INF), 1))
-
-        def forward(self, x):
-            t = x.shape[1]
-            queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
-            scores = queries @ keys.transpose(1, 2) + self.mask[:t, :t]
-            weights = guard(torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1))
-            return self.dropout(weights) @ values
-
-    return Guarded
-
-
 @pytest.mark.parametrize(
     "guard", [lambda w: torch.nan_to_num(w, nan=0.0), lambda w: w.clamp(min=0.0)], ids=["nan_to_num", "clamp"]
 )
 def test_a_guard_without_where_passes(guard):
-    result = ex.grade("additive_attention", _additive_with_guard(guard))
+    result = ex.grade("additive_attention", additive_class(guard=guard))
     assert result.passed, result.message
 
 
 def test_a_where_guard_is_named_as_the_statement_says():
-    result = ex.grade("additive_attention", _additive_with_guard(lambda w: torch.where(w.isnan(), 0.0, w)))
+    result = ex.grade("additive_attention", additive_class(guard=lambda w: torch.where(w.isnan(), 0.0, w)))
     assert (result.status, result.hint) == ("fail", "additive_uses_masked_fill"), result.message
     assert "torch.where" in result.message and "NaN guard" in result.message
 

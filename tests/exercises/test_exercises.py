@@ -4,8 +4,7 @@ correct-but-different solutions pass, dropout is read statistically, the verdict
 Each exercise module ``llm_lab/exercises/_exNN_<concept>.py`` has its solutions module
 ``tests/exercises/solutions_exNN_<concept>.py`` holding ``SOLUTIONS`` (exercise -> a correct solution), ``PLANTED``
 ((exercise, wrong code, hint)) and the other tables; they are found through the registry
-(tests/exercises/_exercise_tables.py), so a new exercise touches its module, its solutions and test modules and its
-``.nbsrc``."""
+(tests/exercises/_exercise_tables.py); adding an exercise: docs/architecture.md, "Add an exercise"."""
 
 import pytest
 import torch

@@ -18,7 +18,7 @@ from torch import nn
 
 from llm_lab import exercises as ex
 from llm_lab.exercises import _shared
-from llm_lab.exercises.grading import kernel
+from llm_lab.exercises.grading import answering
 
 SECRETS = (11, 2026)
 
@@ -148,7 +148,7 @@ def test_a_replay_table_scores_zero_through_the_protocol():
     ex.grade("renormalize", recorder)
     link = loopback()
     link.exercise = "renormalize"
-    kernel.capture("renormalize", lambda: replayer)
+    answering.capture("renormalize", lambda: replayer)
     proxy = link.lookup("renormalize")
     assert ex.grade("renormalize", proxy, timeout=60).status == "pass"
     assert ex.grade("renormalize", proxy, timeout=60, secret=SECRETS[0]).status == "fail"
@@ -184,7 +184,7 @@ def test_a_thread_started_during_a_check_fails_it(exercise, fn):
     assert "threading.Thread.start" in local.message or "_thread.start_new_thread" in local.message
     link = loopback()
     link.exercise = exercise
-    kernel.capture(exercise, lambda: fn)
+    answering.capture(exercise, lambda: fn)
     remote = ex.grade(exercise, link.lookup(exercise), timeout=60, secret=SECRETS[0])
     assert (remote.status, remote.hint) == ("fail", "thread_started"), remote.message
 

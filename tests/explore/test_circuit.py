@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from llm_lab.explore import circuit, induction
+from llm_lab.explore import circuit, copy_data, induction
 
 SMALL = induction.InductionConfig(vocab_size=16, context_length=12, d_model=16, num_heads=2, num_layers=2)
 
@@ -19,7 +19,7 @@ def small_model(seed=0):
 def test_ideal_copier_splits_its_bet_over_every_earlier_continuation():
     # at position 6 (token 5): earlier 5s were followed by 1 and by 2; the right one (1) gets half: loss ln 2
     ids = torch.tensor([[5, 1, 9, 5, 2, 8, 5, 1]])
-    assert induction.copyable(ids)[0].nonzero().flatten().tolist() == [6]
+    assert copy_data.copyable(ids)[0].nonzero().flatten().tolist() == [6]
     assert math.isclose(circuit.ideal_copier_loss(ids), math.log(2), rel_tol=1e-12)
     once = torch.tensor([[5, 1, 9, 7, 5, 1]])  # one earlier 5: the copier is sure
     assert circuit.ideal_copier_loss(once) == 0.0
@@ -43,10 +43,10 @@ def test_key_uses_counts_the_predictions_each_key_serves():
     assert circuit.key_uses(torch.tensor([[5, 6, 7, 5, 6, 9]])).tolist() == [0, 1, 0, 0, 0, 0]
     # "A A A": query 1 (A -> A) reads key 1 itself (token before it A, its token A); query 2 has no target
     assert circuit.key_uses(torch.tensor([[3, 3, 3]])).tolist() == [0, 1, 0]
-    ids = induction.copy_batch(200, induction.InductionConfig(), torch.Generator().manual_seed(0))
+    ids = copy_data.copy_batch(200, induction.InductionConfig(), torch.Generator().manual_seed(0))
     uses = circuit.key_uses(ids)
     assert int(uses[-1]) == 0 and int(uses[0]) == 0  # the last key serves no prediction, the first has no token before
-    assert bool(uses[1:-1].float().sum() >= induction.copyable(ids).sum())  # every copyable prediction reads a key
+    assert bool(uses[1:-1].float().sum() >= copy_data.copyable(ids).sum())  # every copyable prediction reads a key
 
 
 def test_heads_add_up_to_their_layer():
@@ -124,8 +124,8 @@ def trained():
 def probes():
     config = induction.InductionConfig()
     return {
-        name: induction.probe_batch(64, config, start, length, seed=10 + k)
-        for k, (name, (start, length)) in enumerate(induction.PROBES.items())
+        name: copy_data.probe_batch(64, config, start, length, seed=10 + k)
+        for k, (name, (start, length)) in enumerate(copy_data.PROBES.items())
     }
 
 
@@ -133,7 +133,7 @@ def test_trained_model_copies_on_placements_it_never_saw(trained, probes):
     uniform = math.log(64)
     with torch.no_grad():
         for name, ids in probes.items():
-            losses = induction.split_losses(trained(ids), ids)
+            losses = copy_data.split_losses(trained(ids), ids)
             assert losses["copyable"] < uniform / 2, (name, losses)
             assert losses["other"] > uniform - 0.1, (name, losses)  # nothing to copy: no better than a guess
 
@@ -172,7 +172,7 @@ def test_by_ablation_the_strongest_induction_head_depends_on_the_previous_token_
 
 def test_trained_induction_heads_write_the_token_they_copy(trained, probes):
     probe = probes["0-31 told again at 32-63"]
-    can, right = induction.copyable(probe), probe[:, 1:]
+    can, right = copy_data.copyable(probe), probe[:, 1:]
     share = torch.tensor(
         [
             [
@@ -195,7 +195,7 @@ def test_the_fixed_layout_teaches_a_shortcut_that_fails_elsewhere(probes):
     settings = induction.TrainSettings(data="fixed start", steps=600, decay_from=400, measure_every=600)
     induction.train(model, settings)
     with torch.no_grad():
-        losses = {name: induction.split_losses(model(ids), ids)["copyable"] for name, ids in probes.items()}
+        losses = {name: copy_data.split_losses(model(ids), ids)["copyable"] for name, ids in probes.items()}
         _, weights = model(probes["0-31 told again at 32-63"], return_attn_weights=True)
     assert losses["0-31 told again at 32-63"] < math.log(64) / 2  # its own layout
     assert losses["40-51 told again at 52-63"] > math.log(64) / 2  # a late segment: the gated circuit fails

@@ -25,19 +25,19 @@ def test_told_twice_agrees_with_its_definition_on_random_rows():
         ids = torch.randint(0, vocab, (300, t), generator=g)
         expected = torch.tensor([by_definition(row, m) for row in ids.tolist()])
         assert expected.any() and not expected.all()  # both answers occur, so the comparison means something
-        assert torch.equal(induction.told_twice(ids, m), expected), (vocab, t, m)
+        assert torch.equal(copy_data.told_twice(ids, m), expected), (vocab, t, m)
         # copy_batch's NumPy check of the same thing
         assert torch.equal(torch.from_numpy(copy_data._told_twice(ids.numpy(), m)), expected), (vocab, t, m)
 
 
 def test_most_rows_end_inside_a_short_pattern():
     """CopyTask.end_share: the last 4 .. 9 tokens repeat from 2 or 3 back, so the last keys are read too."""
-    ids = induction.copy_batch(2000, CONFIG, torch.Generator().manual_seed(1))
+    ids = copy_data.copy_batch(2000, CONFIG, torch.Generator().manual_seed(1))
     tail = ids[:, -4:]
     ends = (tail == ids[:, -6:-2]).all(dim=1) | (tail == ids[:, -7:-3]).all(dim=1)  # 2 or 3 back
-    share = induction.CopyTask().end_share
+    share = copy_data.CopyTask().end_share
     assert share < float(ends.float().mean()) < share + 0.1  # + the short copies that happen to end there
-    alone = induction.copy_batch(2000, CONFIG, torch.Generator().manual_seed(1), induction.CopyTask(end_share=0.0))
+    alone = copy_data.copy_batch(2000, CONFIG, torch.Generator().manual_seed(1), copy_data.CopyTask(end_share=0.0))
     assert float(((alone[:, -4:] == alone[:, -6:-2]).all(dim=1)).float().mean()) < 0.1
 
 
@@ -55,12 +55,12 @@ def test_config_names_the_bad_value(kwargs, message):
 
 
 def test_repeat_batch_copies_n_places_back_with_varying_offsets():
-    ids, offsets = induction.repeat_batch(64, CONFIG, torch.Generator().manual_seed(0))
+    ids, offsets = copy_data.repeat_batch(64, CONFIG, torch.Generator().manual_seed(0))
     assert ids.shape == (64, 64) and ids.dtype == torch.long and offsets.shape == (64,)
     assert int(offsets.min()) >= 4 and int(offsets.max()) <= 32 and len(set(offsets.tolist())) > 10
     for row, n in zip(ids, offsets.tolist(), strict=True):
         assert torch.equal(row[32:], row[32 - n : 64 - n])
-    again, _ = induction.repeat_batch(64, CONFIG, torch.Generator().manual_seed(0))
+    again, _ = copy_data.repeat_batch(64, CONFIG, torch.Generator().manual_seed(0))
     assert torch.equal(ids, again)
 
 
@@ -68,34 +68,34 @@ def test_repeat_batch_leaves_the_global_stream_alone_and_checks_min_offset():
     torch.manual_seed(0)
     expected = torch.rand(2)
     torch.manual_seed(0)
-    induction.repeat_batch(2, CONFIG, torch.Generator().manual_seed(1))
+    copy_data.repeat_batch(2, CONFIG, torch.Generator().manual_seed(1))
     assert torch.equal(torch.rand(2), expected)
     with pytest.raises(ValueError, match="min_offset=33 must be an int between 1 and context_length // 2 = 32"):
-        induction.repeat_batch(2, CONFIG, torch.Generator(), min_offset=33)
+        copy_data.repeat_batch(2, CONFIG, torch.Generator(), min_offset=33)
 
 
 def test_copy_batch_copies_anywhere_and_never_tells_a_segment_twice_in_a_row():
-    ids = induction.copy_batch(512, CONFIG, torch.Generator().manual_seed(0))
+    ids = copy_data.copy_batch(512, CONFIG, torch.Generator().manual_seed(0))
     assert ids.shape == (512, 64) and ids.dtype == torch.long
-    assert torch.equal(ids, induction.copy_batch(512, CONFIG, torch.Generator().manual_seed(0)))
-    can = induction.copyable(ids)  # (B, T - 1)
+    assert torch.equal(ids, copy_data.copy_batch(512, CONFIG, torch.Generator().manual_seed(0)))
+    can = copy_data.copyable(ids)  # (B, T - 1)
     assert 0.3 < float(can.float().mean()) < 0.6
     per_position = can.float().mean(dim=0)
     assert float(per_position[8:].min()) > 0.2  # copies at every position from 8 on, not at a fixed start
-    assert not induction.told_twice(ids, 8).any()  # the probes' placement never occurs in training
-    for start, length in induction.PROBES.values():
-        probe = induction.probe_batch(4, CONFIG, start, length)
-        assert induction.told_twice(probe, 8).all()
+    assert not copy_data.told_twice(ids, 8).any()  # the probes' placement never occurs in training
+    for start, length in copy_data.PROBES.values():
+        probe = copy_data.probe_batch(4, CONFIG, start, length)
+        assert copy_data.told_twice(probe, 8).all()
         assert torch.equal(probe[:, start + length : start + 2 * length], probe[:, start : start + length])
 
 
 def test_told_twice_finds_a_segment_repeated_at_once_only():
     row = torch.arange(20)[None]
-    assert not induction.told_twice(row, 3).any()
+    assert not copy_data.told_twice(row, 3).any()
     row = torch.tensor([[9, 1, 2, 3, 1, 2, 3, 8]])  # 1 2 3 told twice in a row
-    assert induction.told_twice(row, 3).all() and not induction.told_twice(row, 4).any()
+    assert copy_data.told_twice(row, 3).all() and not copy_data.told_twice(row, 4).any()
     row = torch.tensor([[1, 2, 3, 7, 1, 2, 3, 8]])  # told twice with a gap: not "in a row"
-    assert not induction.told_twice(row, 3).any()
+    assert not copy_data.told_twice(row, 3).any()
 
 
 @pytest.mark.parametrize(
@@ -110,22 +110,22 @@ def test_told_twice_finds_a_segment_repeated_at_once_only():
 )
 def test_copy_task_names_bad_settings(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        induction.CopyTask(**kwargs)
+        copy_data.CopyTask(**kwargs)
 
 
 def test_probe_batch_and_train_settings_name_bad_values():
     with pytest.raises(ValueError, match="start=40, length=20: the segment and its repeat must fit"):
-        induction.probe_batch(2, CONFIG, 40, 20)
+        copy_data.probe_batch(2, CONFIG, 40, 20)
     with pytest.raises(ValueError, match=r"data='random' must be one of \('copies', 'fixed start'\)"):
         induction.TrainSettings(data="random")
     with pytest.raises(TypeError, match="task must be a CopyTask"):
-        induction.copy_batch(2, CONFIG, torch.Generator(), task={"copy_rate": 0.1})
+        copy_data.copy_batch(2, CONFIG, torch.Generator(), task={"copy_rate": 0.1})
 
 
 def test_probe_is_one_half_twice():
-    probe = induction.repeated_sequences(5, CONFIG, seed=3)
+    probe = copy_data.repeated_sequences(5, CONFIG, seed=3)
     assert probe.shape == (5, 64) and torch.equal(probe[:, :32], probe[:, 32:])
-    assert torch.equal(probe, induction.repeated_sequences(5, CONFIG, seed=3))
+    assert torch.equal(probe, copy_data.repeated_sequences(5, CONFIG, seed=3))
 
 
 # ---- the model ---------------------------------------------------------------------------------------------------
@@ -229,14 +229,14 @@ def test_scores_of_perfect_heads_and_of_an_even_spread():
 
 def test_copyable_marks_pairs_seen_before_and_split_losses_uses_it():
     ids = torch.tensor([[5, 1, 2, 5, 1, 3, 5, 1]])  # (5, 1) repeats at 3 and 6: targets 4 and 7 copyable
-    assert induction.copyable(ids)[0].nonzero().flatten().tolist() == [3, 6]
+    assert copy_data.copyable(ids)[0].nonzero().flatten().tolist() == [3, 6]
     logits = torch.zeros(1, 8, 8)
     logits[0, [3, 6], 1] = 50.0  # perfect on the copyable predictions, uniform on the rest
-    losses = induction.split_losses(logits, ids)
+    losses = copy_data.split_losses(logits, ids)
     assert losses["copyable"] < 1e-6 and math.isclose(losses["other"], math.log(8), rel_tol=1e-9)
     assert (losses["n_copyable"], losses["n_other"]) == (2, 5)
     with pytest.raises(ValueError, match=r"logits must be \(B, T, V\) for ids \(1, 8\)"):
-        induction.split_losses(logits[:, :4], ids)
+        copy_data.split_losses(logits[:, :4], ids)
 
 
 def test_half_losses_split_the_predictions():
@@ -244,7 +244,7 @@ def test_half_losses_split_the_predictions():
     ids = torch.tensor([[0, 1, 2, 3, 0, 1, 2, 3]])
     logits = torch.zeros(1, t, v)  # uniform everywhere ...
     logits[0, torch.arange(4, 7), ids[0, 5:]] = 50.0  # ... except the repeated half, predicted perfectly
-    first, repeated = induction.half_losses(logits, ids)
+    first, repeated = copy_data.half_losses(logits, ids)
     assert math.isclose(first, math.log(v), rel_tol=1e-6) and repeated < 1e-6
 
 
@@ -290,7 +290,7 @@ def test_a_copy_of_the_model_ablates_its_own_heads():
     config = induction.InductionConfig(vocab_size=16, context_length=12, d_model=16, num_heads=2, num_layers=2)
     model = induction.AttentionOnlyTransformer(config).eval()
     twin = copy.deepcopy(model)
-    ids = induction.copy_batch(4, config, torch.Generator().manual_seed(1))
+    ids = copy_data.copy_batch(4, config, torch.Generator().manual_seed(1))
     with torch.no_grad():
         whole = twin(ids)
         assert not torch.allclose(twin(ids, ablate=[(0, 1)]), whole)

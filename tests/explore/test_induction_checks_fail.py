@@ -18,7 +18,7 @@ from torch import nn
 
 import llm_lab
 from llm_lab import MultiHeadAttention
-from llm_lab.explore import circuit, induction
+from llm_lab.explore import circuit, copy_data, induction
 from llm_lab.explore import weights_circuits as wc
 from llm_lab.kv_cache import KVCache, decode_step
 
@@ -86,8 +86,8 @@ def untrained():
 @pytest.fixture(scope="module")
 def probes():
     return {
-        name: induction.probe_batch(64, CONFIG, start, length, seed=10 + k)
-        for k, (name, (start, length)) in enumerate(induction.PROBES.items())
+        name: copy_data.probe_batch(64, CONFIG, start, length, seed=10 + k)
+        for k, (name, (start, length)) in enumerate(copy_data.PROBES.items())
     }
 
 
@@ -106,7 +106,7 @@ def test_same_logits_holds_for_the_same_seed_and_fails_for_other_weights():
     """The check: the by-hand ``AttentionOnly`` and the library class, each built after seed 123, give the same
     logits. Built after another seed, the library model has other weights, and the check must say so."""
     by_hand_class = notebook_def("AttentionOnly", nn=nn, torch=torch, MultiHeadAttention=MultiHeadAttention)
-    batch = induction.copy_batch(4, CONFIG, torch.Generator().manual_seed(2))
+    batch = copy_data.copy_batch(4, CONFIG, torch.Generator().manual_seed(2))
 
     def same_logits(lib_seed):
         torch.manual_seed(123)
@@ -152,7 +152,7 @@ def test_same_weights_after_40_steps_holds_for_train_and_fails_for_another_data_
 def copies_and_guesses(model, probes):
     """Section 6's check per probe: (copyable loss below half the uniform guess, other loss above it minus 0.1)."""
     with torch.no_grad():
-        losses = {name: circuit.split_losses(model(ids), ids) for name, ids in probes.items()}
+        losses = {name: copy_data.split_losses(model(ids), ids) for name, ids in probes.items()}
     return {name: (m["copyable"] < UNIFORM / 2, m["other"] > UNIFORM - 0.1) for name, m in losses.items()}
 
 
@@ -222,7 +222,7 @@ def shortcut_claims(shortcut, general, probes):
     """Section 8's checks: the copyable loss below half the guess, per probe, for ``shortcut``; its best
     previous-token head below 0.2 on every row 40 .. 57; ``general``'s head above 0.5 on 15 of those 18 rows."""
     with torch.no_grad():
-        below = [circuit.split_losses(shortcut(ids), ids)["copyable"] < UNIFORM / 2 for ids in probes.values()]
+        below = [copy_data.split_losses(shortcut(ids), ids)["copyable"] < UNIFORM / 2 for ids in probes.values()]
     shortcut_rows, best = per_row_of(shortcut, probes[FIRST])
     general_rows, prev_head = per_row_of(general, probes[FIRST])
     return (
@@ -288,7 +288,7 @@ def test_ablation_bands_hold_trained_and_fail_untrained_or_with_the_previous_tok
 def top_share_claims(model, ids):
     """Section 10's checks: the layer-1 heads that rank the right token first on more than 0.3 of the copyable
     predictions, and whether every layer-0 head does so on less than 0.1."""
-    can, right = induction.copyable(ids), ids[:, 1:]
+    can, right = copy_data.copyable(ids), ids[:, 1:]
     top_share = torch.zeros(CONFIG.num_layers, CONFIG.num_heads)
     for layer in range(CONFIG.num_layers):
         for head in range(CONFIG.num_heads):
@@ -380,7 +380,7 @@ def test_generation_copies_trained_and_not_untrained_or_without_the_previous_tok
     step = notebook_def("new_token_logits", **NEW_TOKEN_LOGITS)
     assert copy_claims(decode(trained, prompt, step)[0], prompt) == (True, True)
     assert copy_claims(decode(untrained, prompt, step)[0], prompt) == (False, False)
-    _, prev_head = per_row_of(trained, induction.probe_batch(64, CONFIG, 0, 32, seed=10))
+    _, prev_head = per_row_of(trained, copy_data.probe_batch(64, CONFIG, 0, 32, seed=10))
     no_prev = rebuild(trained, zero_heads(0, [prev_head]))
     assert copy_claims(decode(no_prev, prompt, step)[0], prompt) == (False, False)
 

@@ -4,7 +4,7 @@ notebook prints on the trained default model, and each claim failing on a model 
 import pytest
 import torch
 
-from llm_lab.explore import circuit, distance, induction
+from llm_lab.explore import circuit, copy_data, distance, induction
 from llm_lab.explore import weights_circuits as wc
 
 CONFIG = induction.InductionConfig()
@@ -25,7 +25,7 @@ def untrained():
 
 
 def _prev_head(model):
-    probe = induction.probe_batch(64, CONFIG, 0, 32, seed=10)
+    probe = copy_data.probe_batch(64, CONFIG, 0, 32, seed=10)
     with torch.no_grad():
         _, w = model(probe, return_attn_weights=True)
     return int(circuit.previous_token_per_row(w)[0].mean(dim=-1).argmax()), probe
@@ -42,9 +42,9 @@ def test_source_distances_finds_the_nearest_earlier_pair():
 
 
 def test_ideal_copier_losses_per_prediction_average_to_circuit_s():
-    ids = induction.copy_batch(50, CONFIG, torch.Generator().manual_seed(4))
+    ids = copy_data.copy_batch(50, CONFIG, torch.Generator().manual_seed(4))
     per = distance.ideal_copier_losses(ids)
-    assert torch.equal(per.isnan(), ~induction.copyable(ids))
+    assert torch.equal(per.isnan(), ~copy_data.copyable(ids))
     assert float(per.nanmean()) == pytest.approx(circuit.ideal_copier_loss(ids))
 
 
@@ -58,7 +58,7 @@ def test_sweep_batch_copies_its_last_tokens_from_distance_back(d):
 
 
 def test_training_data_copies_mostly_from_a_few_tokens_back():
-    d = distance.source_distances(induction.copy_batch(2000, CONFIG, torch.Generator().manual_seed(1)))
+    d = distance.source_distances(copy_data.copy_batch(2000, CONFIG, torch.Generator().manual_seed(1)))
     assert 0.6 < float(((d >= 2) & (d <= 7)).float().mean()) < 0.8
     assert float((d >= 32).float().mean()) < 0.02
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from llm_lab.explore import distance, induction
+from llm_lab.explore import copy_data, distance, induction
 
 CONFIG = induction.InductionConfig()
 UNIFORM = math.log(CONFIG.vocab_size)
@@ -18,15 +18,15 @@ UNIFORM = math.log(CONFIG.vocab_size)
 def notebook_curve(model, steps: int | None = None, task=None) -> dict:
     """The notebook's training loop (section 4), measuring ``distance.training_point`` every 20 steps."""
     settings = induction.TrainSettings()
-    probe = induction.probe_batch(64, CONFIG, 0, 32, seed=10)  # "0-31 told again at 32-63"
-    held = induction.copy_batch(2000, CONFIG, torch.Generator().manual_seed(1))[:64]
+    probe = copy_data.probe_batch(64, CONFIG, 0, 32, seed=10)  # "0-31 told again at 32-63"
+    held = copy_data.copy_batch(2000, CONFIG, torch.Generator().manual_seed(1))[:64]
     opt = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
     schedule = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: induction.lr_factor(step, settings))
     data = torch.Generator().manual_seed(settings.seed)
     curve: dict = {"step": []}
     model.train()
     for step in range(settings.steps if steps is None else steps):
-        ids = induction.copy_batch(settings.batch_size, CONFIG, data, task or settings.task)
+        ids = copy_data.copy_batch(settings.batch_size, CONFIG, data, task or settings.task)
         loss = F.cross_entropy(model(ids)[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -69,7 +69,7 @@ def test_the_far_copies_claim_fails_on_a_model_that_never_sees_far_copies():
     try:
         torch.manual_seed(123)
         model = induction.AttentionOnlyTransformer(CONFIG)
-        short = notebook_curve(model, steps=300, task=induction.CopyTask(short_share=1.0))
+        short = notebook_curve(model, steps=300, task=copy_data.CopyTask(short_share=1.0))
     finally:
         torch.set_num_threads(threads)
     claims = distance.training_claims(short, UNIFORM)
@@ -86,8 +86,8 @@ def test_the_claims_fail_on_a_model_that_does_not_learn():
     points = [
         distance.training_point(
             model,
-            induction.probe_batch(64, CONFIG, 0, 32, seed=10),
-            induction.copy_batch(64, CONFIG, torch.Generator().manual_seed(1)),
+            copy_data.probe_batch(64, CONFIG, 0, 32, seed=10),
+            copy_data.copy_batch(64, CONFIG, torch.Generator().manual_seed(1)),
         )
     ] * 15
     flat = {"step": [20 * (k + 1) for k in range(15)], **{key: [p[key] for p in points] for key in points[0]}}
@@ -130,21 +130,21 @@ def test_icl_score_and_loss_by_distance_on_known_logits():
 def test_more_far_copies_trade_the_near_end_for_the_far_end():
     """The notebook's second data: more far copies help 48 back and hurt 8 back and the late probe; swapped (the
     default model named the far one) every claim fails."""
-    late = induction.probe_batch(64, CONFIG, 40, 12, seed=12)  # "40-51 told again at 52-63"
+    late = copy_data.probe_batch(64, CONFIG, 40, 12, seed=12)  # "40-51 told again at 52-63"
     models, reach, late_loss = {}, {}, {}
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         for name, task in (
-            ("default", induction.CopyTask()),
-            ("far", induction.CopyTask(max_gap=48, short_share=0.25)),
+            ("default", copy_data.CopyTask()),
+            ("far", copy_data.CopyTask(max_gap=48, short_share=0.25)),
         ):
             torch.manual_seed(123)
             models[name] = induction.AttentionOnlyTransformer(CONFIG)
             induction.train(models[name], dataclasses.replace(induction.TrainSettings(), task=task))
             reach[name] = distance.sweep(models[name], [2, 8, 16, 48])
             with torch.no_grad():
-                late_loss[name] = induction.split_losses(models[name](late), late)["copyable"]
+                late_loss[name] = copy_data.split_losses(models[name](late), late)["copyable"]
     finally:
         torch.set_num_threads(threads)
     claims = distance.trade_claims(reach["default"], reach["far"], late_loss["default"], late_loss["far"])

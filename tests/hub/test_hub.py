@@ -92,7 +92,9 @@ def hub(tmp_path_factory):
     shutil.copytree(ROOT / "tools", GRADER / "tools", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for p in [HUB_DIR, GRADER, *GRADER.rglob("*")]:
         p.chmod(0o755 if p.is_dir() else 0o644)
-    h = hubmod.Hub(HUB_DIR, free_port(), TEACHER, list(STUDENTS), notebook="01", notebooks=notebooks, assignment="ps1")
+    h = hubmod.Hub(
+        HUB_DIR, free_port(), TEACHER, list(STUDENTS), notebook="01", instructor_dir=notebooks, assignment="ps1"
+    )
     t0 = time.monotonic()
     for user in h.users:  # leftovers of an interrupted run
         if user_exists(user):

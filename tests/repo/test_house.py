@@ -25,7 +25,7 @@ LONG_MODULES: dict[str, str] = {}
 # "path:function" -> why it may be longer
 LONG_FUNCTIONS: dict[str, str] = {
     "tests/_hostile.py:tricks": "a table: one hostile submission per entry, read top to bottom",
-    "tests/tools/teaching/grader/test_grade.py:class_of": (
+    "tests/tools/teaching/grader/test_cli.py:class_of": (
         "a table: one submitted notebook per line, each with the total it must get"
     ),
 }
@@ -103,3 +103,15 @@ def test_the_tests_collect_without_the_instructor_tools():
     # the collected test ids may say "error" (a compile error is a case); the rest of the output may not
     rest = [line for line in proc.stdout.splitlines() if not line.startswith("tests/")]
     assert not [line for line in rest if "error" in line.lower()], "\n".join(rest[-20:])
+
+
+WHOLESALE = re.compile(r"^# ruff: noqa(?::[^\n]*\bE501\b|\s*$)", re.M)
+
+
+def test_no_module_switches_the_line_length_off_wholesale():
+    """Long lines (bilingual message tables) carry their own ``# noqa: E501`` (docs/architecture.md, "Text in
+    code"): a file-wide pragma would hide every other long line of the module too."""
+    found = [rel(p) for p in CODE if WHOLESALE.search(p.read_text(encoding="utf-8"))]
+    assert not found, "file-wide line-length pragmas:\n" + "\n".join(found)
+    assert WHOLESALE.search("# ruff: noqa: E501  (the strings read better unbroken)\n")
+    assert not WHOLESALE.search('x = "a long line"  # noqa: E501\n')

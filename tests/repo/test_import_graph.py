@@ -1,108 +1,128 @@
-"""The import graph, read from the source (ast, nothing imported): no circle inside llm_lab, and tools/ reach
-llm_lab only through public modules (no dotted path with a component starting with ``_``).
+"""The plan of the house, checked by import-linter: the contracts in pyproject.toml (``[tool.importlinter]``),
+which ``make lint`` and pre-commit run as ``lint-imports``, hold on the repository, and each of them fails on a
+copy of the repository with one wrong import planted in it (docs/architecture.md, "The house rules").
 
-Every import counts, at any depth of a module's code: one inside a function closes a circle as surely as one at
-the top. A module reading a name from one of its own ancestor packages (``from .. import __version__`` in
-``llm_lab.dev.env``) is not an edge: Python runs a package's ``__init__`` before any module inside it, so that
-reference points up by construction; a circle is between modules that need each other. Imports under
-``if TYPE_CHECKING:`` never run and are not edges either."""
+import-linter reads the imports of ``llm_lab``, ``tools`` and ``benchmarks`` from their source (grimp; nothing is
+imported), at any depth of a module's code. It sees modules, not names: that ``tools`` import no private *name*
+of llm_lab (``from llm_lab.exercises import _CHECKS``) is the last test here."""
+
+from __future__ import annotations
 
 import ast
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+PACKAGES = ("llm_lab", "tools", "benchmarks")
+
+pytestmark = pytest.mark.skipif(not LINT_IMPORTS.exists(), reason="needs import-linter (requirements.txt)")
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+def lint_imports(root: Path) -> subprocess.CompletedProcess:
+    """``lint-imports`` as make lint runs it, on the packages under ``root`` (found there first: PYTHONPATH)."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-logo", "--no-cache"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
-def imported(path: Path, name: str, known: set[str]) -> set[str]:
-    """The modules in ``known`` that ``path`` (module ``name``) imports, its own ancestor packages left out."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    typing_only = {
-        id(inner)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-        for stmt in node.body
-        for inner in ast.walk(stmt)
-    }
-    found = set()
-    for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
-        if isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
-            module = ".".join(p for p in (base, node.module or "") if p)
-            targets = [f"{module}.{a.name}" if f"{module}.{a.name}" in known else module for a in node.names]
-        else:
-            continue
-        found |= {t for t in targets if t in known}
-    return {t for t in found if not name.startswith(t + ".")}
+def test_the_repository_keeps_every_contract():
+    result = lint_imports(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "4 kept, 0 broken" in result.stdout, result.stdout
 
 
-def graph(top: str) -> dict[str, set[str]]:
-    paths = {module_name(p): p for p in (ROOT / top).rglob("*.py")}
-    known = set(paths)
-    return {name: imported(path, name, known) - {name} for name, path in paths.items()}
+def test_make_lint_runs_the_contracts():
+    assert "lint-imports --no-logo --no-cache" in (ROOT / "Makefile").read_text(encoding="utf-8")
 
 
-def find_circle(edges: dict[str, set[str]]) -> list[str]:
-    """One import circle as the list of its modules (first repeated at the end), or [] if the graph has none."""
-    state: dict[str, str] = {}  # "open" while on the current path, "done" when every path from it was followed
-    path: list[str] = []
-
-    def visit(node: str) -> list[str]:
-        state[node] = "open"
-        path.append(node)
-        for nxt in sorted(edges.get(node, ())):
-            if state.get(nxt) == "open":
-                return path[path.index(nxt) :] + [nxt]
-            if nxt not in state and (circle := visit(nxt)):
-                return circle
-        state[node] = "done"
-        path.pop()
-        return []
-
-    for node in sorted(edges):
-        if node not in state and (circle := visit(node)):
-            return circle
-    return []
-
-
-def test_find_circle_finds_one_and_only_one():
-    assert find_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
-    assert find_circle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) == []
-
-
-def test_llm_lab_has_no_import_circle():
-    edges = graph("llm_lab")
-    assert "llm_lab.exercises._harness" in edges  # the graph is read from the real package
-    circle = find_circle(edges)
-    assert not circle, "import circle: " + " -> ".join(circle)
-
-
-def private_parts(dotted: str) -> list[str]:
-    return [p for p in dotted.split(".") if p.startswith("_") and not (p.startswith("__") and p.endswith("__"))]
+# Each plant: (file written into the copy, its text, the contract that must break, what the report names).
+PLANTS = {
+    "private import from the benchmarks": (
+        "benchmarks/planted.py",
+        "from llm_lab.exercises import _harness\n",
+        "a private module (_name) of llm_lab is imported only inside its own package",
+        "benchmarks.planted -> llm_lab.exercises._harness",
+    ),
+    "private import from the package's top level, inside a function": (
+        "llm_lab/planted.py",
+        "def later():\n    from llm_lab.exercises._core import one_line\n",
+        "a private module (_name) of llm_lab is imported only inside its own package",
+        "llm_lab.planted -> llm_lab.exercises._core",
+    ),
+    "the package importing the tools": (
+        "llm_lab/planted.py",
+        "import tools.course\n",
+        "llm_lab never imports tools or benchmarks",
+        "llm_lab.planted -> tools.course",
+    ),
+    "one room reaching into another": (
+        "llm_lab/bench/planted.py",
+        "from llm_lab.explore import heads\n",
+        "explore, bench, dev and exercises do not import each other",
+        "llm_lab.bench.planted -> llm_lab.explore.heads",
+    ),
+    "a circle between two modules of one package": (
+        "llm_lab/explore/planted.py",
+        "from . import copy_data\n",
+        "no import circle among the modules of one package",
+        "",
+    ),
+}
 
 
-def test_tools_import_no_private_llm_lab_module():
+@pytest.fixture(scope="module")
+def copy_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("house")
+    shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, root / package, ignore=shutil.ignore_patterns("__pycache__", "*.ipynb"))
+    return root
+
+
+@pytest.mark.parametrize("plant", PLANTS)
+def test_each_contract_fails_on_a_planted_import(copy_root, plant):
+    path, text, contract, named = PLANTS[plant]
+    target = copy_root / path
+    changed = [target]
+    if plant.startswith("a circle"):  # copy_data imports the planted module back: explore.copy_data <-> planted
+        data = copy_root / "llm_lab/explore/copy_data.py"
+        original = data.read_text(encoding="utf-8")
+        data.write_text(original + "\nfrom . import planted  # noqa\n", encoding="utf-8")
+    target.write_text(text, encoding="utf-8")
+    try:
+        result = lint_imports(copy_root)
+    finally:
+        for p in changed:
+            p.unlink()
+        if plant.startswith("a circle"):
+            data.write_text(original, encoding="utf-8")
+    assert result.returncode != 0, result.stdout
+    broken = result.stdout.split("Broken contracts", 1)[-1]
+    assert f"{contract}" in broken and named in broken, result.stdout
+    assert "1 broken" in result.stdout, result.stdout  # that plant breaks its own contract and no other
+
+
+def test_tools_import_no_private_llm_lab_name():
+    """``from llm_lab.x import _name`` (a private name of a public module), which import-linter cannot see."""
     found = []
-    for path in sorted((ROOT / "tools").rglob("*.py")):
+    for path in sorted((ROOT / "tools").rglob("*.py")) + sorted((ROOT / "benchmarks").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and not node.level:
-                names = [f"{node.module}.{a.name}" for a in node.names]
-            else:
-                continue
-            found += [
-                f"{path.relative_to(ROOT)}:{node.lineno}: {name}"
-                for name in names
-                if name.split(".")[0] == "llm_lab" and private_parts(name)
-            ]
-    assert not found, "tools import llm_lab's private modules or names:\n" + "\n".join(found)
+            if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "llm_lab":
+                found += [
+                    f"{path.relative_to(ROOT)}:{node.lineno}: {node.module}.{a.name}"
+                    for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")
+                ]
+    assert not found, "tools import llm_lab's private names:\n" + "\n".join(found)

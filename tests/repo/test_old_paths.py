@@ -1,10 +1,14 @@
 """The eight old module paths (``llm_lab.heads`` before ``llm_lab.explore.heads``, ...): each is the moved module
-itself until it is removed (CHANGELOG: deprecated in 0.2.0, removed in 0.3.0), and the project's own code, forms,
-docs and notebooks name only the new paths."""
+itself until it is removed (CHANGELOG: deprecated in 0.2.0, removed in 0.3.0), importing one raises a
+``DeprecationWarning`` naming the new path, and the project's own code, forms, docs and notebooks name only the new
+paths (so no stored output shows that warning)."""
 
 import importlib
+import json
 import re
 import subprocess
+import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -36,7 +40,9 @@ MARKED = re.compile(r"old (?:name|path)", re.I)
 
 @pytest.mark.parametrize(("old", "new"), MOVED.items())
 def test_each_old_path_is_the_moved_module_with_the_same_objects(old, new):
-    module, moved = importlib.import_module(old), importlib.import_module(new)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # the next test sees it
+        module, moved = importlib.import_module(old), importlib.import_module(new)
     assert module is moved
     public = [name for name in getattr(moved, "__all__", dir(moved)) if not name.startswith("_")]
     assert public and all(getattr(module, name) is getattr(moved, name) for name in public)
@@ -76,3 +82,39 @@ def test_the_pattern_catches_every_spelling():
         "llm_lab/explore/heads.py",
     ):
         assert not OLD_NAME.search(line), line
+
+
+def test_each_old_path_warns_naming_the_new_one():
+    """In a fresh interpreter (an old path warns once, when it is first imported), as a notebook imports it."""
+    code = f"""if True:
+        import importlib, json, warnings
+        import llm_lab
+        found = {{}}
+        for old in {list(MOVED)!r}:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                importlib.import_module(old)
+            found[old] = [(w.category.__name__, str(w.message)) for w in caught]
+        print(json.dumps(found))
+    """
+    env_path = {"PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env_path, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stderr
+    for old, caught in json.loads(proc.stdout).items():
+        assert caught == [["DeprecationWarning", f"{old} is deprecated and removed in 0.3.0: use {MOVED[old]}"]], (
+            old,
+            caught,
+        )
+
+
+def test_no_stored_notebook_shows_the_warning():
+    found = []
+    for path in sorted((ROOT / "notebooks").rglob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            for output in cell.get("outputs", []):
+                text = json.dumps(output)
+                if "DeprecationWarning" in text and "llm_lab." in text:
+                    found.append(f"{path.relative_to(ROOT)}: {text[:120]}")
+    assert not found, "\n".join(found)

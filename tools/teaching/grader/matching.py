@@ -4,7 +4,7 @@
 its cells to the instructor version's (by nbgrader grade_id, cell id, unchanged text, or for a solution cell what it
 defines) and writes the notebook to execute: every course cell from the instructor version (edited, deleted or
 reordered course cells restored; checker cells unchangeable), the learner's solution cells and the code cells they
-added in their places, and at each checker cell's place a capture cell (``llm_lab.exercises.grading.kernel``: the
+added in their places, and at each checker cell's place a capture cell (``llm_lab.exercises.grading.answering``: the
 kernel remembers the learner's object; nothing is judged there).
 """
 

@@ -11,7 +11,7 @@ What it leaves out, for each assigned notebook N (several: everything any of the
   itself, and whatever llm_lab code the later notebooks use (their imports and ``module.attribute`` uses, followed
   through the package's own imports and calls) that the notebooks up to N do not reach;
 - **the checkers**: the whole exercises package except what the kernel's answering side
-  (``llm_lab.exercises.grading.kernel``) imports, and of that the hint texts (``HINT_TABLES``, empty); its
+  (``llm_lab.exercises.grading.answering``) imports, and of that the hint texts (``HINT_TABLES``, empty); its
   ``__init__`` is replaced by one that offers
   ``set_language``/``get_language`` and a ``check_<name>`` for every checker that only says the grader checks.
 

@@ -23,7 +23,7 @@ in the source decides it before any kernel is asked (``None``: nothing, the chec
   after that definition binds it again (a course cell that bound it before the exercise does not count).
 
 Code that hides a name (``getattr`` with a computed string) is not found here; the kernel's own report of what
-ran is the second check (the watch ``llm_lab.exercises.grading.kernel`` runs each call under). Used by ``judging``.
+ran is the second check (the watch ``llm_lab.exercises.grading.answering`` runs each call under). Used by ``judging``.
 """
 
 from __future__ import annotations

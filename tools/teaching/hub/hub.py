@@ -120,7 +120,7 @@ class Hub:
         python: str = "/usr/bin/python3",
         proxy: Path = PROXY,
         notebook: str = "01",
-        notebooks: Path = ROOT / "notebooks" / "instructor",
+        instructor_dir: Path = ROOT / "notebooks" / "instructor",
         assignment: str | None = None,
     ):
         self.dir = Path(directory).resolve()
@@ -129,8 +129,8 @@ class Hub:
         self.students = list(students or [f"llm-student{i}" for i in (1, 2, 3)])
         self.python = python
         self.proxy = Path(proxy)
-        self.notebook = notebook
-        self.notebooks = Path(notebooks)
+        self.notebook = notebook  # the two digits of the course notebook made into the assignment (--notebook)
+        self.instructor_dir = Path(instructor_dir)  # where its instructor versions are, one folder per language
         self.assignment = assignment or f"ps{notebook}"
         self.venv = self.dir / "venv"
         self.state = self.dir / "state"
@@ -319,7 +319,7 @@ class Hub:
         course.chmod(0o700)
         tmp = self.state / "sources"
         shutil.rmtree(tmp, ignore_errors=True)
-        student.write_sources(self.notebooks, tmp, only=self.notebook)
+        student.write_sources(self.instructor_dir, tmp, only=self.notebook)
         (course / "nbgrader_config.py").write_text(
             f"# the llm-lab course (written by tools/teaching/hub/hub.py); stubs of the {CONFIG_LANG!r} notebooks\n"
             "c = get_config()  # noqa: F821\n"
@@ -330,7 +330,7 @@ class Hub:
         for lang in _course.LANGS:
             key = course / "instructor-notebooks" / lang
             key.mkdir(parents=True, exist_ok=True)
-            for nb in self.notebooks.glob(f"{lang}/{self.notebook}_*.ipynb"):
+            for nb in self.instructor_dir.glob(f"{lang}/{self.notebook}_*.ipynb"):
                 shutil.copyfile(nb, key / nb.name)
             src = course / "source" / f"{self.assignment}-{lang}"
             src.mkdir(parents=True, exist_ok=True)

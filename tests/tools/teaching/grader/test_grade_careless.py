@@ -6,7 +6,7 @@ The class hands in the fixture course's 01_demo (two autograded exercises, tests
 student with one mistake: a typo that does not compile, a crash, an endless loop, a huge print, cells run twice
 or copied, a notebook half finished. The grader's paths run in the bubblewrap sandbox where it can run, and
 without it elsewhere (``--no-sandbox``: these students are honest, and what is tested is what a mistake costs,
-the same code either way; the sandbox itself is tested in test_grade.py and test_sandbox.py).
+the same code either way; the sandbox itself is tested in test_cli.py and test_sandbox.py).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def nbgrader(course, *args):
 
 
 def release(root: Path, timeout: int = 30) -> tuple[Path, Path]:
-    """The fixture course's 01_demo released as nbgrader's ``ASSIGNMENT`` (as test_nbgrader_e2e.py releases it),
+    """The fixture course's 01_demo released as nbgrader's ``ASSIGNMENT`` (as test_nbgrader_course.py releases it),
     cells stopped after ``timeout`` s under plain autograde."""
     notebooks = fx.build_course(root / "instructor")
     course = root / "course"

@@ -163,7 +163,7 @@ IMPORT_ALL = textwrap.dedent(
     """
     import importlib, pkgutil, sys
     sys.path.insert(0, sys.argv[1])
-    import llm_lab, llm_lab.exercises.grading.kernel
+    import llm_lab, llm_lab.exercises.grading.answering
     assert llm_lab.__file__.startswith(sys.argv[1]), llm_lab.__file__
     for name in llm_lab.__all__:
         getattr(llm_lab, name)

@@ -1,4 +1,4 @@
-"""A third language reaches the grader with no change to the grader (docs/authoring.md, "Adding a language").
+"""A third language reaches the grader with no change to the grader (docs/architecture.md, "Add a language").
 
 ``ja`` is added the way that section's step 1 adds a language: to ``tools.course.LANGS`` and the checkers'
 ``LANGUAGES``, and to every table of strings keyed by the languages (here the English text marked ``[ja]``, standing

@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (each submission's trick is source code in a string: it reads better unbroken)
 """Limits that hold per submission and across graders (tools/teaching/grader/sandbox.py, sandbox_limits.py).
 
 - Two graders at once on one machine (an instructor grading while CI grades), each with a fork storm in its
@@ -122,7 +121,7 @@ def test_two_graders_at_once_each_with_a_fork_storm(tmp_path):
 
 
 # Each trick below hands in the right causal_mask only if it got through (LEAK): a trick that is stopped scores 0.
-LEAKY = "\ndef causal_mask(num_tokens):\n    return torch.ones(num_tokens, num_tokens, dtype=torch.bool).triu(diagonal=1 if LEAK else 0)\n"
+LEAKY = "\ndef causal_mask(num_tokens):\n    return torch.ones(num_tokens, num_tokens, dtype=torch.bool).triu(diagonal=1 if LEAK else 0)\n"  # noqa: E501
 MANY_FILES = (
     """
 n = 0
@@ -238,13 +237,6 @@ LEAK = False
 # about a second of CPU, begun once the busy neighbour is surely running (its storm starts a few seconds in)
 HONEST_WORK = "\nimport time\ntime.sleep(4)\n_work = sum(i * i for i in range(24_000_000))\n"
 WAIT = STUB + "\nimport time\ntime.sleep(120)\n"  # the busy processes keep running meanwhile
-
-
-def _min_available(stop, seen):
-    while not stop.wait(0.2):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                seen.append(int(line.split()[1]) * 1024)
 
 
 @pytest.mark.skipif(sandbox_limits.cgroup_problem() is not None, reason=str(sandbox_limits.cgroup_problem()))

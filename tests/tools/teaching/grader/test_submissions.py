@@ -2,7 +2,7 @@
 submission folder, never through a link, never a pipe or a device, at most MAX_FILE_BYTES; every such entry is
 that student's problem row, on both paths (make grade, make grade-nbgrader's collect), and the class is graded.
 The class test runs its one honest kernel unsandboxed (what is tested is the reading, before any kernel);
-test_grade_hostile.py and test_nbgrader_e2e.py (beside this file) grade the same entries in the sandbox."""
+test_grade_hostile.py and test_nbgrader_course.py (beside this file) grade the same entries in the sandbox."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from _remote_loopback import loopback, remote_grade
 from torch import nn
 
 from llm_lab import exercises as ex
-from llm_lab.exercises.grading import kernel, proxies, wire
+from llm_lab.exercises.grading import answering, proxies, wire
 
 
 @pytest.mark.parametrize("name", list(SOLUTIONS))
@@ -51,7 +51,7 @@ def test_an_instance_instead_of_a_class_is_named():
 
 def test_a_missing_name_is_a_name_error():
     link = loopback()
-    kernel.capture("gone", lambda: undefined_name)  # noqa: F821
+    answering.capture("gone", lambda: undefined_name)  # noqa: F821
     with pytest.raises(NameError):
         link.lookup("gone")
 

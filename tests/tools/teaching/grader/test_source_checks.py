@@ -292,7 +292,7 @@ def test_every_course_notebook_with_its_own_solutions_reads_clean():
     ("cell", "tampered"),
     [
         ("import llm_lab.exercises._harness as h\n", True),
-        ("from llm_lab.exercises.grading.kernel import serve\n", True),  # a public module of the machinery
+        ("from llm_lab.exercises.grading.answering import serve\n", True),  # a public module of the machinery
         ("from llm_lab.exercises import grading\n", True),
         ("import llm_lab.exercises as e\ng = e.grading\n", True),
         ("x = __import__('llm_lab.exercises._registry')\n", True),
@@ -304,6 +304,6 @@ def test_the_machinery_names_come_from_the_package(cell, tampered):
     """Every private module of llm_lab.exercises and the grading package are reached names, found by walking the
     package (a module added later counts at once); a name every nn.Module has (``_modules``) is not."""
     assert "llm_lab.exercises._harness" in source_names.MACHINERY_MODULES
-    assert "llm_lab.exercises.grading.kernel" in source_names.MACHINERY_MODULES
+    assert "llm_lab.exercises.grading.answering" in source_names.MACHINERY_MODULES
     found = verdict([cell + RIGHT])
     assert (found is not None and found.status == "tampered") == tampered, found

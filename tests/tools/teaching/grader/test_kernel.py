@@ -15,7 +15,7 @@ from _remote_loopback import loopback
 from torch import nn
 
 from llm_lab import exercises as ex
-from llm_lab.exercises.grading import kernel, wire
+from llm_lab.exercises.grading import answering, wire
 from tools.teaching.grader import kernel as grader_kernel
 
 
@@ -45,7 +45,7 @@ def test_a_meta_layer_handed_back_costs_the_grader_nothing(monkeypatch):
             raise MemoryError("the test refuses a 2 GiB layer in the grader")
         real_init(self, in_features, out_features, *args, device=device, **kwargs)
 
-    kernel.capture("causal_mask", lambda: lambda n: Big())  # built in "the kernel", on the meta device
+    answering.capture("causal_mask", lambda: lambda n: Big())  # built in "the kernel", on the meta device
     monkeypatch.setattr(nn.Linear, "__init__", init)
     link = loopback()
     link.exercise = "causal_mask"
@@ -66,7 +66,7 @@ def test_a_small_meta_layer_stays_meta_and_is_named():
             return x
 
     link = loopback()
-    kernel.capture("causal_attention", lambda: MetaModule)
+    answering.capture("causal_attention", lambda: MetaModule)
     link.exercise = "causal_attention"
     result = ex.grade("causal_attention", link.lookup("causal_attention"), timeout=60)
     assert (result.status, result.hint) == ("fail", "meta_tensor")

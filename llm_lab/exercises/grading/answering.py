@@ -1,7 +1,7 @@
 """The kernel's side of grading: the answering code that runs in the learner's (sandboxed) kernel.
 
 The grader writes two kinds of cells into the notebook it runs (``tools/teaching/grader/kernel.py``, through
-``llm_lab.exercises.grading.kernel_cell``): at each checker cell's place ``capture(key, lambda: key)`` remembers
+``llm_lab.exercises.grading.answering_cell``): at each checker cell's place ``capture(key, lambda: key)`` remembers
 the object the exercise checks, as it is at that point of the notebook; then, once per request of the grader's
 checker, ``serve(request)`` answers: ``describe`` (what the captured object is: a function, a class, a module
 with its layers) or ``call`` (run the learner's object on the inputs the grader sent, inside the harness's check
