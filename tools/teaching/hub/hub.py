@@ -57,6 +57,11 @@ COURSE_ID = "llm-lab"
 # The language whose stubs the course's nbgrader_config.py holds; the other languages' go on the command line.
 CONFIG_LANG = _course.LANGS[0]
 PROXY = ROOT / "build" / "hub" / "proxy" / "node_modules" / ".bin" / "configurable-http-proxy"
+# Per learner (tools/teaching/hub/limits.py; the same in the Z2JH values): memory of all their processes together,
+# cores' worth of CPU, processes and threads. docs/hub-sizing.md says where the figures come from.
+DEFAULT_LIMITS = {"mem_limit": "2G", "cpu_limit": 1.0, "pids_limit": 512}
+# jupyterhub-idle-culler: a server idle this many seconds is stopped, checked every `every` seconds (Z2JH's defaults)
+DEFAULT_CULL = {"timeout": 3600, "every": 600, "activity_interval": 300}
 LEARNER_PAGE_CONFIG = {
     "disabledExtensions": {
         "@jupyter/nbgrader:formgrader": True,
@@ -122,6 +127,9 @@ class Hub:
         notebook: str = "01",
         notebooks: Path = ROOT / "notebooks" / "instructor",
         assignment: str | None = None,
+        limits: dict | None = None,
+        cull: dict | None = None,
+        start_timeout: int = 120,
     ):
         self.dir = Path(directory).resolve()
         self.port = port
@@ -131,7 +139,17 @@ class Hub:
         self.proxy = Path(proxy)
         self.notebook = notebook
         self.notebooks = Path(notebooks)
-        self.assignment = assignment or f"ps{notebook}"
+        # one assignment per course notebook (``notebook`` may be "01,08"): ps<NN>, or ``assignment`` for one
+        nbs = [n.strip() for n in str(notebook).split(",") if n.strip()]
+        if not nbs or (assignment and len(nbs) > 1):
+            raise ValueError(
+                f"--notebook is one course notebook (01) or several (01,08) without --assignment: {notebook!r}"
+            )
+        self.assignments = {nb: assignment or f"ps{nb}" for nb in nbs}
+        self.assignment = self.assignments[nbs[0]]
+        self.limits = DEFAULT_LIMITS if limits is None else limits
+        self.cull = DEFAULT_CULL if cull is None else cull
+        self.start_timeout = start_timeout
         self.venv = self.dir / "venv"
         self.state = self.dir / "state"
         self.exchange = self.dir / "exchange"
@@ -301,6 +319,10 @@ class Hub:
             "instructor": self.instructor,
             "students": self.students,
             "env": {u: self.user_env(u) for u in self.users},
+            "root": str(ROOT),
+            "limits": self.limits,
+            "cull": self.cull,
+            "start_timeout": self.start_timeout,
         }
         (self.state / "settings.json").write_text(json.dumps(settings, indent=2))
 
@@ -319,7 +341,7 @@ class Hub:
         course.chmod(0o700)
         tmp = self.state / "sources"
         shutil.rmtree(tmp, ignore_errors=True)
-        student.write_sources(self.notebooks, tmp, only=self.notebook)
+        student.write_sources(self.notebooks, tmp, only=",".join(self.assignments))
         (course / "nbgrader_config.py").write_text(
             f"# the llm-lab course (written by tools/teaching/hub/hub.py); stubs of the {CONFIG_LANG!r} notebooks\n"
             "c = get_config()  # noqa: F821\n"
@@ -330,17 +352,19 @@ class Hub:
         for lang in _course.LANGS:
             key = course / "instructor-notebooks" / lang
             key.mkdir(parents=True, exist_ok=True)
-            for nb in self.notebooks.glob(f"{lang}/{self.notebook}_*.ipynb"):
-                shutil.copyfile(nb, key / nb.name)
-            src = course / "source" / f"{self.assignment}-{lang}"
-            src.mkdir(parents=True, exist_ok=True)
-            for nb in (tmp / lang).glob("*.ipynb"):
-                shutil.copyfile(nb, src / nb.name)
+            for number, assignment in self.assignments.items():
+                for nb in self.notebooks.glob(f"{lang}/{number}_*.ipynb"):
+                    shutil.copyfile(nb, key / nb.name)
+                src = course / "source" / f"{assignment}-{lang}"
+                src.mkdir(parents=True, exist_ok=True)
+                for nb in (tmp / lang).glob(f"{number}_*.ipynb"):
+                    shutil.copyfile(nb, src / nb.name)
         shutil.rmtree(tmp)
         for p in [course, *course.rglob("*")]:
             os.chown(p, owner.pw_uid, owner.pw_gid)
-        for lang in _course.LANGS:
-            self.generate(f"{self.assignment}-{lang}", lang)
+        for assignment in self.assignments.values():
+            for lang in _course.LANGS:
+                self.generate(f"{assignment}-{lang}", lang)
 
     def generate(self, assignment: str, lang: str) -> None:
         """``nbgrader generate_assignment`` as the instructor; the stubs of ``lang`` given on the command line (it
@@ -381,9 +405,38 @@ def main(argv=None) -> int:
     ap.add_argument("--instructor", default="llm-instructor")
     ap.add_argument("--notebook", default="01", help="the course notebook made into an assignment (default 01)")
     ap.add_argument("--python", default="/usr/bin/python3", help="the Python of the learners' environment")
+    ap.add_argument("--mem-limit", default=DEFAULT_LIMITS["mem_limit"], help="memory per learner (default %(default)s)")
+    ap.add_argument("--cpu-limit", type=float, default=DEFAULT_LIMITS["cpu_limit"], help="cores per learner")
+    ap.add_argument("--pids-limit", type=int, default=DEFAULT_LIMITS["pids_limit"], help="processes per learner")
+    ap.add_argument("--no-limits", action="store_true", help="no cgroup per learner (LocalProcessSpawner as is)")
+    ap.add_argument(
+        "--cull-timeout",
+        type=int,
+        default=DEFAULT_CULL["timeout"],
+        help="seconds idle before the idle culler stops a server (default %(default)s; 0: no culler)",
+    )
     args = ap.parse_args(argv)
     names = args.names.split(",") if args.names else [f"llm-student{i}" for i in range(1, args.students + 1)]
-    hub = Hub(args.dir, args.port, args.instructor, names, args.python, notebook=args.notebook)
+    limits = (
+        {}
+        if args.no_limits
+        else {"mem_limit": args.mem_limit, "cpu_limit": args.cpu_limit, "pids_limit": args.pids_limit}
+    )
+    cull = {
+        **DEFAULT_CULL,
+        "timeout": args.cull_timeout,
+        "every": min(DEFAULT_CULL["every"], max(args.cull_timeout // 2, 1)),
+    }
+    hub = Hub(
+        args.dir,
+        args.port,
+        args.instructor,
+        names,
+        args.python,
+        notebook=args.notebook,
+        limits=limits,
+        cull=cull if args.cull_timeout > 0 else {},
+    )
     if args.command == "stop":
         hub.stop()
         return 0
