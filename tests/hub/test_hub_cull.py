@@ -49,22 +49,26 @@ def hub(tmp_path_factory):
 
 async def run_cell(c: Client, kernel: str, code: str, timeout: float = 300) -> str:
     ws = await c.channels(kernel)
-    msg_id, text = uuid.uuid4().hex, ""
+    msg_id, text, reply, idle = uuid.uuid4().hex, "", None, False
     ws.write_message(json.dumps(execute_request(code, msg_id, uuid.uuid4().hex, c.user)))
     deadline = time.monotonic() + timeout
     try:
-        while True:
+        while reply is None or not idle:  # the reply (shell) and the kernel idle again (iopub), in either order
             raw = await asyncio.wait_for(ws.read_message(), deadline - time.monotonic())
             msg = json.loads(raw)
             if msg.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
-            if msg["header"]["msg_type"] == "stream":
+            kind = msg["header"]["msg_type"]
+            if kind == "stream":
                 text += msg["content"]["text"]
-            if msg["header"]["msg_type"] == "execute_reply":
-                assert msg["content"]["status"] == "ok", msg["content"]
-                return text
+            elif kind == "execute_reply":
+                reply = msg["content"]
+            elif kind == "status":
+                idle = msg["content"]["execution_state"] == "idle"
     finally:
         ws.close()
+    assert reply["status"] == "ok", reply
+    return text
 
 
 def test_an_idle_server_is_culled_and_its_memory_returned_an_active_one_kept(hub):
