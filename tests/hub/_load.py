@@ -191,7 +191,7 @@ class Client:
                     raw = await asyncio.wait_for(ws.read_message(), left)
                     if raw is None:
                         raise AssertionError(f"{self.user}: {path}: the kernel's websocket closed")
-                    msg = json.loads(raw)
+                    msg = decode(raw)
                     if msg.get("parent_header", {}).get("msg_id") != msg_id:
                         continue
                     kind = msg["header"]["msg_type"]
@@ -219,6 +219,16 @@ class Client:
         ws.write_message(json.dumps(execute_request(code, uuid.uuid4().hex, uuid.uuid4().hex, self.user)))
         await asyncio.sleep(1)
         ws.close()
+
+
+def decode(raw: str | bytes) -> dict:
+    """A message from the kernel's websocket: JSON text, or jupyter_server's binary frame (a message with buffers:
+    a count and offsets as big-endian uint32, the JSON first)."""
+    if isinstance(raw, str):
+        return json.loads(raw)
+    count = int.from_bytes(raw[:4], "big")
+    offsets = [int.from_bytes(raw[4 * (i + 1) : 4 * (i + 2)], "big") for i in range(count)]
+    return json.loads(raw[offsets[0] : offsets[1] if count > 1 else None].decode())
 
 
 def execute_request(code: str, msg_id: str, session: str, user: str) -> dict:
@@ -271,19 +281,28 @@ class MemorySampler(threading.Thread):
     """Every ``every`` seconds, the PSS of each learner (all their processes) and of the hub's own processes;
     keeps each one's peak."""
 
-    def __init__(self, users: list[str], hub_pids, every: float = 3.0):
+    def __init__(self, users: list[str], hub_pids, every: float = 3.0, watch: str | None = None):
         super().__init__(daemon=True)
         self.uids = {pwd.getpwnam(u).pw_uid: u for u in users}
-        self.hub_pids, self.every = hub_pids, every
+        self.hub_pids, self.every, self.watch = hub_pids, every, watch
         self.peak: dict[str, float] = {}
+        self.watched: dict[str, float] = {}  # the largest value each counter of ``watch``'s cgroup reached
         self.samples = 0
         self.stopping = threading.Event()
 
     def run(self):
+        from tools.teaching.hub.limits import UserGroup
+
         while not self.stopping.is_set():
             now = pss_by_uid(self.uids, {"hub": self.hub_pids()})
             for name, mib in now.items():
                 self.peak[name] = max(self.peak.get(name, 0.0), mib)
+            if self.watch:  # read while it lasts: the group goes when its server stops (or the OOM killer ends it)
+                group = UserGroup(self.watch, create=False)
+                if group.exists():
+                    for key, value in group.stats().items():
+                        if isinstance(value, int | float):
+                            self.watched[key] = max(self.watched.get(key, 0), value)
             self.samples += 1
             self.stopping.wait(self.every)
 

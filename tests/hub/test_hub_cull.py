@@ -20,7 +20,7 @@ import uuid
 import _course_fixture as fx
 import pytest
 from _hub_client import HUB_DIR, api, free_port, user_exists
-from _load import Client, execute_request, processes_of, pss_by_uid, run_async
+from _load import Client, decode, execute_request, processes_of, pss_by_uid, run_async
 
 from tools.teaching.hub import hub as hubmod
 from tools.teaching.hub.limits import UserGroup
@@ -55,7 +55,7 @@ async def run_cell(c: Client, kernel: str, code: str, timeout: float = 300) -> s
     try:
         while reply is None or not idle:  # the reply (shell) and the kernel idle again (iopub), in either order
             raw = await asyncio.wait_for(ws.read_message(), deadline - time.monotonic())
-            msg = json.loads(raw)
+            msg = decode(raw)
             if msg.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             kind = msg["header"]["msg_type"]
