@@ -163,7 +163,10 @@ class Client:
         req = HTTPRequest(
             f"{ws_url}/user/{self.user}/api/kernels/{kernel}/channels?session_id={uuid.uuid4().hex}",
             headers={"Authorization": f"token {self.token}"},
-            request_timeout=120,
+            # the server answers once the kernel has answered (or after its 60 s kernel_info timeout), and a
+            # kernel that starts while the whole class starts theirs takes minutes
+            connect_timeout=900,
+            request_timeout=900,
         )
         return await websocket_connect(req, max_message_size=256 * 2**20)
 

@@ -169,6 +169,12 @@ class UserGroup:
 
     def remove(self) -> None:
         """Kill by PID whatever is left in the group (a fork bomb's processes too), then remove the group."""
+        pids = self.by_controller["pids"] / "pids.max"
+        if pids.exists():  # no new process from here on (a fork bomb would refill what is killed)
+            try:
+                pids.write_text("0")
+            except OSError:
+                pass
         for path in self.paths:
             if path.is_dir():
                 for pid in sl._read(path / "cgroup.procs").split():
