@@ -18,8 +18,8 @@ nbgrader's exchange, each server in a cgroup of its user's own with the default 
    kernel protocol over the server's websocket, as JupyterLab does), the trainers 08 after it, the browser
    learners *Run All* in JupyterLab. Passes when every one of them ran without an error and printed the
    checkers' verdicts their answers deserve; the hostile learner's group, and only it, shows an OOM kill and forks
-   refused at its pids limit, and it used at most one core's worth of CPU; the hub still answers; stopping the hostile server leaves no
-   process of its user.
+   refused at its pids limit, and it used at most one core's worth of CPU; the hub still answers; stopping the
+   hostile server leaves no process of its user.
 5. **Submit, collect, grade**: every learner submits; the instructor collects and grades with
    tools/teaching/grader/nbgrader_course.py (bubblewrap sandbox, as the instructor); each score is what the
    answer deserves (3 of 3, 1 of 3, 1 of 3, 0 for the hostile one, 4 of 4 for 08).
@@ -127,13 +127,15 @@ def write_report(passed: bool) -> dict:
 
 
 def hub_pids(h) -> list[int]:
-    """The hub's own processes: JupyterHub, its proxy, its services (the idle culler)."""
+    """The hub's own processes: JupyterHub, its proxy, its services (the idle culler): its children that run as
+    root (the learners' servers are its children too, as their users)."""
     pids = []
     if h.proc is not None and h.proc.poll() is None:
         pids.append(h.proc.pid)
         for pid in filter(str.isdigit, os.listdir("/proc")):
             try:
-                if int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1]) == h.proc.pid:
+                parent = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+                if parent == h.proc.pid and os.stat(f"/proc/{pid}").st_uid == 0:
                     pids.append(int(pid))
             except (OSError, IndexError, ValueError):
                 pass
