@@ -22,7 +22,8 @@ nbgrader's exchange, each server in a cgroup of its user's own with the default 
    hostile server leaves no process of its user.
 5. **Submit, collect, grade**: every learner submits; the instructor collects and grades with
    tools/teaching/grader/nbgrader_course.py (bubblewrap sandbox, as the instructor); each score is what the
-   answer deserves (3 of 3, 1 of 3, 1 of 3, 0 for the hostile one, 4 of 4 for 08).
+   answer deserves (3 of 3, 1 of 3, 1 of 3, 1 of 3 for the hostile one: its redefined checker's exercise
+   scores 0; 4 of 4 for 08).
 
 Measured into build/hub/load.json (docs/hub-sizing.md quotes it): time to a usable server, notebook run time at once
 against alone, peak PSS per learner and the hub's own, CPU seconds per learner, grading time; one entry per N run.
@@ -461,7 +462,7 @@ def test_07_submit_collect_and_grade_every_learner(hub):
         ).stdout
     )
     want = {(u, A01): EXPECTED_01[variant(u)] for u in LEARNERS}
-    want[(HOSTILE, A01)] = 0
+    want[(HOSTILE, A01)] = 1  # causal_mask right; the exercise whose checker it redefined, 0
     want.update({(u, A08): 4 for u in TRAINERS})
     assert {(s, a): score for s, a, score, _ in got} == want
     record(
