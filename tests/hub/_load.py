@@ -351,3 +351,36 @@ def processes_of(user: str) -> list[int]:
         except OSError:
             pass
     return out
+
+
+def hub_pids(h) -> list[int]:
+    """The hub's own processes: JupyterHub, its proxy, its services (the idle culler): its children that run as
+    root (the learners' servers are its children too, as their users)."""
+    pids = []
+    if h.proc is not None and h.proc.poll() is None:
+        pids.append(h.proc.pid)
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                parent = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+                if parent == h.proc.pid and os.stat(f"/proc/{pid}").st_uid == 0:
+                    pids.append(int(pid))
+            except (OSError, IndexError, ValueError):
+                pass
+    return pids
+
+
+def stop_server(h, user: str) -> tuple[float, int, bool]:
+    """Stop ``user``'s server through the hub; (seconds, processes of ``user`` left, whether its group is)."""
+    from _hub_client import api as _api
+
+    from tools.teaching.hub.limits import UserGroup
+
+    t0 = time.monotonic()
+    try:
+        _api(h, "DELETE", f"/hub/api/users/{user}/server")
+    except Exception:  # 202 with no body, or 400 when the server had already died: what is left shows below
+        pass
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (processes_of(user) or UserGroup(user, create=False).exists()):
+        time.sleep(1)
+    return round(time.monotonic() - t0, 1), len(processes_of(user)), UserGroup(user, create=False).exists()

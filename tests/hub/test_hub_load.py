@@ -60,8 +60,9 @@ from _load import (
     WRONG_RENORMALIZE,
     Client,
     MemorySampler,
-    processes_of,
+    hub_pids,
     run_async,
+    stop_server,
     summary,
 )
 
@@ -125,22 +126,6 @@ def write_report(passed: bool) -> dict:
     data["largest_n_held"] = max(held) if held else None
     LOAD.write_text(json.dumps(data, indent=2))
     return data
-
-
-def hub_pids(h) -> list[int]:
-    """The hub's own processes: JupyterHub, its proxy, its services (the idle culler): its children that run as
-    root (the learners' servers are its children too, as their users)."""
-    pids = []
-    if h.proc is not None and h.proc.poll() is None:
-        pids.append(h.proc.pid)
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                parent = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
-                if parent == h.proc.pid and os.stat(f"/proc/{pid}").st_uid == 0:
-                    pids.append(int(pid))
-            except (OSError, IndexError, ValueError):
-                pass
-    return pids
 
 
 @pytest.fixture(scope="module")
@@ -283,19 +268,6 @@ def hostile_counters(h) -> dict:
     bad["server_up_after_the_attack"] = bool(api(h, "GET", f"/hub/api/users/{HOSTILE}")["servers"])
     bad["attack_s"] = round(time.monotonic() - STATE["attack_t0"], 1)
     return bad
-
-
-def stop_server(h, user: str) -> tuple[float, int, bool]:
-    """Stop ``user``'s server through the hub; (seconds, processes of ``user`` left, whether its group is)."""
-    t0 = time.monotonic()
-    try:
-        api(h, "DELETE", f"/hub/api/users/{user}/server")
-    except Exception:  # 202 with no body, or 400 when the server had already died: what is left shows below
-        pass
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and (processes_of(user) or UserGroup(user, create=False).exists()):
-        time.sleep(1)
-    return round(time.monotonic() - t0, 1), len(processes_of(user)), UserGroup(user, create=False).exists()
 
 
 # ---- 4. the class at once, one hostile learner --------------------------------------------------------------------
