@@ -21,7 +21,7 @@ NBVAL  := --nbval --nbval-current-env --nbval-kernel-startup-timeout 300 --nbval
 .PHONY: help setup instructor-setup browser-setup hub-setup envs lab lab-instructor \
 	test-browser test test-notebooks test-all lint unit widgets7 nbval test-wheel test-perturbed test-gpu test-torch \
 	regenerate execute student grade grade-nbgrader bench-grade bench-train bench-positions train bench colab-links release site test-site clean \
-	hub hub-stop hub-remove test-hub
+	hub hub-stop hub-remove test-hub test-hub-load
 
 # A bare `make` says what there is (nothing is installed or built by it). The list is this file's own: every
 # target's `## description` (on its rule line), under the `##@` heading above it; tests/repo/test_makefile.py checks
@@ -281,3 +281,11 @@ hub-remove: hub-setup ## delete the hub's users and HUB_DIR
 # collect, grade (tools/teaching/grader/nbgrader_course.py, sandboxed), feedback; isolation. Own HUB_DIR and users, removed after.
 test-hub: hub-setup browser-setup $(HUB_PROXY) ## the semester loop on that hub (root, node): release to feedback
 	LLM_LAB_TEST_HUB=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/hub
+
+# A class at once on that hub (tests/hub/test_hub_load.py; docs/hub.md): HUB_LOAD_N learners (one of them hostile)
+# log in, spawn, run notebook 01 (a few also 08) all together, submit; the instructor grades all. Measured into
+# build/hub/load.json (docs/hub-sizing.md). 30 learners take about half an hour of a 2-core machine.
+HUB_LOAD_N ?= 30
+test-hub-load: hub-setup browser-setup $(HUB_PROXY) ## a class at once on that hub, one learner hostile, measured [HUB_LOAD_N=30]
+	LLM_LAB_TEST_HUB=1 LLM_LAB_TEST_HUB_LOAD=1 LLM_LAB_HUB_LOAD_N=$(HUB_LOAD_N) \
+		$(BIN)/python -m pytest -q -p no:cacheprovider tests/hub/test_hub_load.py

@@ -151,11 +151,12 @@ def kernels_idle(h, user: str, timeout: float, want: int = 1) -> bool:
     return idle >= 3
 
 
-def run_all(page, h, user: str, path: str, kernels: int, timeout: float = 420) -> None:
-    """Open ``path`` in JupyterLab, wait for its kernel, Run All Cells, wait until every kernel is idle again."""
+def run_all(page, h, user: str, path: str, kernels: int, timeout: float = 420, start: float = 180) -> None:
+    """Open ``path`` in JupyterLab, wait (``start`` s) for its kernel, Run All Cells, wait until every kernel is
+    idle again."""
     page.goto(f"{h.url}/user/{user}/lab/tree/{path}")
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
-    assert kernels_idle(h, user, 180, want=kernels), f"{path}: no idle kernel within 180 s"
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=max(120, start) * 1000)
+    assert kernels_idle(h, user, start, want=kernels), f"{path}: no idle kernel within {start} s"
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
     time.sleep(5)

@@ -33,16 +33,13 @@ What ``start`` sets up, then runs until Ctrl-C (or ``hub.py stop``, or SIGTERM),
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import pwd
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from tools import course as _course
@@ -57,6 +54,11 @@ COURSE_ID = "llm-lab"
 # The language whose stubs the course's nbgrader_config.py holds; the other languages' go on the command line.
 CONFIG_LANG = _course.LANGS[0]
 PROXY = ROOT / "build" / "hub" / "proxy" / "node_modules" / ".bin" / "configurable-http-proxy"
+# Per learner (tools/teaching/hub/limits.py; the same in the Z2JH values): memory of all their processes together,
+# cores' worth of CPU, processes and threads. docs/hub-sizing.md says where the figures come from.
+DEFAULT_LIMITS = {"mem_limit": "2G", "cpu_limit": 1.0, "pids_limit": 512}
+# jupyterhub-idle-culler: a server idle this many seconds is stopped, checked every `every` seconds (Z2JH's defaults)
+DEFAULT_CULL = {"timeout": 3600, "every": 600, "activity_interval": 300}
 LEARNER_PAGE_CONFIG = {
     "disabledExtensions": {
         "@jupyter/nbgrader:formgrader": True,
@@ -122,6 +124,9 @@ class Hub:
         notebook: str = "01",
         instructor_dir: Path = ROOT / "notebooks" / "instructor",
         assignment: str | None = None,
+        limits: dict | None = None,
+        cull: dict | None = None,
+        start_timeout: int = 120,
     ):
         self.dir = Path(directory).resolve()
         self.port = port
@@ -129,9 +134,19 @@ class Hub:
         self.students = list(students or [f"llm-student{i}" for i in (1, 2, 3)])
         self.python = python
         self.proxy = Path(proxy)
-        self.notebook = notebook  # the two digits of the course notebook made into the assignment (--notebook)
+        self.notebook = notebook
         self.instructor_dir = Path(instructor_dir)  # where its instructor versions are, one folder per language
-        self.assignment = assignment or f"ps{notebook}"
+        # one assignment per course notebook (``notebook`` may be "01,08"): ps<NN>, or ``assignment`` for one
+        nbs = [n.strip() for n in str(notebook).split(",") if n.strip()]
+        if not nbs or (assignment and len(nbs) > 1):
+            raise ValueError(
+                f"--notebook is one course notebook (01) or several (01,08) without --assignment: {notebook!r}"
+            )
+        self.assignments = {nb: assignment or f"ps{nb}" for nb in nbs}
+        self.assignment = self.assignments[nbs[0]]
+        self.limits = DEFAULT_LIMITS if limits is None else limits
+        self.cull = DEFAULT_CULL if cull is None else cull
+        self.start_timeout = start_timeout
         self.venv = self.dir / "venv"
         self.state = self.dir / "state"
         self.exchange = self.dir / "exchange"
@@ -301,6 +316,10 @@ class Hub:
             "instructor": self.instructor,
             "students": self.students,
             "env": {u: self.user_env(u) for u in self.users},
+            "root": str(ROOT),
+            "limits": self.limits,
+            "cull": self.cull,
+            "start_timeout": self.start_timeout,
         }
         (self.state / "settings.json").write_text(json.dumps(settings, indent=2))
 
@@ -319,7 +338,7 @@ class Hub:
         course.chmod(0o700)
         tmp = self.state / "sources"
         shutil.rmtree(tmp, ignore_errors=True)
-        student.write_sources(self.instructor_dir, tmp, only=self.notebook)
+        student.write_sources(self.instructor_dir, tmp, only=",".join(self.assignments))
         (course / "nbgrader_config.py").write_text(
             f"# the llm-lab course (written by tools/teaching/hub/hub.py); stubs of the {CONFIG_LANG!r} notebooks\n"
             "c = get_config()  # noqa: F821\n"
@@ -330,17 +349,19 @@ class Hub:
         for lang in _course.LANGS:
             key = course / "instructor-notebooks" / lang
             key.mkdir(parents=True, exist_ok=True)
-            for nb in self.instructor_dir.glob(f"{lang}/{self.notebook}_*.ipynb"):
-                shutil.copyfile(nb, key / nb.name)
-            src = course / "source" / f"{self.assignment}-{lang}"
-            src.mkdir(parents=True, exist_ok=True)
-            for nb in (tmp / lang).glob("*.ipynb"):
-                shutil.copyfile(nb, src / nb.name)
+            for number, assignment in self.assignments.items():
+                for nb in self.instructor_dir.glob(f"{lang}/{number}_*.ipynb"):
+                    shutil.copyfile(nb, key / nb.name)
+                src = course / "source" / f"{assignment}-{lang}"
+                src.mkdir(parents=True, exist_ok=True)
+                for nb in (tmp / lang).glob(f"{number}_*.ipynb"):
+                    shutil.copyfile(nb, src / nb.name)
         shutil.rmtree(tmp)
         for p in [course, *course.rglob("*")]:
             os.chown(p, owner.pw_uid, owner.pw_gid)
-        for lang in _course.LANGS:
-            self.generate(f"{self.assignment}-{lang}", lang)
+        for assignment in self.assignments.values():
+            for lang in _course.LANGS:
+                self.generate(f"{assignment}-{lang}", lang)
 
     def generate(self, assignment: str, lang: str) -> None:
         """``nbgrader generate_assignment`` as the instructor; the stubs of ``lang`` given on the command line (it
@@ -371,54 +392,7 @@ class Hub:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("command", choices=("start", "setup", "stop", "remove"))
-    ap.add_argument("--dir", type=Path, default=DEFAULT_DIR, help=f"the hub's folder (default {DEFAULT_DIR})")
-    ap.add_argument("--port", type=int, default=8765, help="the hub's port on 127.0.0.1 (also uses PORT+1, +2)")
-    ap.add_argument("--students", type=int, default=3, help="student accounts llm-student1..N (default 3)")
-    ap.add_argument("--names", help="comma-separated student names instead of --students")
-    ap.add_argument("--instructor", default="llm-instructor")
-    ap.add_argument("--notebook", default="01", help="the course notebook made into an assignment (default 01)")
-    ap.add_argument("--python", default="/usr/bin/python3", help="the Python of the learners' environment")
-    args = ap.parse_args(argv)
-    names = args.names.split(",") if args.names else [f"llm-student{i}" for i in range(1, args.students + 1)]
-    hub = Hub(args.dir, args.port, args.instructor, names, args.python, notebook=args.notebook)
-    if args.command == "stop":
-        hub.stop()
-        return 0
-    if args.command == "remove":
-        hub.remove()
-        return 0
-    hub.setup()
-    if args.command == "setup":
-        return 0
-    stop = {"now": False}
-
-    def on_signal(signum, frame):
-        stop["now"] = True
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-    hub.start()
-    log(f"JupyterHub at {hub.url}/ (127.0.0.1 only); accounts and passwords (also in {hub.state}/passwords.json):")
-    for user, password in hub.passwords.items():
-        log(f"  {user:<20} {password}")
-    log(f"instructor: {hub.instructor} (formgrader; the course folder {hub.course})")
-    log(
-        f"students: {', '.join(hub.students)} (Assignments tab); release with: runuser -u {hub.instructor} -- "
-        f"... or the instructor's formgrader"
-    )
-    generated = ", ".join(f"{hub.assignment}-{lang}" for lang in _course.LANGS)
-    log(f"assignments generated: {generated}; Ctrl-C stops the hub and every server")
-    try:
-        while not stop["now"] and hub.proc.poll() is None:
-            time.sleep(0.5)
-    finally:
-        log("stopping")
-        hub.stop()
-    return 0
-
-
 if __name__ == "__main__":
+    from tools.teaching.hub.cli import main
+
     sys.exit(main())

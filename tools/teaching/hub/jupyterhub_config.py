@@ -8,6 +8,7 @@ test authenticator for a local demo; a course uses its institution's (docs/hub.m
 import hmac
 import json
 import os
+import sys
 from pathlib import Path
 
 from jupyterhub.auth import Authenticator
@@ -56,18 +57,61 @@ c.JupyterHub.load_roles = [
     }
 ]
 
-c.JupyterHub.spawner_class = "localprocess"
+# Each server as its Unix user (LocalProcessSpawner), in a cgroup of that user's own with the limits below
+# (tools/teaching/hub/limits.py: what TLJH's SystemdSpawner does where systemd is PID 1; docs/hub.md).
+LIMITS = S.get("limits") or {}
+if LIMITS:
+    sys.path.insert(0, S["root"])  # tools.teaching.hub.limits, from the checkout that started the hub
+    from tools.teaching.hub.limits import spawner_class
+
+    c.JupyterHub.spawner_class = spawner_class()
+    c.Spawner.mem_limit = LIMITS.get("mem_limit")
+    c.Spawner.cpu_limit = LIMITS.get("cpu_limit")
+    c.CgroupSpawner.pids_limit = LIMITS.get("pids_limit") or 0
+else:
+    c.JupyterHub.spawner_class = "localprocess"
+    c.Spawner.mem_limit = None
 c.Spawner.cmd = [str(Path(S["venv"]) / "bin" / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"
-c.Spawner.start_timeout = 120
-c.Spawner.http_timeout = 120
-c.Spawner.mem_limit = None
+c.Spawner.start_timeout = S.get("start_timeout", 120)
+c.Spawner.http_timeout = S.get("start_timeout", 120)
+
+# Idle servers are stopped by the ecosystem's culler (jupyterhub-idle-culler, requirements-hub.txt), run by the
+# hub as a service: a server none of whose kernels or pages was used for CULL["timeout"] seconds is stopped (its
+# user stays; logging in again starts a new one). Activity: the servers report theirs every
+# CULL["activity_interval"] seconds, the hub reads the proxy's as often.
+CULL = S.get("cull") or {}
+if CULL:
+    c.JupyterHub.services.append(
+        {
+            "name": "idle-culler",
+            "command": [
+                sys.executable,
+                "-m",
+                "jupyterhub_idle_culler",
+                f"--timeout={CULL['timeout']}",
+                f"--cull-every={CULL['every']}",
+            ],
+        }
+    )
+    c.JupyterHub.load_roles.append(
+        {
+            "name": "idle-culler",
+            "services": ["idle-culler"],
+            "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
+        }
+    )
+    c.JupyterHub.last_activity_interval = CULL["activity_interval"]
 
 
 def per_user_environment(spawner):
-    """The learner's or the instructor's Jupyter config path (who sees formgrader), the learners' venv first."""
-    spawner.environment.update(S["env"][spawner.user.name])
+    """The learner's or the instructor's Jupyter config path (who sees formgrader), the learners' venv first; how
+    often the server reports its activity to the hub (the culler reads it)."""
+    env = dict(S["env"][spawner.user.name])
+    if CULL:
+        env["JUPYTERHUB_ACTIVITY_INTERVAL"] = str(CULL["activity_interval"])
+    spawner.environment = {**spawner.environment, **env}
 
 
 c.Spawner.pre_spawn_hook = per_user_environment

@@ -132,3 +132,54 @@ def test_every_extra_config_snippet_compiles():
             "hub.extraConfig.llm-lab-users",
             "exec",
         )
+
+
+def to_bytes(text: str) -> int:
+    """Kubernetes' quantities as the chart writes them for memory (``2G``: the chart passes G as GiB to KubeSpawner,
+    which reads K, M, G, T as powers of 1024, like JupyterHub's mem_limit)."""
+    from tools.teaching.hub.limits import parse_bytes
+
+    return parse_bytes(text)
+
+
+def z2jh_limits(values: dict) -> dict:
+    single, cull = values["singleuser"], values["cull"]
+    return {
+        "mem_limit": to_bytes(single["memory"]["limit"]),
+        "cpu_limit": float(single["cpu"]["limit"]),
+        "cull": (cull["enabled"], cull["timeout"], cull["every"]),
+    }
+
+
+def local_limits() -> dict:
+    from tools.teaching.hub.limits import parse_bytes
+
+    return {
+        "mem_limit": parse_bytes(hub.DEFAULT_LIMITS["mem_limit"]),
+        "cpu_limit": float(hub.DEFAULT_LIMITS["cpu_limit"]),
+        "cull": (True, hub.DEFAULT_CULL["timeout"], hub.DEFAULT_CULL["every"]),
+    }
+
+
+def test_the_per_user_limits_and_the_culler_are_the_local_hubs():
+    values = load(Z2JH / "values.yaml")
+    assert z2jh_limits(values) == local_limits()
+    single = values["singleuser"]
+    assert to_bytes(single["memory"]["guarantee"]) <= to_bytes(single["memory"]["limit"])
+    assert float(single["cpu"]["guarantee"]) <= float(single["cpu"]["limit"])
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda v: v["singleuser"]["memory"].update(limit="4G"),
+        lambda v: v["singleuser"]["cpu"].update(limit=2),
+        lambda v: v["cull"].update(enabled=False),
+        lambda v: v["cull"].update(timeout=600),
+    ],
+    ids=["memory", "cpu", "culler-off", "cull-timeout"],
+)
+def test_the_comparison_with_the_local_hub_catches_a_drift(change):
+    values = load(Z2JH / "values.yaml")
+    change(values)
+    assert z2jh_limits(values) != local_limits()
