@@ -110,8 +110,9 @@ def check_document_windows(obj) -> None:
 
 
 def check_next_token_loss(obj) -> None:
-    """Notebook 06, 2 points: ``fn(logits (B, T, V), targets (B, T)) -> 0-d tensor``: the mean next-token
-    cross-entropy computed from raw scores, finite where exp overflows or a probability rounds to 0."""
+    """Notebook 06, 2 points: ``fn(logits (B, T, V), targets (B, T) int64) -> 0-d tensor``: the mean of -ln
+    softmax(logits)[target] over all B * T positions, finite for scores near 1000 and for a target whose probability
+    rounds to 0 in float32."""
     _package.check("next_token_loss", obj)
 
 
