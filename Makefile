@@ -269,13 +269,13 @@ $(HUB_PROXY): tools/teaching/hub/proxy/package.json tools/teaching/hub/proxy/pac
 	fi
 
 hub: hub-setup $(HUB_PROXY) ## the course on a local JupyterHub (root) [HUB_DIR HUB_PORT HUB_STUDENTS HUB_NB]
-	$(BIN)/python -m tools.teaching.hub.hub start $(HUB_ARGS)
+	$(BIN)/python -m tools.teaching.hub.cli start $(HUB_ARGS)
 
 hub-stop: hub-setup ## stop that hub
-	$(BIN)/python -m tools.teaching.hub.hub stop $(HUB_ARGS)
+	$(BIN)/python -m tools.teaching.hub.cli stop $(HUB_ARGS)
 
 hub-remove: hub-setup ## delete the hub's users and HUB_DIR
-	$(BIN)/python -m tools.teaching.hub.hub remove $(HUB_ARGS)
+	$(BIN)/python -m tools.teaching.hub.cli remove $(HUB_ARGS)
 
 # The semester loop on that hub, in headless Chromium where it says so (tests/hub/): release, fetch, submit,
 # collect, grade (tools/teaching/grader/nbgrader_course.py, sandboxed), feedback; isolation. Own HUB_DIR and users, removed after.

@@ -1,10 +1,11 @@
-"""``python -m tools.teaching.hub.hub start|setup|stop|remove`` (``make hub``): the options, and the hub run until
+"""``python -m tools.teaching.hub.cli start|setup|stop|remove`` (``make hub``): the options, and the hub run until
 Ctrl-C. What each command does: tools/teaching/hub/hub.py."""
 
 from __future__ import annotations
 
 import argparse
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -107,3 +108,7 @@ def serve(hub: Hub) -> None:
     finally:
         log("stopping")
         hub.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,4 +1,4 @@
-"""The course on a local JupyterHub: ``make hub`` (or ``python -m tools.teaching.hub.hub start``).
+"""The course on a local JupyterHub: ``make hub`` (or ``python -m tools.teaching.hub.cli start``).
 
 What ``start`` sets up, then runs until Ctrl-C (or ``hub.py stop``, or SIGTERM), all under ``--dir``
 (default ``/srv/llm-lab-hub``):
@@ -390,9 +390,3 @@ class Hub:
     def remove(self) -> None:
         self.remove_users_and_state()
         shutil.rmtree(self.dir, ignore_errors=True)
-
-
-if __name__ == "__main__":
-    from tools.teaching.hub.cli import main
-
-    sys.exit(main())
