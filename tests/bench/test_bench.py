@@ -186,9 +186,10 @@ def test_python_dash_m_runs_main(module):
     )
     assert proc.returncode == 0, proc.stderr
     # the old path says it is deprecated (tests/repo/test_old_paths.py); the new one prints nothing on stderr
-    warned = "DeprecationWarning: llm_lab.benchmark is deprecated and removed in 0.3.0: use llm_lab.bench.benchmark"
+    old = "llm_lab.benchmark"  # the old name, named by the warning
+    warned = f"DeprecationWarning: {old} is deprecated and removed in 0.3.0: use llm_lab.bench.benchmark"
     lines = [line for line in proc.stderr.splitlines() if not line.startswith("  ")]  # the echoed source line
-    assert [line.split(": ", 1)[1] for line in lines] == ([warned] if module == "llm_lab.benchmark" else []), lines
+    assert [line.split(": ", 1)[1] for line in lines] == ([warned] if module == old else []), lines
     assert proc.stdout.startswith("usage: python -m llm_lab.bench.benchmark") and "--preset" in proc.stdout
 
 

@@ -66,7 +66,13 @@ def test_python_dash_m_prints_the_block_without_warnings(module):
         [sys.executable, "-m", module], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stderr == ""  # e.g. runpy's "found in sys.modules" warning would land in the pasted report
+    # nothing else on stderr (runpy's "found in sys.modules" warning would land in the pasted report); the old
+    # name's deprecation warning alone (tests/repo/test_old_paths.py)
+    said = [line.split(": ", 1)[1] for line in proc.stderr.splitlines() if not line.startswith("  ")]
+    new = "llm_lab.dev.env"
+    assert said == (
+        [] if module == new else [f"DeprecationWarning: {module} is deprecated and removed in 0.3.0: use {new}"]
+    )
     assert proc.stdout.splitlines()[0] == env.HEADER
     assert "data the-verdict.txt" in proc.stdout
 

@@ -124,7 +124,9 @@ def test_same_weights_after_40_steps_holds_for_train_and_fails_for_another_data_
     """The check: the notebook's ``loop_by_hand`` and ``induction.train``, from the same weights, end with equal
     weights. ``train`` drawing its batches from another seed is another loop: the weights differ."""
     short = induction.TrainSettings(steps=40, measure_every=40)
-    loop_by_hand = notebook_def("loop_by_hand", torch=torch, F=F, induction=induction, config=CONFIG)
+    loop_by_hand = notebook_def(
+        "loop_by_hand", torch=torch, F=F, induction=induction, copy_data=copy_data, config=CONFIG
+    )
     torch.manual_seed(123)
     start = induction.AttentionOnlyTransformer(CONFIG).state_dict()
 
