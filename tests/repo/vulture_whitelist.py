@@ -64,7 +64,3 @@ _.last_activity_interval  # the hub reports activity to the idle culler this oft
 _.service_token  # the hub's API token, read by JupyterHub's service through the config
 _.log_message  # http.server calls it (tests/e2e/e2e_site.py silences it)
 
-# Left for the grader's next change (tools/teaching/grader is being reworked; named nowhere else):
-_.STUB_TEXT  # nbgrader_course.py
-_.feedback_name  # report.py (feedback_names is the one used)
-_.is_module  # seal_plan.py

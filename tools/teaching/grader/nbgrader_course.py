@@ -35,8 +35,6 @@ import nbformat
 from tools import course as _course
 from tools.teaching.grader import cli, judging, report, submissions
 
-STUB_TEXT = "# (graded by llm-lab's sandboxed grader)"
-
 
 def course_config(course: Path) -> tuple[str, str]:
     """(db_url, course_id) from the course's ``nbgrader_config.py``, with nbgrader's defaults."""

@@ -185,10 +185,6 @@ def feedback_names(results) -> dict[int, str]:
     return names
 
 
-def feedback_name(submission, results) -> str:
-    return feedback_names(results)[id(submission)]
-
-
 def feedback_html(submission, lang: str, maximum: int) -> str:
     t = {k: words[lang] for k, words in WORDS.items()}
 

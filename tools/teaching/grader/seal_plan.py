@@ -78,9 +78,6 @@ class _Graph:
             for s in stmts:
                 s.uses = self._uses(s.node, module, aliases)
 
-    def is_module(self, dotted: str) -> bool:
-        return dotted in self.paths
-
     def _stmt(self, node, module: str, is_package: bool) -> _Stmt:
         s = _Stmt(node)
         if isinstance(node, ast.ImportFrom):
