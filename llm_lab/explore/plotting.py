@@ -200,10 +200,10 @@ def head_split_diagram(num_tokens: int = 4, d_out: int = 6, num_heads: int = 2, 
 
     Left to right: ``W_query(x)`` ``(T, d_out)`` with each feature column coloured by the head it belongs to;
     ``view`` + ``transpose`` cut it into ``num_heads`` blocks ``(T, hs)`` (one per head, each attends on its
-    own); ``transpose`` + ``reshape`` put the heads' context vectors side by side again; ``out_proj`` mixes
-    them, so every output feature (grey) draws on all heads. Text: code names, shapes and numbers, and the word
-    "output" in ``lang`` (one of ``FIGURE_LANGUAGES``). Returns the ``Axes``; call ``plt.show()`` afterwards in a
-    notebook.
+    own); ``transpose`` + ``contiguous`` + ``view`` put the heads' context vectors side by side again (as notebook
+    05's module writes it); ``out_proj`` mixes them, so every output feature (grey) draws on all heads. Text:
+    code names, shapes and numbers, and the word "output" in ``lang`` (one of ``FIGURE_LANGUAGES``). Returns the
+    ``Axes``; call ``plt.show()`` afterwards in a notebook.
     """
     _checks.one_of("lang", lang, FIGURE_LANGUAGES)
     _check_positive_ints(num_tokens=num_tokens, d_out=d_out, num_heads=num_heads)
@@ -218,7 +218,7 @@ def head_split_diagram(num_tokens: int = 4, d_out: int = 6, num_heads: int = 2, 
     x += width + 2.4
     _heads(ax, x, layout)
     x += layout.hs * layout.cell + 2.3
-    _arrow(ax, x - 0.1, x + 1.8, mid, ".transpose(0, 1)\n.reshape(T, d_out)")
+    _arrow(ax, x - 0.1, x + 1.8, mid, ".transpose(0, 1)\n.contiguous()\n.view(T, d_out)")
     x += 2.0
     width = _labelled_grid(ax, x, layout, layout.colors(), None, "context_vec\n(T, d_out)")
     _arrow(ax, x + width + 0.1, x + width + 1.3, mid, "out_proj")

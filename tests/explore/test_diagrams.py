@@ -32,6 +32,15 @@ def test_head_split_diagram_colours_each_feature_by_its_head():
     plt.close("all")
 
 
+def test_head_split_diagram_names_the_merge_as_the_lesson_codes_it():
+    """Notebook 05's module merges with `.contiguous().view(...)`; the diagram's merge arrow says the same."""
+    ax = head_split_diagram()
+    labels = {t.get_text() for t in ax.texts}
+    assert ".transpose(0, 1)\n.contiguous()\n.view(T, d_out)" in labels
+    assert not any("reshape" in label for label in labels)
+    plt.close("all")
+
+
 @pytest.mark.parametrize(
     "kwargs, match", [({"d_out": 5, "num_heads": 2}, "divisible"), ({"num_tokens": 0}, "positive")]
 )
