@@ -124,6 +124,21 @@ def saved_activation_bytes(module, x, grad) -> int:
     return sum(storages.values())
 
 
+def cpu_saved_bytes(settings: BenchSettings, num_tokens: int) -> dict[str, int]:
+    """``{key: bytes}`` autograd saves for one training step of each contestant, counted on the CPU.
+
+    Exact counts, the same on every machine: what each version keeps for backward. (On a GPU the fused kernels
+    save other statistics; :func:`measure` counts on the device it times.)
+    """
+    _checks.positive_int("num_tokens", num_tokens)
+    s = settings
+    _, modules = build_contestants(s.d, s.num_heads, max(num_tokens, s.warmup_tokens), s.keys, s.seed)
+    torch.manual_seed(s.seed + num_tokens)
+    x = torch.randn(s.batch, num_tokens, s.d)
+    grad = torch.randn(s.batch, num_tokens, s.d)
+    return {k: saved_activation_bytes(m.train(), x, grad) for k, m in modules.items()}
+
+
 def cuda_peak_bytes(module, x, grad) -> int:
     """Peak bytes allocated during one step above what was allocated before it (CUDA only)."""
     _sync(x.device)
@@ -176,19 +191,26 @@ def _measure(s: BenchSettings, num_tokens: int, device: torch.device) -> dict[st
         if device.type == "cuda":
             train_step(m, x, grad)  # cuBLAS and SDPA pick their kernels on the first full-size call
             results[k].peak_bytes = cuda_peak_bytes(m, x, grad)
-    for rnd in range(s.repeats):  # round-robin: a burst of load slows all of them alike
-        for k, m in modules.items():
-            _sync(device)
-            start = clock()
-            if rnd == 0:  # the hooks cost microseconds against a step
-                results[k].saved_bytes = saved_activation_bytes(m, x, grad)
-            else:
-                train_step(m, x, grad)
-            _sync(device)
-            results[k].times.append(clock() - start)
+    for k, m in modules.items():
+        results[k].saved_bytes = saved_activation_bytes(m, x, grad)
+    for k, times in round_robin(modules, x, grad, s.repeats, clock, device).items():
+        results[k].times = times
     for m in modules.values():
         m.zero_grad(set_to_none=True)
     return results
+
+
+def round_robin(modules, x, grad, repeats, clock, device) -> dict[str, list[float]]:
+    """``{key: [seconds per round]}``: one training step of each module per round, the modules in turn."""
+    times = {k: [] for k in modules}
+    for _ in range(repeats):  # a burst of load from other programs slows every module of that round alike
+        for k, m in modules.items():
+            _sync(device)  # a GPU runs ahead of Python: wait for it before reading the clock
+            start = clock()
+            train_step(m, x, grad)
+            _sync(device)
+            times[k].append(clock() - start)
+    return times
 
 
 def sweep(settings: BenchSettings, device="cpu") -> dict[int, dict[str, Measurement]]:

@@ -64,6 +64,29 @@ def nudge(t, sign: int = 1):
     return t * (1 + RELATIVE * hashed)
 
 
+def _owns_storage(out, args, kwargs) -> bool:
+    """True when ``out`` is a fresh result: no argument shares its storage (a view of one would)."""
+    ptr = out.untyped_storage().data_ptr()
+    tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+    return all(a.untyped_storage().data_ptr() != ptr for a in tensors)
+
+
+def nudge_result(out, args=(), kwargs=None, sign: int = 1):
+    """:func:`nudge` a function's result in its own storage where it owns one, otherwise as a copy.
+
+    In place (through ``.data``, so autograd neither records the change nor saves a factor for backward), the
+    nudged run holds the same tensors as a plain one: counts of what autograd saves (07's memory lines) stay
+    exact. A result sharing an argument's storage (a view of it) is nudged as a copy, leaving the argument alone.
+    """
+    if not isinstance(out, torch.Tensor) or out.dtype != torch.float32 or out.device.type == "meta":
+        return out
+    if not _owns_storage(out, args, kwargs or {}):
+        return nudge(out, sign)
+    with torch.no_grad():
+        out.data.copy_(nudge(out.detach(), sign))
+    return out
+
+
 class FloatNudge(TorchFunctionMode):
     """Nudge the result of every function in :data:`NUDGED`; ``sign`` 1 (the hashed sign) or -1 (flipped)."""
 
@@ -76,7 +99,7 @@ class FloatNudge(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         if func in NUDGED and not (kwargs or {}).get("out"):
-            return nudge(out, self.sign)
+            return nudge_result(out, args, kwargs, self.sign)
         return out
 
 

@@ -114,3 +114,24 @@ def test_standalone_signs_by_lang_nudges_each_language_the_other_way(tmp_path):
     staged = standalone.stage(notebooks, tmp_path / "staged", signs=(1, -1), by_lang=True)
     assert [p.parent.name for p in staged] == ["instructor-en-04_x+1", "instructor-zh-04_x-1"]
     assert [(p.parent / standalone.SIGN_FILE).read_text().strip() for p in staged] == ["1", "-1"]
+
+
+def test_the_nudge_adds_nothing_autograd_saves():
+    # 07 prints exact counts of the activations autograd saves: the nudged run must save the same tensors
+    from llm_lab.bench import benchmark
+
+    settings = benchmark.BenchSettings(batch=2, d=32, num_heads=4, lengths=(16,), keys=("manual", "sdpa"))
+    plain = benchmark.cpu_saved_bytes(settings, 16)
+    with float_nudge.FloatNudge():
+        nudged = benchmark.cpu_saved_bytes(settings, 16)
+    assert nudged == plain
+    assert plain["manual"] > plain["sdpa"] > 0
+
+
+def test_a_view_result_is_nudged_as_a_copy_and_its_input_stays():
+    x = torch.randn(3, 5) + 0.25
+    before = x.clone()
+    with float_nudge.FloatNudge():
+        y = torch.einsum("ij->ji", x)  # a view of x
+    assert torch.equal(x, before)  # the argument is untouched
+    assert not torch.equal(y, before.T) and torch.allclose(y, before.T, rtol=1e-5)
