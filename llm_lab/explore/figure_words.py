@@ -20,8 +20,8 @@ FIGURE_WORDS = {
     },
     "output": {"en": "output", "zh": "输出"},
     "shapes": {
-        "en": "the tensors of CausalAttention.forward: b = {b}, T = num_tokens = {T}, d_in = {d_in}, d_out = {d_out}",
-        "zh": "CausalAttention.forward 中的张量：b = {b}，T = num_tokens = {T}，d_in = {d_in}，d_out = {d_out}",
+        "en": "the tensors of CausalAttention.forward: B = {b}, T = num_tokens = {T}, d_in = {d_in}, d_out = {d_out}",
+        "zh": "CausalAttention.forward 中的张量：B = {b}，T = num_tokens = {T}，d_in = {d_in}，d_out = {d_out}",
     },
     "sequence length T": {"en": "sequence length T", "zh": "序列长度 T"},
     "time": {"en": "forward + backward (ms, median)", "zh": "前向 + 反向（毫秒，中位数）"},

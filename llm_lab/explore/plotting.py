@@ -293,14 +293,14 @@ def causal_attention_shapes(
 ):
     """The tensors of ``CausalAttention.forward`` and their shapes, left to right, for one batch.
 
-    ``x`` ``(b, T, d_in)``; the projections ``W_query``, ``W_key``, ``W_value`` give ``queries``, ``keys`` and
-    ``values`` ``(b, T, d_out)``; ``queries @ keys.transpose(1, 2)`` gives ``attn_scores`` ``(b, T, T)``;
+    ``x`` ``(B, T, d_in)``; the projections ``W_query``, ``W_key``, ``W_value`` give ``queries``, ``keys`` and
+    ``values`` ``(B, T, d_out)``; ``queries @ keys.transpose(1, 2)`` gives ``attn_scores`` ``(B, T, T)``;
     ``masked_fill`` sets the future to ``-inf`` (white cells marked ×); the softmax (scaled by ``√d_out``) and the
-    dropout give ``attn_weights`` ``(b, T, T)``, 0 in the future; ``attn_weights @ values`` gives ``context_vec``
-    ``(b, T, d_out)``. Each tensor is drawn as one sequence's ``T`` rows (one cell per number), with a grey copy
-    behind it for the other sequences of the batch. Under each name: the shape in the book's letters (``T`` is
-    ``num_tokens``) and in numbers. ``lang`` (one of ``FIGURE_LANGUAGES``): the title's language. Returns the
-    ``Axes``; call ``plt.show()`` afterwards in a notebook.
+    dropout give ``attn_weights`` ``(B, T, T)``, 0 in the future; ``attn_weights @ values`` gives ``context_vec``
+    ``(B, T, d_out)``. Each tensor is drawn as one sequence's ``T`` rows (one cell per number), with a grey copy
+    behind it for the other sequences of the batch. Under each name: the shape in the notebook's letters (``B``
+    the batch size, ``T`` is ``num_tokens``) and in numbers. ``lang`` (one of ``FIGURE_LANGUAGES``): the title's
+    language. Returns the ``Axes``; call ``plt.show()`` afterwards in a notebook.
     """
     _checks.one_of("lang", lang, FIGURE_LANGUAGES)
     _check_positive_ints(batch_size=batch_size, num_tokens=num_tokens, d_in=d_in, d_out=d_out)
@@ -320,17 +320,17 @@ def causal_attention_shapes(
 
     x = 0.0
     width = _batch_grid(ax, x, top, [["0.55"] * d_in] * num_tokens, cell)
-    label(x, width, "x", "(b, T, d_in)", (batch_size, num_tokens, d_in))
+    label(x, width, "x", "(B, T, d_in)", (batch_size, num_tokens, d_in))
     x = arrow(x + width + cell * 0.6, "W_query\nW_key\nW_value", 2.0)
     start = x
     for name, color in (("queries", "C0"), ("keys", "C1"), ("values", "C2")):
         width = _batch_grid(ax, x, top, [[color] * d_out] * num_tokens, cell)
         ax.text(x + width / 2, top + cell * 0.6 + 0.08, name, ha="center", va="bottom", fontsize=8, family="monospace")
         x += max(width + cell * 0.6, 1.3)
-    label(start, x - start - 1.3 + width, "", "(b, T, d_out)", (batch_size, num_tokens, d_out))
+    label(start, x - start - 1.3 + width, "", "(B, T, d_out)", (batch_size, num_tokens, d_out))
     x = arrow(x - 1.3 + width + cell * 0.6, "queries @\nkeys.transpose(1, 2)", 3.3)
     width = _batch_grid(ax, x, top, [["C0"] * num_tokens] * num_tokens, cell)
-    label(x, width, "attn_scores", "(b, T, T)", (batch_size, num_tokens, num_tokens))
+    label(x, width, "attn_scores", "(B, T, T)", (batch_size, num_tokens, num_tokens))
     x = arrow(x + width + cell * 0.6, "masked_fill(\nmask[:T, :T], -inf)", 3.3)
     width = _batch_grid(ax, x, top, [["white" if hidden else "C0" for hidden in row] for row in future], cell)
     for r in range(num_tokens):  # the future: -inf
@@ -338,13 +338,13 @@ def causal_attention_shapes(
             ax.text(
                 x + (c + 0.5) * cell, top - (r + 0.5) * cell, "×", ha="center", va="center", fontsize=6, color="0.5"
             )
-    label(x, width, "attn_scores", "(b, T, T)", (batch_size, num_tokens, num_tokens))
+    label(x, width, "attn_scores", "(B, T, T)", (batch_size, num_tokens, num_tokens))
     x = arrow(x + width + cell * 0.6, "softmax(/ √d_out)\ndropout", 2.9)
     width = _batch_grid(ax, x, top, [["white" if hidden else "C9" for hidden in row] for row in future], cell)
-    label(x, width, "attn_weights", "(b, T, T)", (batch_size, num_tokens, num_tokens))
+    label(x, width, "attn_weights", "(B, T, T)", (batch_size, num_tokens, num_tokens))
     x = arrow(x + width + cell * 0.6, "attn_weights\n@ values", 2.2)
     width = _batch_grid(ax, x, top, [["C3"] * d_out] * num_tokens, cell)
-    label(x, width, "context_vec", "(b, T, d_out)", (batch_size, num_tokens, d_out))
+    label(x, width, "context_vec", "(B, T, d_out)", (batch_size, num_tokens, d_out))
     ax.set_title(
         figure_word("shapes", lang, b=batch_size, T=num_tokens, d_in=d_in, d_out=d_out), fontsize=9, loc="left"
     )

@@ -38,10 +38,10 @@ def test_causal_attention_shapes_names_every_tensor_with_its_shape():
     for name in ("x", "queries", "keys", "values", "attn_weights", "context_vec"):
         assert name in texts, name
     assert texts.count("attn_scores") == 2  # before and after masked_fill
-    assert "(b, T, d_in)\n(2, 5, 4)" in texts and "(b, T, d_out)\n(2, 5, 3)" in texts
-    assert texts.count("(b, T, T)\n(2, 5, 5)") == 3
+    assert "(B, T, d_in)\n(2, 5, 4)" in texts and "(B, T, d_out)\n(2, 5, 3)" in texts
+    assert texts.count("(B, T, T)\n(2, 5, 5)") == 3
     assert texts.count("×") == 5 * 4 // 2  # the future of the masked scores: above the diagonal of 5 x 5
-    assert ax.get_title(loc="left").endswith("b = 2, T = num_tokens = 5, d_in = 4, d_out = 3")
+    assert ax.get_title(loc="left").endswith("B = 2, T = num_tokens = 5, d_in = 4, d_out = 3")
     plt.close("all")
 
 

@@ -90,7 +90,7 @@ def test_the_helpers_draw_their_chinese_words_with_no_missing_glyph():
         plotting.causal_attention_shapes(2, 6, 3, 2, ax=axes[3], lang="zh")
         assert axes[0].get_xlabel() == "键" and axes[0].get_ylabel() == "查询"
         assert axes[1].get_title() == "T=8，block_size=4：4 个块中计算 3 个"
-        assert axes[3].get_title(loc="left").startswith("CausalAttention.forward 中的张量：b = 2，")
+        assert axes[3].get_title(loc="left").startswith("CausalAttention.forward 中的张量：B = 2，")
 
     assert missing_glyphs(draw) == []
     with warnings.catch_warnings(record=True) as caught:
