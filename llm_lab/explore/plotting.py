@@ -277,15 +277,14 @@ def tile_diagram(num_tokens: int = 16, block_size: int = 4, ax=None, lang: str =
     return ax
 
 
-def _batch_grid(ax, x, top, colors, cell, texts=None) -> float:
+def _batch_grid(ax, x, top, colors, cell) -> float:
     """One sequence's grid at ``x`` with a grey copy behind it, offset up and right: the batch's other sequences."""
     from matplotlib.patches import Rectangle
 
     rows, cols = len(colors), len(colors[0])
     shift = cell * 0.6
     ax.add_patch(Rectangle((x + shift, top + shift - rows * cell), cols * cell, rows * cell, fc="0.85", ec="0.6"))
-    width, _ = _grid(ax, x, top, colors, cell, texts)
-    return width
+    return _grid(ax, x, top, colors, cell)[0]
 
 
 def causal_attention_shapes(
@@ -297,10 +296,9 @@ def causal_attention_shapes(
     ``values`` ``(B, T, d_out)``; ``queries @ keys.transpose(1, 2)`` gives ``attn_scores`` ``(B, T, T)``;
     ``masked_fill`` sets the future to ``-inf`` (white cells marked ×); the softmax (scaled by ``√d_out``) and the
     dropout give ``attn_weights`` ``(B, T, T)``, 0 in the future; ``attn_weights @ values`` gives ``context_vec``
-    ``(B, T, d_out)``. Each tensor is drawn as one sequence's ``T`` rows (one cell per number), with a grey copy
-    behind it for the other sequences of the batch. Under each name: the shape in the notebook's letters (``B``
-    the batch size, ``T`` is ``num_tokens``) and in numbers. ``lang`` (one of ``FIGURE_LANGUAGES``): the title's
-    language. Returns the ``Axes``; call ``plt.show()`` afterwards in a notebook.
+    ``(B, T, d_out)``. Each tensor: one sequence's ``T`` rows, a cell per number, a grey copy behind it for the rest
+    of the batch; under it its shape in letters (``T`` is ``num_tokens``) and numbers. ``lang``: the title's
+    language (``FIGURE_LANGUAGES``). Returns the ``Axes``; call ``plt.show()`` afterwards in a notebook.
     """
     _checks.one_of("lang", lang, FIGURE_LANGUAGES)
     _check_positive_ints(batch_size=batch_size, num_tokens=num_tokens, d_in=d_in, d_out=d_out)
@@ -333,11 +331,8 @@ def causal_attention_shapes(
     label(x, width, "attn_scores", "(B, T, T)", (batch_size, num_tokens, num_tokens))
     x = arrow(x + width + cell * 0.6, "masked_fill(\nmask[:T, :T], -inf)", 3.3)
     width = _batch_grid(ax, x, top, [["white" if hidden else "C0" for hidden in row] for row in future], cell)
-    for r in range(num_tokens):  # the future: -inf
-        for c in range(r + 1, num_tokens):
-            ax.text(
-                x + (c + 0.5) * cell, top - (r + 0.5) * cell, "×", ha="center", va="center", fontsize=6, color="0.5"
-            )
+    for r, c in zip(*np.triu_indices(num_tokens, 1), strict=True):  # the future: -inf
+        ax.text(x + (c + 0.5) * cell, top - (r + 0.5) * cell, "×", ha="center", va="center", size=6, color="0.5")
     label(x, width, "attn_scores", "(B, T, T)", (batch_size, num_tokens, num_tokens))
     x = arrow(x + width + cell * 0.6, "softmax(/ √d_out)\ndropout", 2.9)
     width = _batch_grid(ax, x, top, [["white" if hidden else "C9" for hidden in row] for row in future], cell)
@@ -345,11 +340,9 @@ def causal_attention_shapes(
     x = arrow(x + width + cell * 0.6, "attn_weights\n@ values", 2.2)
     width = _batch_grid(ax, x, top, [["C3"] * d_out] * num_tokens, cell)
     label(x, width, "context_vec", "(B, T, d_out)", (batch_size, num_tokens, d_out))
-    ax.set_title(
-        figure_word("shapes", lang, b=batch_size, T=num_tokens, d_in=d_in, d_out=d_out), fontsize=9, loc="left"
-    )
-    ax.set_xlim(-0.3, x + width + 0.6)
-    ax.set_ylim(-0.9, top + cell * 0.6 + 0.5)
+    title = figure_word("shapes", lang, b=batch_size, T=num_tokens, d_in=d_in, d_out=d_out)
+    ax.set_title(title, fontsize=9, loc="left")
+    ax.set(xlim=(-0.3, x + width + 0.6), ylim=(-0.9, top + cell * 0.6 + 0.5))
     ax.set_aspect("equal")
     ax.axis("off")
     return ax
