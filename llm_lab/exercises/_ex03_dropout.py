@@ -96,7 +96,7 @@ MODULE_MESSAGES = {
     },
     "dropout_builtin": {
         "en": "{title}: right values, but with `{ref}`, torch's own dropout: this exercise writes dropout by hand (no nn.Dropout, F.dropout or torch.dropout), from a random mask and the 1/(1-p) scale.",  # noqa: E501
-        "zh": "{title}：数值是对的，但用了 torch 自带的丢弃 `{ref}`：这道练习要求手写 dropout（不用 nn.Dropout、F.dropout 或 torch.dropout），用随机的丢弃掩码和 1/(1-p) 缩放来实现。",  # noqa: E501
+        "zh": "{title}：数值是对的，但用了 torch 自带的丢弃 `{ref}`：这道练习要求手写丢弃（不用 nn.Dropout、F.dropout 或 torch.dropout），用随机的丢弃掩码和 1/(1-p) 缩放来实现。",  # noqa: E501
     },
 }
 MODULE_FIXES = {

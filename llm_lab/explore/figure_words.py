@@ -19,6 +19,10 @@ FIGURE_WORDS = {
         "zh": "T={num_tokens}，block_size={block_size}：{total} 个块中计算 {computed} 个",
     },
     "output": {"en": "output", "zh": "输出"},
+    "shapes": {
+        "en": "the tensors of CausalAttention.forward: B = {b}, T = num_tokens = {T}, d_in = {d_in}, d_out = {d_out}",
+        "zh": "CausalAttention.forward 中的张量：B = {b}，T = num_tokens = {T}，d_in = {d_in}，d_out = {d_out}",
+    },
     "sequence length T": {"en": "sequence length T", "zh": "序列长度 T"},
     "time": {"en": "forward + backward (ms, median)", "zh": "前向 + 反向（毫秒，中位数）"},
     "time min": {"en": "forward + backward (ms, fastest round)", "zh": "前向 + 反向（毫秒，最快的一轮）"},

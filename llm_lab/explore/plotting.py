@@ -277,6 +277,77 @@ def tile_diagram(num_tokens: int = 16, block_size: int = 4, ax=None, lang: str =
     return ax
 
 
+def _batch_grid(ax, x, top, colors, cell) -> float:
+    """One sequence's grid at ``x`` with a grey copy behind it, offset up and right: the batch's other sequences."""
+    from matplotlib.patches import Rectangle
+
+    rows, cols = len(colors), len(colors[0])
+    shift = cell * 0.6
+    ax.add_patch(Rectangle((x + shift, top + shift - rows * cell), cols * cell, rows * cell, fc="0.85", ec="0.6"))
+    return _grid(ax, x, top, colors, cell)[0]
+
+
+def causal_attention_shapes(
+    batch_size: int = 2, num_tokens: int = 6, d_in: int = 3, d_out: int = 2, ax=None, lang="en"
+):
+    """The tensors of ``CausalAttention.forward`` and their shapes, left to right, for one batch.
+
+    ``x`` ``(B, T, d_in)``; the projections ``W_query``, ``W_key``, ``W_value`` give ``queries``, ``keys`` and
+    ``values`` ``(B, T, d_out)``; ``queries @ keys.transpose(1, 2)`` gives ``attn_scores`` ``(B, T, T)``;
+    ``masked_fill`` sets the future to ``-inf`` (white cells marked ×); the softmax (scaled by ``√d_out``) and the
+    dropout give ``attn_weights`` ``(B, T, T)``, 0 in the future; ``attn_weights @ values`` gives ``context_vec``
+    ``(B, T, d_out)``. Each tensor: one sequence's ``T`` rows, a cell per number, a grey copy behind it for the rest
+    of the batch; under it its shape in letters (``T`` is ``num_tokens``) and numbers. ``lang``: the title's
+    language (``FIGURE_LANGUAGES``). Returns the ``Axes``; call ``plt.show()`` afterwards in a notebook.
+    """
+    _checks.one_of("lang", lang, FIGURE_LANGUAGES)
+    _check_positive_ints(batch_size=batch_size, num_tokens=num_tokens, d_in=d_in, d_out=d_out)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(13, 3.6))
+    cell = min(0.3, 1.8 / num_tokens)
+    top, mid = num_tokens * cell, num_tokens * cell / 2
+    future = [[c > r for c in range(num_tokens)] for r in range(num_tokens)]
+
+    def label(x, width, name, letters, numbers):
+        ax.text(x + width / 2, top + cell * 0.6 + 0.08, name, ha="center", va="bottom", fontsize=8, family="monospace")
+        ax.text(x + width / 2, -0.12, f"{letters}\n{numbers}", ha="center", va="top", fontsize=7)
+
+    def arrow(x_from, code, length=1.9):
+        _arrow(ax, x_from + 0.15, x_from + length - 0.15, mid, code)
+        return x_from + length
+
+    x = 0.0
+    width = _batch_grid(ax, x, top, [["0.55"] * d_in] * num_tokens, cell)
+    label(x, width, "x", "(B, T, d_in)", (batch_size, num_tokens, d_in))
+    x = arrow(x + width + cell * 0.6, "W_query\nW_key\nW_value", 2.0)
+    start = x
+    for name, color in (("queries", "C0"), ("keys", "C1"), ("values", "C2")):
+        width = _batch_grid(ax, x, top, [[color] * d_out] * num_tokens, cell)
+        ax.text(x + width / 2, top + cell * 0.6 + 0.08, name, ha="center", va="bottom", fontsize=8, family="monospace")
+        x += max(width + cell * 0.6, 1.3)
+    label(start, x - start - 1.3 + width, "", "(B, T, d_out)", (batch_size, num_tokens, d_out))
+    x = arrow(x - 1.3 + width + cell * 0.6, "queries @\nkeys.transpose(1, 2)", 3.3)
+    width = _batch_grid(ax, x, top, [["C0"] * num_tokens] * num_tokens, cell)
+    label(x, width, "attn_scores", "(B, T, T)", (batch_size, num_tokens, num_tokens))
+    x = arrow(x + width + cell * 0.6, "masked_fill(\nmask[:T, :T], -inf)", 3.3)
+    width = _batch_grid(ax, x, top, [["white" if hidden else "C0" for hidden in row] for row in future], cell)
+    for r, c in zip(*np.triu_indices(num_tokens, 1), strict=True):  # the future: -inf
+        ax.text(x + (c + 0.5) * cell, top - (r + 0.5) * cell, "×", ha="center", va="center", size=6, color="0.5")
+    label(x, width, "attn_scores", "(B, T, T)", (batch_size, num_tokens, num_tokens))
+    x = arrow(x + width + cell * 0.6, "softmax(/ √d_out)\ndropout", 2.9)
+    width = _batch_grid(ax, x, top, [["white" if hidden else "C9" for hidden in row] for row in future], cell)
+    label(x, width, "attn_weights", "(B, T, T)", (batch_size, num_tokens, num_tokens))
+    x = arrow(x + width + cell * 0.6, "attn_weights\n@ values", 2.2)
+    width = _batch_grid(ax, x, top, [["C3"] * d_out] * num_tokens, cell)
+    label(x, width, "context_vec", "(B, T, d_out)", (batch_size, num_tokens, d_out))
+    title = figure_word("shapes", lang, b=batch_size, T=num_tokens, d_in=d_in, d_out=d_out)
+    ax.set_title(title, fontsize=9, loc="left")
+    ax.set(xlim=(-0.3, x + width + 0.6), ylim=(-0.9, top + cell * 0.6 + 0.5))
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return ax
+
+
 def _two_decimals(x: float) -> str:
     return f"{round(float(x), 2) + 0.0:.2f}"  # + 0.0: -0.001 prints 0.00, not -0.00
 

@@ -169,7 +169,7 @@ class DropoutExplorer(_Explorer):
     weights), ``image_data``, ``figure``, ``png``, ``readout``.
     """
 
-    name, name_zh = "dropout explorer", "dropout 探索器"
+    name, name_zh = "dropout explorer", "丢弃探索器"
 
     def __init__(self, attn_weights=None, tokens=None, p=0.5, seed=123, mode="train", lang="en"):
         super().__init__(lang)

@@ -1,11 +1,11 @@
-"""llm_lab.explore.plotting's pictures of the mechanism: the head split and merge (05), blocked attention's tiles
-(07)."""
+"""llm_lab.explore.plotting's pictures of the mechanism: the tensors of CausalAttention.forward (04), the head split
+and merge (05), blocked attention's tiles (07)."""
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from llm_lab.explore.plotting import head_split_diagram, tile_diagram
+from llm_lab.explore.plotting import causal_attention_shapes, head_split_diagram, tile_diagram
 
 
 def test_tile_diagram_skips_the_tiles_wholly_in_the_future():
@@ -41,6 +41,19 @@ def test_head_split_diagram_names_the_merge_as_the_lesson_codes_it():
     plt.close("all")
 
 
+def test_causal_attention_shapes_names_every_tensor_with_its_shape():
+    ax = causal_attention_shapes(batch_size=2, num_tokens=5, d_in=4, d_out=3)
+    texts = [t.get_text() for t in ax.texts]
+    for name in ("x", "queries", "keys", "values", "attn_weights", "context_vec"):
+        assert name in texts, name
+    assert texts.count("attn_scores") == 2  # before and after masked_fill
+    assert "(B, T, d_in)\n(2, 5, 4)" in texts and "(B, T, d_out)\n(2, 5, 3)" in texts
+    assert texts.count("(B, T, T)\n(2, 5, 5)") == 3
+    assert texts.count("×") == 5 * 4 // 2  # the future of the masked scores: above the diagonal of 5 x 5
+    assert ax.get_title(loc="left").endswith("B = 2, T = num_tokens = 5, d_in = 4, d_out = 3")
+    plt.close("all")
+
+
 @pytest.mark.parametrize(
     "kwargs, match", [({"d_out": 5, "num_heads": 2}, "divisible"), ({"num_tokens": 0}, "positive")]
 )
@@ -49,3 +62,5 @@ def test_diagrams_reject_bad_sizes(kwargs, match):
         head_split_diagram(**kwargs)
     with pytest.raises(ValueError, match="positive"):
         tile_diagram(block_size=0)
+    with pytest.raises(ValueError, match="d_out must be a positive int, got 0"):
+        causal_attention_shapes(d_out=0)
