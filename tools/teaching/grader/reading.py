@@ -33,7 +33,7 @@ from tools.teaching.grader.sandbox_limits import WALL_FACTOR
 
 READ_SECONDS = 60.0  # of CPU (in the child) to read one submission; WALL_FACTOR times that of wall time
 READ_MEMORY = 1 << 30  # bytes the child may add to what it holds after its imports
-MAX_RESULT = 4 * submissions.MAX_FILE_BYTES  # bytes of the plan and reading sent back
+MAX_RESULT = 4 * submissions.MAX_SOURCE_BYTES  # bytes of the plan and reading sent back (outputs never are)
 
 
 @dataclass
