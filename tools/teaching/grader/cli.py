@@ -95,6 +95,7 @@ def grade_submission(
             submission.problem = prepared.problem
             return submission
         key, plan, want_lang = prepared.key, prepared.plan, expected[0]
+        submission.shown, submission.added_after = plan.shown, plan.added_after  # what the review copy shows
         if want_lang and key[0] != want_lang:
             submission.notes.append(f"the {key[0]} copy (the class uses {want_lang}): graded, feedback in {key[0]}")
         submission.notes += plan.notes

@@ -45,6 +45,10 @@ class Unreadable(ValueError):
     """A handed-in path that is not read: a link, a pipe, a device, too big, outside its folder."""
 
 
+class TooLarge(Unreadable):
+    """A handed-in file larger than the bound it was read (or copied) with."""
+
+
 @dataclass
 class Submission:
     """One submitted file. ``problem`` set: it could not be graded at all (0 points), with the reason;
@@ -60,6 +64,10 @@ class Submission:
     seconds: float = 0.0
     root: Path | None = None  # the folder it was handed in (read inside it only, links never followed)
     not_counted: str = ""  # a second file of one notebook: the name of the file its student's row counts
+    # the cells the grader ran as the learner's (``matching.ExecutionPlan.shown``/``added_after``): what an
+    # instructor's review copy shows, never the file read again
+    shown: dict[str, str] = field(default_factory=dict)
+    added_after: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -165,14 +173,68 @@ def read(path: Path, root: Path, limit: int = MAX_FILE_BYTES) -> bytes:
     """The bytes of ``path``, a regular file inside ``root`` (itself trusted: the instructor's folder). Each
     component below ``root`` is opened with O_NOFOLLOW, the file with O_NONBLOCK; Unreadable if anything on the
     way is a link, if the file is not regular or is larger than ``limit`` bytes."""
+    parts = _parts(path, root)
+    fd = _open_inside(path, root, parts)
+    try:
+        return _read_fd(fd, str(Path(*parts)), limit)
+    finally:
+        os.close(fd)
+
+
+def copy(path: Path, root: Path, dest: Path, limit: int = MAX_FILE_BYTES) -> int:
+    """Copy ``path``, a regular file inside ``root`` (opened as ``read`` opens it), to the new file ``dest`` in
+    chunks; returns the bytes written. Its apparent size is what counts, read as it is copied (a sparse file of
+    49 MB that holds 1 MB on disk is 49 MB here; the blocks it holds are never asked): Unreadable, and ``dest``
+    removed, once it is larger than ``limit``, and never more than ``limit`` bytes are written."""
+    parts = _parts(path, root)
+    name = str(Path(*parts))
+    fd = _open_inside(path, root, parts)
+    try:
+        _regular(fd, name, limit)
+        out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
+        size = 0
+        try:
+            while True:
+                chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+                if not chunk:
+                    return size
+                if size + len(chunk) > limit:  # it grew while we copied
+                    raise TooLarge(f"file is more than {limit / 1e6:.0f} MB: not graded")
+                while chunk:
+                    written = os.write(out, chunk)
+                    size, chunk = size + written, chunk[written:]
+        except BaseException:
+            os.close(out)
+            out = -1
+            os.unlink(dest)
+            raise
+        finally:
+            if out >= 0:
+                os.close(out)
+    finally:
+        os.close(fd)
+
+
+def _parts(path: Path, root: Path) -> tuple[str, ...]:
+    """The components of ``path`` below ``root``; Unreadable if it is not inside it."""
     try:
         parts = Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).parts
     except ValueError:
         raise Unreadable(f"{path} is outside {root}: not read") from None
     if not parts or ".." in parts:
         raise Unreadable(f"{path} is not a file inside {root}: not read")
+    return parts
+
+
+def _open_inside(path: Path, root: Path, parts: tuple[str, ...]) -> int:
+    """A descriptor of ``root/parts``, opened component by component with O_NOFOLLOW (O_NONBLOCK for the file);
+    Unreadable if anything on the way is a link, or a level is not a folder."""
     if os.open not in os.supports_dir_fd or not _NOFOLLOW:  # no openat here: check each level with lstat
-        return _read_by_path(path, root, parts, limit)
+        for i in range(1, len(parts) + 1):
+            mode = os.lstat(root.joinpath(*parts[:i])).st_mode
+            if not (stat.S_ISREG(mode) if i == len(parts) else stat.S_ISDIR(mode)):
+                raise Unreadable(refused(str(Path(*parts[:i])), mode))
+        return os.open(path, _FLAGS)
     fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         for i, part in enumerate(parts):
@@ -186,29 +248,24 @@ def read(path: Path, root: Path, limit: int = MAX_FILE_BYTES) -> bytes:
                 raise Unreadable(f"{Path(*parts[: i + 1])} could not be opened safely ({exc.strerror})") from None
             os.close(fd)
             fd = new
-        return _read_fd(fd, str(Path(*parts)), limit)
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd
 
 
-def _read_by_path(path: Path, root: Path, parts: tuple[str, ...], limit: int) -> bytes:
-    for i in range(1, len(parts) + 1):
-        mode = os.lstat(root.joinpath(*parts[:i])).st_mode
-        if not (stat.S_ISREG(mode) if i == len(parts) else stat.S_ISDIR(mode)):
-            raise Unreadable(refused(str(Path(*parts[:i])), mode))
-    fd = os.open(path, _FLAGS)
-    try:
-        return _read_fd(fd, str(Path(*parts)), limit)
-    finally:
-        os.close(fd)
-
-
-def _read_fd(fd: int, name: str, limit: int) -> bytes:
+def _regular(fd: int, name: str, limit: int) -> os.stat_result:
+    """fstat of ``fd``: Unreadable unless it is a regular file of at most ``limit`` bytes (its apparent size)."""
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         raise Unreadable(refused(name, info.st_mode))
     if info.st_size > limit:
-        raise Unreadable(f"file is {info.st_size / 1e6:.0f} MB, more than {limit / 1e6:.0f} MB: not graded")
+        raise TooLarge(f"file is {info.st_size / 1e6:.0f} MB, more than {limit / 1e6:.0f} MB: not graded")
+    return info
+
+
+def _read_fd(fd: int, name: str, limit: int) -> bytes:
+    info = _regular(fd, name, limit)
     # read into one buffer of the file's size (no second copy of a large file), at most limit + 1 bytes
     buf, size = bytearray(min(info.st_size, limit) + 1), 0
     while size <= limit:
@@ -219,7 +276,7 @@ def _read_fd(fd: int, name: str, limit: int) -> bytes:
             break
         size += got
     if size > limit:  # it grew while we read
-        raise Unreadable(f"file is more than {limit / 1e6:.0f} MB: not graded")
+        raise TooLarge(f"file is more than {limit / 1e6:.0f} MB: not graded")
     del buf[size:]
     return buf
 

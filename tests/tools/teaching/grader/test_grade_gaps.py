@@ -16,8 +16,7 @@ import llm_lab.exercises as exercises
 from tools.teaching.grader import cli
 
 TORCH_MASK = (
-    "def causal_mask(num_tokens):\n"
-    "    return torch.nn.Transformer.generate_square_subsequent_mask(num_tokens) != 0\n"
+    "def causal_mask(num_tokens):\n    return torch.nn.Transformer.generate_square_subsequent_mask(num_tokens) != 0\n"
 )
 TORCH_MASK_INNER = (
     "from torch.nn.modules.transformer import _generate_square_subsequent_mask\n\n\n"
