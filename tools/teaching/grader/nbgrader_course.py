@@ -33,7 +33,7 @@ from pathlib import Path
 import nbformat
 
 from tools import course as _course
-from tools.teaching.grader import cli, judging, report, submissions
+from tools.teaching.grader import cli, judging, report, stopping, submissions
 
 
 def course_config(course: Path) -> tuple[str, str]:
@@ -303,6 +303,7 @@ def main(argv=None) -> int:
         help="the instructor notebooks (default: this checkout's notebooks/instructor/)",
     )
     args = ap.parse_args(argv)
+    stopping.on_sigterm()  # SIGTERM ends the run as an error would: temporary folders removed, kernels stopped
     try:
         run(args.course.resolve(), args.assignment, jobs=args.jobs, sandboxed=not args.no_sandbox, src=args.src)
     except cli.UsageError as exc:
