@@ -215,16 +215,7 @@ def grade(
     def one(submission):
         return grade_submission(submission, course, expected, cell_timeout, max_output, sandboxed, max_seconds)
 
-    pool = ThreadPoolExecutor(max_workers=jobs)
-    try:
-        for done in pool.map(one, todo):
-            mark = done.problem or f"{done.total}/{sum(v.max_points for v in done.verdicts)}"
-            echo(report.visible(f"  {done.student:<24} {done.path.name:<40} {mark}"))
-    except BaseException:  # SIGTERM (stopping.on_sigterm), Ctrl-C, an error: end what runs, start nothing more
-        stopping.stop()
-        pool.shutdown(wait=True, cancel_futures=True)  # the workers end at once: their kernels are killed
-        raise
-    pool.shutdown(wait=True)
+    _in_parallel(one, todo, jobs, echo)
     identities.mark_look_alikes(found)  # ids that differ where no one sees it, each named on its row
     identities.mark_duplicates(found)  # one row per student and notebook
     if out.exists():
@@ -235,6 +226,22 @@ def grade(
         f"{len(found)} feedback file(s) in {report.rel(out / 'feedback')}"
     )
     return found
+
+
+def _in_parallel(one, todo: list[submissions.Submission], jobs: int, echo) -> None:
+    """``one`` on each submission, ``jobs`` at a time, a line each as they end. Interrupted (SIGTERM through
+    ``stopping.on_sigterm``, Ctrl-C, an error): what runs is ended, nothing more starts, and the workers are
+    waited for (their kernels killed, they end at once) before the exception goes on."""
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
+        for done in pool.map(one, todo):
+            mark = done.problem or f"{done.total}/{sum(v.max_points for v in done.verdicts)}"
+            echo(report.visible(f"  {done.student:<24} {done.path.name:<40} {mark}"))
+    except BaseException:
+        stopping.stop()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 FILES_PER_NOTEBOOK = 3  # files graded per student and assigned notebook: a copy or two is honest, 500 are not
