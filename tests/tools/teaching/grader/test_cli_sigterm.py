@@ -14,8 +14,8 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[4]
-STARTED = 120  # seconds to wait for the submission's kernel to start (a busy machine)
-ENDED = 60  # seconds the grader has to end after SIGTERM
+STARTED = 240  # seconds to wait for the submission's kernel to start (a busy machine)
+ENDED = 120  # seconds the grader has to end after SIGTERM
 
 
 def descendants(pid: int) -> set[int]:
