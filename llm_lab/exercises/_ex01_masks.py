@@ -82,6 +82,10 @@ MODULE_MESSAGES = {
         "en": "{title}: the pattern is right but the dtype is {got}; `masked_fill` needs a bool mask.",
         "zh": "{title}：位置是对的，但数据类型是 {got}；`masked_fill` 需要布尔类型的遮蔽矩阵。",
     },
+    "uses_torch_mask": {
+        "en": "{title}: calls {ref}, torch's ready-made causal mask, which is not allowed here; the exercise is to build the mask yourself. Compare with it after the check.",  # noqa: E501
+        "zh": "{title}：调用了 {ref}，这是 torch 现成的因果遮蔽（causal mask），这里不允许使用；这个练习要你自己构造遮蔽矩阵。检查通过后再拿它来对照。",  # noqa: E501
+    },
     "column_sums": {
         "en": "{title}: you renormalized by column sums (input: {case}). Each row (one query) must sum to 1.",
         "zh": "{title}：你用列和做了重新归一化（输入：{case}）。每一行（一个查询）的和应为 1。",
@@ -92,6 +96,10 @@ MODULE_MESSAGES = {
     },
 }
 MODULE_FIXES = {
+    "uses_torch_mask": {
+        "en": "Build it from `torch.ones(..., dtype=torch.bool)` with `torch.triu` (or `torch.tril`), as the lesson does.",  # noqa: E501
+        "zh": "像课上那样，用 `torch.triu`（或 `torch.tril`）从 `torch.ones(..., dtype=torch.bool)` 构造它。",
+    },
     "mask_not_bool": {
         "en": "Build it with `torch.ones(..., dtype=torch.bool)` (or add `.bool()`).",
         "zh": "用 `torch.ones(..., dtype=torch.bool)` 构造（或者加上 `.bool()`）。",
@@ -115,8 +123,23 @@ RECORDS = [
         points=1,
         takes="function",
         signature="``fn(num_tokens) -> bool (T, T)``, True strictly above the diagonal (the hidden future).",
-        hints=("diagonal_masked", "mask_inverted", "mask_transposed", "future_open", "mask_not_bool"),
+        hints=(
+            "diagonal_masked",
+            "mask_inverted",
+            "mask_transposed",
+            "future_open",
+            "mask_not_bool",
+            "uses_torch_mask",
+        ),
         references=("masks.causal_mask", "exercises._shared.triu", "exercises._shared.tril"),
+        # torch's own ready-made causal masks (torch.triu/torch.tril, which the lesson teaches, stay allowed)
+        forbidden=(
+            ("torch.nn", "Transformer.generate_square_subsequent_mask", "uses_torch_mask"),
+            ("torch.nn.modules.transformer", "_generate_square_subsequent_mask", "uses_torch_mask"),
+            ("torch.nn.attention.bias", "causal_upper_left", "uses_torch_mask"),
+            ("torch.nn.attention.bias", "causal_lower_right", "uses_torch_mask"),
+            ("torch.nn.attention.bias", "CausalBias._materialize", "uses_torch_mask"),
+        ),
     ),
     Exercise(
         name="renormalize",

@@ -97,7 +97,9 @@ def watch_for(name: str) -> _harness.Watch:
                 if code.co_filename.startswith(_ROOT_DIR):  # not a notebook's function patched into llm_lab
                     watch.add(code, f"llm_lab.{attr}", "reference")
     for module_name, attr, hint in (*ex.forbidden, *STARTERS):
-        obj = getattr(sys.modules.get(module_name) or importlib.import_module(module_name), attr, None)
+        obj = sys.modules.get(module_name) or importlib.import_module(module_name)
+        for part in attr.split("."):  # "Transformer.generate_square_subsequent_mask": a class's function
+            obj = getattr(obj, part, None)
         if obj is not None:
             watch.add(obj, f"{module_name}.{attr}", hint)
     for module_name, path in PY_STARTERS:  # their code, for the trace hook that sees Python calls only

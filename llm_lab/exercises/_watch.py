@@ -31,6 +31,8 @@ class Watch:
     _looked_up: dict = field(default_factory=dict)  # id(code) -> (code, what its content matched)
 
     def add(self, obj, name: str, hint: str) -> None:
+        if inspect.isfunction(obj):  # a Python function (torch's own helpers): its calls are seen by their code
+            obj = obj.__code__
         self.keep.append(obj)
         self.ids.setdefault(id(obj), (name, hint))  # the first name wins: a base class before its subclass
         if hasattr(obj, "co_code"):

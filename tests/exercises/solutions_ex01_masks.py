@@ -37,6 +37,16 @@ def mask_open(n):
     return torch.zeros(n, n, dtype=torch.bool)
 
 
+def mask_by_torch(n):
+    return torch.nn.Transformer.generate_square_subsequent_mask(n) != 0  # torch's ready-made mask: not the work
+
+
+def mask_by_bias(n):
+    from torch.nn.attention.bias import causal_upper_left
+
+    return ~causal_upper_left(n, n)._materialize()
+
+
 def renorm_columns(w):
     masked = w * torch.tril(torch.ones(w.shape[-1], w.shape[-1]))
     return masked / masked.sum(dim=-2, keepdim=True)
@@ -78,6 +88,8 @@ PLANTED = [
     ("causal_mask", mask_past, "mask_transposed"),
     ("causal_mask", mask_open, "future_open"),
     ("causal_mask", mask_float, "mask_not_bool"),
+    ("causal_mask", mask_by_torch, "uses_torch_mask"),
+    ("causal_mask", mask_by_bias, "uses_torch_mask"),
     ("renormalize", renorm_columns, "column_sums"),
     ("renormalize", renorm_none, "not_renormalized"),
     ("renormalize", renorm_dim1, "batch_dims"),

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from tools import course as _course
-from tools.teaching.grader import identities, judging, matching, reading, report, sandbox, submissions
+from tools.teaching.grader import identities, judging, matching, reading, report, sandbox, stopping, submissions
 from tools.teaching.grader.kernel import Kernel
 
 DEFAULT_OUT = _course.ROOT / "build" / "grades"
@@ -88,6 +88,8 @@ def grade_submission(
     """Grade one submitted file in place (never raises)."""
     start = time.monotonic()
     try:
+        if stopping.stopped():
+            raise stopping.Stopped()
         prepared = reading.prepare(submission.path, submission.root, course, expected)
         if prepared.key is not None:
             submission.lang, submission.notebook = prepared.key[0], course[prepared.key].path.name
@@ -95,6 +97,7 @@ def grade_submission(
             submission.problem = prepared.problem
             return submission
         key, plan, want_lang = prepared.key, prepared.plan, expected[0]
+        submission.shown, submission.added_after = plan.shown, plan.added_after  # what the review copy shows
         if want_lang and key[0] != want_lang:
             submission.notes.append(f"the {key[0]} copy (the class uses {want_lang}): graded, feedback in {key[0]}")
         submission.notes += plan.notes
@@ -105,6 +108,8 @@ def grade_submission(
         settings = KernelSettings(cell_timeout, max_output, sandboxed, max_seconds, (key[1],))
         _run(submission, course[key], plan, settings, prepared.reading)
     except ValueError as exc:
+        submission.problem = str(exc)
+    except stopping.Stopped as exc:
         submission.problem = str(exc)
     except Exception as exc:  # a grader bug must cost one line, not the class's run
         submission.problem = f"could not be graded ({type(exc).__name__}: {_one_line(str(exc))})"
@@ -210,10 +215,7 @@ def grade(
     def one(submission):
         return grade_submission(submission, course, expected, cell_timeout, max_output, sandboxed, max_seconds)
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for done in pool.map(one, todo):
-            mark = done.problem or f"{done.total}/{sum(v.max_points for v in done.verdicts)}"
-            echo(report.visible(f"  {done.student:<24} {done.path.name:<40} {mark}"))
+    _in_parallel(one, todo, jobs, echo)
     identities.mark_look_alikes(found)  # ids that differ where no one sees it, each named on its row
     identities.mark_duplicates(found)  # one row per student and notebook
     if out.exists():
@@ -224,6 +226,22 @@ def grade(
         f"{len(found)} feedback file(s) in {report.rel(out / 'feedback')}"
     )
     return found
+
+
+def _in_parallel(one, todo: list[submissions.Submission], jobs: int, echo) -> None:
+    """``one`` on each submission, ``jobs`` at a time, a line each as they end. Interrupted (SIGTERM through
+    ``stopping.on_sigterm``, Ctrl-C, an error): what runs is ended, nothing more starts, and the workers are
+    waited for (their kernels killed, they end at once) before the exception goes on."""
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
+        for done in pool.map(one, todo):
+            mark = done.problem or f"{done.total}/{sum(v.max_points for v in done.verdicts)}"
+            echo(report.visible(f"  {done.student:<24} {done.path.name:<40} {mark}"))
+    except BaseException:
+        stopping.stop()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 FILES_PER_NOTEBOOK = 3  # files graded per student and assigned notebook: a copy or two is honest, 500 are not
@@ -267,6 +285,7 @@ def main(argv=None) -> int:
         help="run the submissions' kernels without bubblewrap, with your rights (every report says so)",
     )
     args = ap.parse_args(argv)
+    stopping.on_sigterm()  # SIGTERM ends the run as an error would: temporary folders removed, kernels stopped
     try:
         grade(
             args.submissions,

@@ -36,16 +36,19 @@ class Verdict:
     max_points: int = 0
 
 
-def exercise_budget(base: float | None = None) -> float:
+def exercise_budget(base: float | None = None, limit: float | None = None) -> float:
     """Seconds one exercise's check may take: 3 x the checkers' own limit, stretched by the machine's load per
     core (at most 4x), so that a grading machine busy with a class (or with a test suite) does not time out a
-    correct solution whose every call is a round trip to a slow kernel. An endless loop still ends in it."""
+    correct solution whose every call is a round trip to a slow kernel. An endless loop still ends in it.
+    ``limit``: the whole submission's limit (``--max-seconds``, the kernel's ``max_seconds``): the budget is
+    never above it, so a check never outlives the submission it is part of."""
     base = 3 * exercises.TIMEOUT if base is None else base
     try:
         per_core = os.getloadavg()[0] / (os.cpu_count() or 1)
     except OSError:  # no load average on this platform
         per_core = 1.0
-    return base * min(4.0, max(1.0, per_core))
+    budget = base * min(4.0, max(1.0, per_core))
+    return budget if limit is None else min(budget, limit)
 
 
 def watching(exercise: str) -> dict:
@@ -77,7 +80,11 @@ def judge(course_nb, plan, kernel: _kernel.Kernel, reading: source_checks.Readin
                 # the whole check's budget: the learner's time plus a round trip per call to a busy kernel;
                 # the checkers' inputs drawn from this run's secret, not the public checkers' fixed seeds
                 decided = exercises.grade(
-                    ex.exercise, link.lookup(ex.key), lang=course_nb.lang, timeout=exercise_budget(), secret=SECRET
+                    ex.exercise,
+                    link.lookup(ex.key),
+                    lang=course_nb.lang,
+                    timeout=exercise_budget(limit=kernel.max_seconds),
+                    secret=SECRET,
                 )
             verdict.status, verdict.mistake, verdict.message = decided.status, decided.hint, decided.message
         except NameError as exc:

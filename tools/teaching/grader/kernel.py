@@ -30,7 +30,7 @@ from nbclient.exceptions import DeadKernelError
 from traitlets import default
 
 from llm_lab.exercises.grading import KERNEL_MODULE, kernel_cell, proxies, wire
-from tools.teaching.grader import sandbox, seal_plan, sealing
+from tools.teaching.grader import sandbox, seal_plan, sealing, stopping
 from tools.teaching.grader.sandbox_limits import WALL_FACTOR
 
 # One frame the grader accepts from a kernel: the largest reply it reads, plus room for the message's
@@ -196,12 +196,21 @@ class Kernel:
         return km
 
     def __enter__(self):
+        self._stop = stopping.killing(self._stopped)  # a grader told to stop kills this kernel (stopping.stop)
+        try:
+            self._stop.__enter__()
+        except BaseException:
+            self._release()
+            raise
         self._ctx = self.client.setup_kernel(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             self._ctx.__enter__()
+            if stopping.stopped():  # stopped while it started
+                raise stopping.Stopped()
         except BaseException:  # a kernel that did not start: its sandbox and what it holds end here
             self._kill()
             self._release()
+            self._stop.__exit__(None, None, None)
             raise
         if self.sandboxed:
             try:  # the sockets are bound: from now on the kernel cannot touch that folder
@@ -223,7 +232,13 @@ class Kernel:
         finally:
             self._kill()
             self._release()
+            self._stop.__exit__(None, None, None)
         return False
+
+    def _stopped(self) -> None:
+        """The grader is stopping (``stopping.stop``, from another thread): the kernel and its sandbox end now."""
+        self.died = self.died or "the grader was stopped"
+        self._kill()
 
     def _death(self) -> str:
         events = self.box.cgroup.events() if self.box is not None and self.box.cgroup is not None else {}

@@ -82,6 +82,17 @@ class ExecutionPlan:
     solutions: dict[str, list[int]]  # exercise key -> indices of the learner's solution cells
     notes: list[str]
     learner: list[int] = field(default_factory=list)  # every cell the learner wrote (solutions, added cells)
+    # what an instructor's review copy shows (nbgrader_course.autograded_copy), the cells this plan holds: the
+    # learner's source put in for each course solution/answer cell (by its nbgrader grade_id), and the code
+    # cells the learner added, run after each course cell (by its grade_id, else its cell id; "" before any)
+    shown: dict[str, str] = field(default_factory=dict)
+    added_after: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _review_key(cell) -> str:
+    """A course cell's name in the review copy: its nbgrader grade_id, else its cell id."""
+    meta = cell.metadata.get("nbgrader", {})
+    return str(meta.get("grade_id") or cell.get("id") or "")
 
 
 def _defines(key: str):
@@ -191,12 +202,19 @@ def build_plan(course_nb: CourseNotebook, submitted) -> ExecutionPlan:
     notes = _notes(course_nb, matched, owner)
     added = _added(submitted, matched)
     cells, grading, solutions, learner = [], {}, {}, []
+    shown: dict[str, str] = {}
+    added_after: dict[str, list[str]] = {}
+    for i, j in matched.items():  # the written answers too (markdown, graded by hand): the cell matched here
+        meta = course_cells[i].metadata.get("nbgrader", {})
+        if meta.get("solution") and meta.get("grade_id") and submitted.cells[j].cell_type == course_cells[i].cell_type:
+            shown[str(meta["grade_id"])] = submitted.cells[j].source
     checker_of = {ex.checker: ex for ex in course_nb.exercises}
     for k in [-1, *range(len(course_cells))]:
         if k in owner and k in matched:
             solutions.setdefault(owner[k].key, []).append(len(cells))
             learner.append(len(cells))
             cells.append(nbformat.v4.new_code_cell(submitted.cells[matched[k]].source))
+            shown[_review_key(course_cells[k])] = submitted.cells[matched[k]].source  # the code graded
         elif k in owner:
             notes.append(f"{owner[k].key}: the solution cell was deleted")
         elif k in checker_of:
@@ -207,6 +225,7 @@ def build_plan(course_nb: CourseNotebook, submitted) -> ExecutionPlan:
         for extra in added.get(k, []):
             learner.append(len(cells))
             cells.append(nbformat.v4.new_code_cell(extra.source))
+            added_after.setdefault(_review_key(course_cells[k]) if k >= 0 else "", []).append(extra.source)
     nb = nbformat.v4.new_notebook(metadata=course_nb.nb.metadata)
     nb.cells = cells
-    return ExecutionPlan(nb, grading, solutions, notes, learner)
+    return ExecutionPlan(nb, grading, solutions, notes, learner, shown, added_after)

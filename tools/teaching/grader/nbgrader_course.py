@@ -33,7 +33,7 @@ from pathlib import Path
 import nbformat
 
 from tools import course as _course
-from tools.teaching.grader import cli, judging, report, submissions
+from tools.teaching.grader import cli, judging, report, stopping, submissions
 
 
 def course_config(course: Path) -> tuple[str, str]:
@@ -49,13 +49,21 @@ def course_config(course: Path) -> tuple[str, str]:
     return db_url, course_id
 
 
+MAX_STUDENT_BYTES = 250_000_000  # copied from one student's submitted/<student>/<assignment>/ at most
+MAX_CLASS_BYTES = 4_000_000_000  # copied from the whole class at most
+
+
 def collect(course: Path, assignment: str, into: Path) -> tuple[dict[str, str], list[submissions.Submission]]:
     """Lay ``submitted/<student>/<assignment>/`` out as the grader's SUBMISSIONS (one folder per student),
-    copying only regular files read safely (``submissions.read``: no link followed, no pipe or device opened,
-    at most MAX_FILE_BYTES); returns ({student: timestamp}, a problem Result for everything else)."""
+    copying only regular files read safely (``submissions.copy``: no link followed, no pipe or device opened,
+    in chunks); returns ({student: timestamp}, a problem Result for everything else). What is copied is bounded
+    by apparent size, counted while copying (a sparse file counts what reading it gives, never the blocks it
+    holds): at most MAX_FILE_BYTES per file, MAX_STUDENT_BYTES per student and MAX_CLASS_BYTES in all; a file
+    past a bound is not copied (nothing of it stays) and is its student's row, with the bound it passed."""
     submitted = course / "submitted"
     stamps: dict[str, str] = {}
     refused: list[submissions.Submission] = []
+    class_left = MAX_CLASS_BYTES
     for student in sorted(os.listdir(submitted)) if submitted.is_dir() else []:
         folder = submitted / student / assignment
         problem = (
@@ -67,19 +75,37 @@ def collect(course: Path, assignment: str, into: Path) -> tuple[dict[str, str], 
         if problem:
             refused.append(submissions.Submission(student, folder, problem=problem))
             continue
-        before = len(refused)
+        before, student_left = len(refused), MAX_STUDENT_BYTES
         (into / student).mkdir(parents=True)  # left empty: "no .ipynb notebook in the folder"
         for name in sorted(os.listdir(folder)):
             if not name.endswith(".ipynb"):
                 continue
+            limit = min(submissions.MAX_FILE_BYTES, student_left, class_left)
             try:
-                (into / student / name).write_bytes(submissions.read(folder / name, submitted))
+                size = submissions.copy(folder / name, submitted, into / student / name, limit)
             except (submissions.Unreadable, OSError) as exc:
-                refused.append(submissions.Submission(student, folder / name, problem=str(exc)))
+                refused.append(submissions.Submission(student, folder / name, problem=_over(exc, limit, student_left)))
+                continue
+            student_left, class_left = student_left - size, class_left - size
         if len(refused) > before and not any((into / student).iterdir()):
             (into / student).rmdir()  # its refused files are its rows
         stamps[student] = small_file(folder / "timestamp.txt", submitted).decode("utf-8", "replace").strip()
     return stamps, refused
+
+
+def _over(exc: Exception, limit: int, student_left: int) -> str:
+    """The problem line of a file not copied: the bound it passed, when that is the student's or the class's."""
+    if not isinstance(exc, submissions.TooLarge) or limit == submissions.MAX_FILE_BYTES:
+        return str(exc)
+    if limit == student_left:
+        return (
+            f"with this file the student's notebooks for the assignment are more than "
+            f"{MAX_STUDENT_BYTES / 1e6:.0f} MB in all (their size as read; the files before it, by name, are graded)"
+        )
+    return (
+        f"with this file the class's notebooks are more than {MAX_CLASS_BYTES / 1e6:.0f} MB in all "
+        "(their size as read; the files collected before it are graded)"
+    )
 
 
 def _not_a_folder(root: Path, *rels: Path) -> str | None:
@@ -106,21 +132,25 @@ def small_file(path: Path, root: Path, limit: int = 4096) -> bytes:
 
 
 def autograded_copy(
-    release: Path, sub: nbformat.NotebookNode | None, verdicts: dict[str, judging.Verdict]
+    release: Path,
+    shown: dict[str, str] | None,
+    verdicts: dict[str, judging.Verdict],
+    added_after: dict[str, list[str]] | None = None,
 ) -> nbformat.NotebookNode:
-    """The released notebook with the learner's solution/answer cells (by nbgrader grade_id) and the verdicts;
-    ``sub`` None (the submission could not be read): the release's stubs stay."""
+    """The released notebook with the cells the grader ran as the learner's and the verdicts: ``shown``, the
+    learner's source of each solution/answer cell by its nbgrader grade_id, and ``added_after``, the code cells
+    the learner added, after the course cell they followed (its grade_id, else its cell id; "" before any), both
+    as the grading plan holds them (``matching.ExecutionPlan``), never chosen again from the learner's file (its
+    metadata is the learner's: two cells with one grade_id must not show one and grade the other). ``shown``
+    None (the submission could not be read): the release's stubs stay."""
     nb = nbformat.read(str(release), as_version=4)
-    theirs = {}
-    for handed_in in sub.cells if sub is not None else []:
-        meta = handed_in.metadata.get("nbgrader")  # the learner's: anything at all
-        if isinstance(meta, dict) and isinstance(meta.get("grade_id"), str):
-            theirs[meta["grade_id"]] = handed_in
+    shown, added_after = shown or {}, dict(added_after or {})
+    cells = [nbformat.v4.new_code_cell(source) for source in added_after.pop("", [])]
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         gid = meta.get("grade_id")
-        if meta.get("solution") and gid in theirs and theirs[gid].cell_type == cell.cell_type:
-            cell.source = theirs[gid].source
+        if meta.get("solution") and gid in shown:
+            cell.source = shown[gid]
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
             if meta.get("grade") and not meta.get("solution"):  # a checker cell: its verdict
@@ -131,6 +161,12 @@ def autograded_copy(
                     said = report.visible(verdict.message or verdict.status)
                     text = f"{icon} {verdict.points}/{verdict.max_points}: {said}\n"
                     cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+        cells.append(cell)
+        key = str(gid or cell.get("id") or "")
+        cells += [nbformat.v4.new_code_cell(source) for source in added_after.pop(key, [])]
+    for sources in added_after.values():  # after a course cell this release lacks: at the end
+        cells += [nbformat.v4.new_code_cell(source) for source in sources]
+    nb.cells = cells
     return nb
 
 
@@ -192,13 +228,11 @@ def _write_autograded(course: Path, assignment: str, submission: submissions.Sub
     """``autograded/<student>/<assignment>/``: the autograded copy, and the timestamp and secret beside it."""
     target = course / "autograded" / submission.student / assignment
     target.mkdir(parents=True, exist_ok=True)
-    try:
-        handed_in = None if submission.problem else submissions.load(submission.path, course / "submitted")
-    except Exception:  # unreadable now: the release's stubs stay
-        handed_in = None
+    shown = None if submission.problem else submission.shown  # the cells graded, as the grader ran them
     by_key = {verdict.key: verdict for verdict in submission.verdicts}
     release = course / "release" / assignment / submission.path.name
-    nbformat.write(autograded_copy(release, handed_in, by_key), str(target / submission.path.name))
+    copy = autograded_copy(release, shown, by_key, None if submission.problem else submission.added_after)
+    nbformat.write(copy, str(target / submission.path.name))
     if stamp:
         (target / "timestamp.txt").write_text(stamp, encoding="utf-8")
     secret = small_file(
@@ -269,6 +303,7 @@ def main(argv=None) -> int:
         help="the instructor notebooks (default: this checkout's notebooks/instructor/)",
     )
     args = ap.parse_args(argv)
+    stopping.on_sigterm()  # SIGTERM ends the run as an error would: temporary folders removed, kernels stopped
     try:
         run(args.course.resolve(), args.assignment, jobs=args.jobs, sandboxed=not args.no_sandbox, src=args.src)
     except cli.UsageError as exc:

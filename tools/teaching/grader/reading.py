@@ -28,12 +28,12 @@ import resource
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.teaching.grader import matching, source_checks, submissions
+from tools.teaching.grader import matching, source_checks, stopping, submissions
 from tools.teaching.grader.sandbox_limits import WALL_FACTOR
 
 READ_SECONDS = 60.0  # of CPU (in the child) to read one submission; WALL_FACTOR times that of wall time
 READ_MEMORY = 1 << 30  # bytes the child may add to what it holds after its imports
-MAX_RESULT = 4 * submissions.MAX_FILE_BYTES  # bytes of the plan and reading sent back
+MAX_RESULT = 4 * submissions.MAX_SOURCE_BYTES  # bytes of the plan and reading sent back (outputs never are)
 
 
 @dataclass
@@ -153,7 +153,8 @@ def _context():
 
 
 def prepare(path: Path, root: Path | None, course, expected, *, seconds: float | None = None) -> Prepared:
-    """``read_submission`` in a child process of its own, bounded (the module's docstring); never raises."""
+    """``read_submission`` in a child process of its own, bounded (the module's docstring); never raises but
+    ``stopping.Stopped`` (the grader is stopping: the child is killed)."""
     seconds = READ_SECONDS if seconds is None else seconds
     ctx = _context()
     ours, theirs = ctx.Pipe(duplex=False)
@@ -161,7 +162,9 @@ def prepare(path: Path, root: Path | None, course, expected, *, seconds: float |
     child.start()
     theirs.close()
     try:
-        if not ours.poll(seconds * WALL_FACTOR):
+        with stopping.killing(child.kill):  # a grader told to stop ends the reader: poll returns at once
+            answered = ours.poll(seconds * WALL_FACTOR)
+        if not answered:
             return Prepared(
                 f"reading it took more than {seconds * WALL_FACTOR:g} s of wall time (a file this large or odd, or "
                 "a machine this busy): not graded"

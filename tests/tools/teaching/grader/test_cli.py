@@ -299,3 +299,4 @@ def test_the_check_budget_stretches_with_the_load_and_no_further_than_four_times
     for load, factor in ((0.0, 1.0), (cores * 2.5, 2.5), (cores * 9.0, 4.0)):
         monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
         assert judging.exercise_budget(30.0) == pytest.approx(30.0 * factor)
+        assert judging.exercise_budget(30.0, limit=40.0) == pytest.approx(min(40.0, 30.0 * factor))

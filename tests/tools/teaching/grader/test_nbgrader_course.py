@@ -17,13 +17,13 @@ import _course_fixture as fx
 import _hostile
 import nbformat
 import pytest
+from _nbgrader_fixture import ASSIGNMENT, VENV_BIN, nbgrader, release
 
 pytest.importorskip("nbgrader", reason="nbgrader is an instructor tool: make instructor-setup installs it")
 from nbgrader.api import Gradebook, MissingEntry  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("sandbox_required")  # it grades in the sandbox: skipped without it
 
-ASSIGNMENT = "ps1"
 WRONG_MASK = "def causal_mask(n):\n    return torch.ones(n, n, dtype=torch.bool).triu()\n"
 CHEAT = (
     "def mask_and_renormalize(attn_weights):\n    raise NotImplementedError()\n\n\n"
@@ -66,38 +66,8 @@ SUBMISSIONS = {  # student -> (solution overrides, the exercises that score)
 FILES = ("key_link", "key_folder", "key_assignment", "shadow", "zero", "pipe", "deep")  # each a 0 or no row
 
 
-# nbgrader runs `alembic` from PATH (its gradebook migrations): the venv's bin must come first.
-VENV_BIN = os.path.dirname(sys.executable)
-
-
-def nbgrader(course, *args):
-    env = {**os.environ, "MPLBACKEND": "Agg", "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", "")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "nbgrader", *args], cwd=course, capture_output=True, text=True, env=env, timeout=600
-    )
-    assert proc.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    return proc
-
-
 def cells(nb):
     return [(c.cell_type, c.source, dict(c.metadata), c.get("outputs")) for c in nb.cells]
-
-
-def release(root):
-    """The fixture course's 01_demo as nbgrader's source of ``ASSIGNMENT``, released by generate_assignment."""
-    notebooks = fx.build_course(root / "instructor")
-    course = root / "course"
-    (course / "source" / ASSIGNMENT).mkdir(parents=True)
-    (course / "nbgrader_config.py").write_text(
-        "c = get_config()  # noqa: F821\n"
-        'c.CourseDirectory.course_id = "llm-lab-test"\n'
-        "c.Execute.timeout = 120\n" + fx.student.config_file_text("en").split("\n", 2)[2],
-        encoding="utf-8",
-    )
-    fx.student.write_sources(notebooks, root / "sources", only="01")
-    (course / "source" / ASSIGNMENT / fx.NAME).write_bytes((root / "sources" / "en" / fx.NAME).read_bytes())
-    nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
-    return course, notebooks
 
 
 def hand_in(root, course, notebooks):

@@ -77,10 +77,30 @@ def test_a_pipe_is_never_waited_on_and_a_big_file_never_read(tmp_path):
     out = in_time(submissions.read, tmp_path / "pipe.ipynb", tmp_path)
     assert isinstance(out.get("error"), submissions.Unreadable) and "named pipe" in str(out["error"])
     big = tmp_path / "big.ipynb"
-    with big.open("wb") as f:  # sparse: 60 MB that cost nothing to make
+    with big.open("wb") as f:  # sparse: 200 MB that cost nothing to make
         f.truncate(submissions.MAX_FILE_BYTES + 1)
-    with pytest.raises(submissions.Unreadable, match="more than 50 MB"):
+    with pytest.raises(submissions.Unreadable, match=f"more than {submissions.MAX_FILE_BYTES / 1e6:.0f} MB"):
         submissions.read(big, tmp_path)
+
+
+def test_saved_outputs_are_dropped_and_the_bound_applies_to_the_rest(tmp_path, monkeypatch):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("print('x' * 10**6)"),
+        nbformat.v4.new_markdown_cell("![a](attachment:a.png)"),
+    ]
+    nb.cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="x" * 3_000_000)]
+    nb.cells[1].attachments = {"a.png": {"image/png": "iVBOR" * 200_000}}
+    path = tmp_path / "a.ipynb"
+    nbformat.write(nb, str(path))
+    monkeypatch.setattr(submissions, "MAX_SOURCE_BYTES", 1_000_000)  # the file is 4 MB, its sources a few bytes
+    got = submissions.load(path)
+    assert [c.source for c in got.cells] == [c.source for c in nb.cells]
+    assert got.cells[0].outputs == [] and "attachments" not in got.cells[1]
+    nb.cells[0].source = "# " + "y" * 1_000_000  # a source over the bound is still refused
+    nbformat.write(nb, str(path))
+    with pytest.raises(ValueError, match="without its outputs is 1 MB, more than 1 MB"):
+        submissions.load(path)
 
 
 def test_json_nested_100000_deep_is_that_files_problem_not_the_classs(tmp_path):

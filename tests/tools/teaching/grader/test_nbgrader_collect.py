@@ -1,0 +1,154 @@
+"""make grade-nbgrader (tools/teaching/grader/nbgrader_course.py) on what a class's submitted/ folder can hold:
+sparse files whose size as read is far above the blocks they hold (collected within per-student and per-class
+bounds, each file past a bound that student's row), and a notebook with two cells of one nbgrader grade_id (the
+review copy in autograded/ shows the cells the grader ran, never another pick from the learner's metadata)."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+
+import _course_fixture as fx
+import nbformat
+import pytest
+from _nbgrader_fixture import ASSIGNMENT, VENV_BIN, release
+
+from tools.teaching.grader import nbgrader_course, submissions
+
+SPARSE_MB = 49
+
+
+def sparse(path, megabytes: int) -> None:
+    """A notebook-named file of ``megabytes`` MB as read, one block of it on disk."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(b'{"cells": []}')
+        f.truncate(megabytes * 1_000_000)
+
+
+def written(folder) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def test_sparse_files_are_collected_within_the_students_bound(tmp_path):
+    course, into = tmp_path / "course", tmp_path / "into"
+    into.mkdir()
+    honest = course / "submitted" / "alice" / ASSIGNMENT / "01_demo.ipynb"
+    honest.parent.mkdir(parents=True)
+    honest.write_text('{"cells": []}', encoding="utf-8")
+    for i in range(15):  # 735 MB as read, a few kB on disk
+        sparse(course / "submitted" / "sam" / ASSIGNMENT / f"{i:02d}_copy.ipynb", SPARSE_MB)
+    assert os.stat(course / "submitted" / "sam" / ASSIGNMENT / "00_copy.ipynb").st_blocks * 512 < 1_000_000
+    stamps, refused = nbgrader_course.collect(course, ASSIGNMENT, into)
+    assert set(stamps) == {"alice", "sam"}
+    assert (into / "alice" / "01_demo.ipynb").read_text(encoding="utf-8") == '{"cells": []}'
+    assert written(into / "sam") <= nbgrader_course.MAX_STUDENT_BYTES
+    copied = sorted(p.name for p in (into / "sam").iterdir())
+    assert copied == [f"{i:02d}_copy.ipynb" for i in range(nbgrader_course.MAX_STUDENT_BYTES // (SPARSE_MB * 10**6))]
+    rows = [r for r in refused if r.student == "sam"]
+    assert len(rows) == 15 - len(copied) and all("student's notebooks" in r.problem for r in rows), rows[0].problem
+    assert f"{nbgrader_course.MAX_STUDENT_BYTES / 1e6:.0f} MB" in rows[0].problem
+
+
+def test_the_class_is_collected_within_its_bound(tmp_path, monkeypatch):
+    monkeypatch.setattr(nbgrader_course, "MAX_CLASS_BYTES", 100_000_000)
+    course, into = tmp_path / "course", tmp_path / "into"
+    into.mkdir()
+    for student in ("ann", "ben", "cat", "dee"):
+        sparse(course / "submitted" / student / ASSIGNMENT / "01_demo.ipynb", 40)
+    stamps, refused = nbgrader_course.collect(course, ASSIGNMENT, into)
+    assert set(stamps) == {"ann", "ben", "cat", "dee"}
+    assert sorted(p.name for p in into.iterdir()) == ["ann", "ben"]
+    assert written(into) <= 100_000_000
+    assert [r.student for r in refused] == ["cat", "dee"]
+    assert all("class's notebooks are more than 100 MB" in r.problem for r in refused), refused[0].problem
+
+
+def test_a_file_that_grows_while_copied_writes_no_more_than_the_bound(tmp_path):
+    src = tmp_path / "root" / "a.ipynb"
+    sparse(src, 3)
+    with pytest.raises(submissions.TooLarge):
+        submissions.copy(src, tmp_path / "root", tmp_path / "out.ipynb", limit=2_000_000)
+    assert not (tmp_path / "out.ipynb").exists()
+    assert submissions.copy(src, tmp_path / "root", tmp_path / "out.ipynb", limit=3_000_000) == 3_000_000
+
+
+# ---- the review copy shows what was graded ----------------------------------------------------------------------
+
+ANSWER = (
+    "def causal_mask(num_tokens):\n    return torch.ones(num_tokens, num_tokens, dtype=torch.bool).triu(diagonal=1)\n"
+)
+DECOY = "# my answer is in the cell above\n"
+DECOY_FIRST = "def causal_mask(num_tokens):\n    raise NotImplementedError()  # decoy\n"
+
+
+def twice(notebooks, first: str, second: str) -> nbformat.NotebookNode:
+    """A filled copy with its causal_mask cell twice, both of its nbgrader grade_id: ``first``, then ``second``."""
+    nb = fx.filled(notebooks)
+    cell = next(c for c in fx.solution_cells(nb) if "def causal_mask(" in c.source)
+    cell.source = first
+    other = nbformat.from_dict(dict(cell))
+    other.id, other.source = cell.id + "-b", second
+    nb.cells.insert(nb.cells.index(cell) + 1, other)
+    return nb
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory, sandbox_required):
+    pytest.importorskip("nbgrader", reason="nbgrader is an instructor tool: make instructor-setup installs it")
+    root = tmp_path_factory.mktemp("review")
+    course, notebooks = release(root)
+    for student, nb in (
+        ("dora", twice(notebooks, ANSWER, DECOY)),
+        ("vic", twice(notebooks, DECOY_FIRST, ANSWER)),
+    ):
+        target = course / "submitted" / student / ASSIGNMENT / fx.NAME
+        target.parent.mkdir(parents=True)
+        nbformat.write(nb, str(target))
+    for i in range(6):
+        sparse(course / "submitted" / "sam" / ASSIGNMENT / f"{i:02d}_{fx.NAME}", SPARSE_MB)
+    env = {**os.environ, "MPLBACKEND": "Agg", "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", "")}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tools.teaching.grader.nbgrader_course",
+            str(course),
+            ASSIGNMENT,
+            "--src",
+            str(notebooks),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        cwd=fx.ROOT,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return course
+
+
+def code_between(nb, start: str, stop: str) -> list[str]:
+    """The code cells of the review copy from the cell of grade_id ``start`` up to that of ``stop``."""
+    ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells]
+    return [c.source for c in nb.cells[ids.index(start) : ids.index(stop)] if c.cell_type == "code"]
+
+
+@pytest.mark.parametrize("student,first,second", [("dora", ANSWER, DECOY), ("vic", DECOY_FIRST, ANSWER)])
+def test_the_review_copy_shows_the_cells_that_were_graded(course, student, first, second):
+    copy = nbformat.read(str(course / "autograded" / student / ASSIGNMENT / fx.NAME), as_version=4)
+    # the grader ran the first cell as the solution and the second as a cell the learner added after it
+    assert code_between(copy, "ex01-causal_mask", "ex01-causal_mask-test") == [first, second]
+    rows = {
+        r["student"]: r
+        for r in csv.DictReader((course / "llm-lab-grades" / ASSIGNMENT / "grades.csv").open(encoding="utf-8"))
+    }
+    assert rows[student]["causal_mask"] == "1", rows[student]
+
+
+def test_sparse_copies_past_the_students_bound_are_its_rows_not_the_classs_run(course):
+    report = (course / "llm-lab-grades" / ASSIGNMENT / "report.md").read_text(encoding="utf-8")
+    lines = [ln for ln in report.splitlines() if "**sam**" in ln]
+    assert lines and any("student's notebooks for the assignment are more than" in ln for ln in lines), lines
