@@ -413,6 +413,8 @@ RECORDS = [
             ("torch.nn.functional", "nll_loss", "uses_cross_entropy"),
             ("torch.nn.functional", "log_softmax", "uses_cross_entropy"),
             ("torch", "log_softmax", "uses_cross_entropy"),
+            ("torch", "Tensor.log_softmax", "uses_cross_entropy"),
+            ("torch.distributions", "Categorical.log_prob", "uses_cross_entropy"),
             ("torch.special", "log_softmax", "uses_cross_entropy"),
             ("torch._C._nn", "cross_entropy_loss", "uses_cross_entropy"),
             ("torch._C._nn", "nll_loss_nd", "uses_cross_entropy"),

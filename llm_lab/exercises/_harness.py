@@ -348,14 +348,14 @@ def _watching(r: _Run, observed: bool = False):
         yield
         return
 
-    of_code = r.watch.of_code
+    of_code, of_builtin = r.watch.of_code, r.watch.of_builtin
 
     def profile(frame, event, arg):
         if r.hit is None:
             if event == "call":
                 r.hit = of_code(frame.f_code)
             elif event == "c_call":
-                r.hit = ids.get(id(arg))
+                r.hit = of_builtin(arg)
 
     def calls(frame, event, arg):
         if r.hit is None and event == "call":

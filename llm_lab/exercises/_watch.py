@@ -7,6 +7,8 @@ import functools
 import inspect
 from dataclasses import dataclass, field
 
+import torch
+
 
 @functools.lru_cache(maxsize=4096)
 def code_content(code) -> tuple:
@@ -29,14 +31,24 @@ class Watch:
     keep: list = field(default_factory=list)
     contents: dict = field(default_factory=dict)
     _looked_up: dict = field(default_factory=dict)  # id(code) -> (code, what its content matched)
+    methods: dict = field(default_factory=dict)  # a builtin method's name -> (name, hint): called bound, as x.f()
 
     def add(self, obj, name: str, hint: str) -> None:
         if inspect.isfunction(obj):  # a Python function (torch's own helpers): its calls are seen by their code
             obj = obj.__code__
+        if inspect.ismethoddescriptor(obj):  # torch.Tensor.log_softmax: each x.log_softmax is a new bound object
+            self.methods.setdefault(obj.__name__, (name, hint))
         self.keep.append(obj)
         self.ids.setdefault(id(obj), (name, hint))  # the first name wins: a base class before its subclass
         if hasattr(obj, "co_code"):
             self.contents.setdefault(code_content(obj), (name, hint))
+
+    def of_builtin(self, fn):
+        """``(name, hint)`` of a watched builtin that ``fn`` is, or a watched method bound to a tensor."""
+        hit = self.ids.get(id(fn))
+        if hit is None and self.methods and isinstance(getattr(fn, "__self__", None), torch.Tensor):
+            hit = self.methods.get(getattr(fn, "__name__", None))
+        return hit
 
     def of_code(self, code):
         """``(name, hint)`` of watched code that ``code`` is, or is a copy of; None if none."""

@@ -66,6 +66,16 @@ def loss_by_library(logits, targets):
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
 
 
+def loss_by_tensor_method(logits, targets):
+    return -logits.log_softmax(-1).gather(-1, targets.unsqueeze(-1)).mean()
+
+
+def loss_by_distribution(logits, targets):
+    from torch.distributions import Categorical
+
+    return -Categorical(logits=logits).log_prob(targets).mean()
+
+
 def docs_factory(
     split="ends",
     stream_stride=False,
@@ -181,6 +191,8 @@ PLANTED = [
     ("next_token_loss", loss_factory(again=True), "targets_shifted_again"),
     ("next_token_loss", loss_in_place, "input_modified"),
     ("next_token_loss", loss_by_library, "uses_cross_entropy"),
+    ("next_token_loss", loss_by_tensor_method, "uses_cross_entropy"),  # x.log_softmax(): a bound method
+    ("next_token_loss", loss_by_distribution, "uses_cross_entropy"),  # Categorical(logits).log_prob
 ]
 CORRECT_BUT_DIFFERENT = [
     ("next_token_loss", loss_logsumexp),

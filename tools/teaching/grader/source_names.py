@@ -334,8 +334,15 @@ HOOKS = (
     "_disable_current_modes",
     "TorchFunctionMode",
     "TorchDispatchMode",
+    # compilers: TorchScript and torch.compile run the learner's code below the modes, where no call is seen
+    "jit",
+    "_dynamo",
+    "_inductor",
 )
 INTERNALS = MACHINERY_NAMES | set(HOOKS)
+# torch's doors to its own answers under other names, no lesson uses them: the operator table (torch.ops.aten.*),
+# the compiler and the probability library (Categorical(logits=...).log_prob is a cross entropy)
+TORCH_DOORS = ("ops", "compile", "distributions")
 # threads and processes: what runs there is outside the watch on the learner's call
 THREADS = ("threading", "_thread", "multiprocessing", "concurrent")
 FORKS = ("fork", "forkpty", "register_at_fork")
@@ -403,9 +410,16 @@ def _tampered(node, rooted) -> list[str]:
     ):
         return [f"`{ast.unparse(node)[:80]}`"]
     if isinstance(node, ast.Attribute) and (
-        node.attr in INTERNALS or _on(node, "sys", "modules", "monitoring") or _on(node, "os", *FORKS)
+        node.attr in INTERNALS
+        or _on(node, "sys", "modules", "monitoring")
+        or _on(node, "os", *FORKS)
+        or _on(node, "torch", *TORCH_DOORS)
     ):
         return [f"`{node.attr}` reached"]
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in INTERNALS | {"__code__"}:
+        return [f"`{node.value!r}` named in a string (getattr and its kin reach what an attribute would)"]
+    if isinstance(node, ast.ImportFrom) and not node.level and _torch_door(node.module or "", node.names):
+        return [f"`{ast.unparse(node)}`"]
     if isinstance(node, ast.alias) and any(part in INTERNALS for part in node.name.split(".")):
         return [f"`{node.name}` imported"]
     if isinstance(node, ast.ImportFrom) and not node.level and _machinery(node.module or ""):
@@ -413,11 +427,20 @@ def _tampered(node, rooted) -> list[str]:
     module = node.name if isinstance(node, ast.alias) else _dynamic_import(node)
     if module.split(".")[0] in THREADS:
         return [f"`{module}` imported (threads run outside the checks' watch)"]
-    if any(part in INTERNALS for part in module.split(".")) or _machinery(module):
+    parts = module.split(".")
+    if any(part in INTERNALS for part in parts) or _machinery(module) or _torch_door(module, []):
         return [f"`{module}` imported"]
     if isinstance(node, ast.ImportFrom) and node.module == "os" and any(a.name in FORKS for a in node.names):
         return [f"`{ast.unparse(node)}`"]
     return []
+
+
+def _torch_door(module: str, names) -> bool:
+    """``torch.ops``, ``torch.distributions.x``..., or ``from torch import ops``."""
+    parts = module.split(".")
+    return parts[0] == "torch" and (
+        len(parts) > 1 and parts[1] in TORCH_DOORS or len(parts) == 1 and any(a.name in TORCH_DOORS for a in names)
+    )
 
 
 def _machinery(module: str) -> bool:

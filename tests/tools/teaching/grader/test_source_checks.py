@@ -123,6 +123,30 @@ CASES = [
         "tampered",
     ),
     ("torch.overrides", ["import torch.overrides\n" + RIGHT], "tampered"),
+    (
+        "the modes switched off through getattr and strings",
+        [
+            "def causal_mask(n):\n    with getattr(getattr(torch, '_C'), 'DisableTorchFunction')():\n"
+            "        return torch.ones(n, n).bool().triu(1)\n"
+        ],
+        "tampered",
+    ),
+    (
+        "TorchScript, which runs below the modes",
+        [
+            "@torch.jit.script\ndef _m(n: int):\n    return torch.ones(n, n).triu(1) > 0\n\n\n"
+            "def causal_mask(n):\n    return _m(n)\n"
+        ],
+        "tampered",
+    ),
+    ("torch.compile", ["causal_mask = torch.compile(lambda n: torch.ones(n, n).bool().triu(1))\n"], "tampered"),
+    (
+        "the operator table",
+        ["def causal_mask(n):\n    return torch.ops.aten.triu(torch.ones(n, n), 1).bool()\n"],
+        "tampered",
+    ),
+    ("torch.distributions imported", ["from torch.distributions import Categorical\n" + RIGHT], "tampered"),
+    ("from torch import ops", ["from torch import ops\n" + RIGHT], "tampered"),
     ("sys.settrace called", ["import sys\nsys.settrace(None)\n" + RIGHT], "tampered"),
     ("threading.setprofile", ["from threading import setprofile\n" + RIGHT], "tampered"),
 ]
