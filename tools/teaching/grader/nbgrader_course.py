@@ -150,7 +150,7 @@ def autograded_copy(
         meta = cell.metadata.get("nbgrader", {})
         gid = meta.get("grade_id")
         if meta.get("solution") and gid in shown:
-            cell.source = shown[gid]
+            cell.source = shown[gid] if cell.cell_type == "code" else as_text(shown[gid])
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
             if meta.get("grade") and not meta.get("solution"):  # a checker cell: its verdict
@@ -168,6 +168,13 @@ def autograded_copy(
         cells += [nbformat.v4.new_code_cell(source) for source in sources]
     nb.cells = cells
     return nb
+
+
+def as_text(markdown: str) -> str:
+    """A learner's written answer as an indented code block: Markdown shows it as typed, so no HTML, image or
+    link in it reaches the feedback page or formgrader live (every line is indented: nothing can close the block)."""
+    lines = markdown.splitlines() or [""]
+    return "\n".join("    " + line for line in lines)
 
 
 def write_gradebook(
