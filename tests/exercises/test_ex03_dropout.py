@@ -27,6 +27,9 @@ BUILTIN = {
     "torch.dropout": lambda x, p, training: torch.dropout(x, p, training),
     "native_dropout": lambda x, p, training: torch.native_dropout(x, p, training)[0] if training else x,
     "aten overload": lambda x, p, training: torch.ops.aten.native_dropout.default(x, p, training)[0] if training else x,
+    # torch's dropout only where it matters: on inputs larger than a few elements, the small ones left alone
+    "F.dropout on large inputs only": lambda x, p, training: F.dropout(x, p, training) if x.numel() > 6 else x,
+    "F.dropout for some p only": lambda x, p, training: F.dropout(x, p, training) if p in (0.2, 0.5, 0.7) else x,
 }
 
 
