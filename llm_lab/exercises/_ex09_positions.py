@@ -173,11 +173,11 @@ MODULE_MESSAGES = {
     },
     "alibi_slopes_reversed": {
         "en": "{title}: the slopes are in reverse order, the flattest head first (input: {case}); head h = 1 .. nh has m_h = 2 ** (-8h / nh): head 1 the steepest, 2 ** (-8/nh), the last head the flattest, 2 ** -8.",  # noqa: E501
-        "zh": "{title}：斜率的顺序反了，最平的头排在了最前（输入：{case}）；第 h = 1 … nh 个头的斜率是 m_h = 2 ** (-8h / nh)：第 1 个头最陡（2 ** (-8/nh)），最后一个头是 2 ** -8。",  # noqa: E501
+        "zh": "{title}：斜率的顺序反了，最平的头排在了最前（输入：{case}）；h 号头（h = 1 … nh）的斜率是 m_h = 2 ** (-8h / nh)：1 号头最陡（2 ** (-8/nh)），最后一个头最平（2 ** -8）。",  # noqa: E501
     },
     "alibi_slopes_from_0": {
         "en": "{title}: the slopes count the heads from 0, so the first head's slope is 1 (input: {case}); h runs 1 .. nh: m_h = 2 ** (-8h / nh), the first 2 ** (-8/nh), the last 2 ** -8.",  # noqa: E501
-        "zh": "{title}：斜率里的头从 0 开始数，于是第一个头的斜率是 1（输入：{case}）；h 取 1 … nh：m_h = 2 ** (-8h / nh)，第一个是 2 ** (-8/nh)，最后一个是 2 ** -8。",  # noqa: E501
+        "zh": "{title}：斜率里的头从 0 开始数，于是最前面那个头的斜率是 1（输入：{case}）；h 取 1 … nh：m_h = 2 ** (-8h / nh)，第一个是 2 ** (-8/nh)，最后一个是 2 ** -8。",  # noqa: E501
     },
     "alibi_future_not_hidden": {
         "en": "{title}: on and below the diagonal the bias is right, but the keys after the query are not -inf (input: {case}); the bias is added to the scores and must hide the future as notebook 02's mask does: -inf wherever j > i.",  # noqa: E501
@@ -223,7 +223,7 @@ MODULE_FIXES = {
     },
     "alibi_slopes_reversed": {
         "en": "`slopes = 2 ** (-8 * torch.arange(1, num_heads + 1) / num_heads)`: head 1 first.",
-        "zh": "`slopes = 2 ** (-8 * torch.arange(1, num_heads + 1) / num_heads)`：第 1 个头在最前。",
+        "zh": "`slopes = 2 ** (-8 * torch.arange(1, num_heads + 1) / num_heads)`：1 号头在最前。",
     },
     "alibi_slopes_from_0": {
         "en": "`slopes = 2 ** (-8 * torch.arange(1, num_heads + 1) / num_heads)`.",
