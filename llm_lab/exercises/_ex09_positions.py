@@ -1,38 +1,27 @@
-"""Notebook 09 (transfer): RoPE for tokens that start at any position, and causal attention of a chunk of new
-queries on cached keys and values with RoPE (the decoding step of a RoPE model).
+"""Notebook 09 (transfer): ALiBi's bias built by hand (position as an additive bias on the scores, notebooks 02
+and 04's additive mask with finite values below the diagonal), and causal attention of a chunk of new queries on
+cached keys and values with RoPE (the decoding step of a RoPE model).
 
-Both checkers hand the learner's function only tensors, ints and floats and read back a tensor, through
-``_harness.call``. The layout is rotate-half (pair ``k`` = features ``k`` and ``k + hs/2``), the one notebook 09 uses.
+Both checkers hand the learner's function only tensors and ints and read back a tensor, through ``_harness.call``.
+The RoPE layout is rotate-half (pair ``k`` = features ``k`` and ``k + hs/2``), the one notebook 09 uses.
 """
 
 from __future__ import annotations
 
 import torch
 
-from ._core import Diagnosis, Exercise
+from ._core import Diagnosis, Exercise, Fail, as_tensor, same
 from ._shared import call_unchanged, gen, sizes
 
 BASE = 10000.0
 
 
-def rope_rotate(
-    x: torch.Tensor,
-    start: int,
-    base: float = BASE,
-    *,
-    layout: str = "half",
-    sign: float = 1.0,
-    shift: int = 0,
-    reverse: bool = False,
-) -> torch.Tensor:
-    """``x`` ``(..., T, hs)`` at positions ``start .. start + T - 1`` rotated by RoPE (rotate-half); the keyword
-    arguments compute the named mistakes: the interleaved layout, the other sense of rotation (``sign=-1``), every
-    position moved by ``shift``, the frequencies in reverse order."""
+def rope_rotate(x: torch.Tensor, start: int, base: float = BASE, *, layout: str = "half") -> torch.Tensor:
+    """``x`` ``(..., T, hs)`` at positions ``start .. start + T - 1`` rotated by RoPE (rotate-half); ``layout=
+    "interleaved"`` computes the named mistake of pairing neighbouring features."""
     t, hs = x.shape[-2], x.shape[-1]
     theta = float(base) ** (-torch.arange(0, hs, 2, dtype=torch.float64) / hs)  # (hs / 2,)
-    if reverse:
-        theta = theta.flip(0)
-    angles = sign * (torch.arange(t, dtype=torch.float64) + start + shift)[:, None] * theta  # (T, hs / 2)
+    angles = (torch.arange(t, dtype=torch.float64) + start)[:, None] * theta  # (T, hs / 2)
     cos, sin = angles.cos(), angles.sin()
     xd = x.double()
     if layout == "half":
@@ -44,33 +33,78 @@ def rope_rotate(
     return out.to(x.dtype)
 
 
-def _rope_mistakes(x, start, base) -> list:
+# ---- ALiBi's bias ----------------------------------------------------------------------------------------------
+
+
+def alibi_reference(
+    num_heads: int,
+    t: int,
+    *,
+    sign: float = 1.0,
+    slopes_from: int = 1,
+    reverse: bool = False,
+    future: str = "-inf",
+    transposed: bool = False,
+) -> torch.Tensor:
+    """``(nh, T, T)`` float32: ``-m_h (i - j)`` for keys ``j <= i``, ``-inf`` above the diagonal, slopes
+    ``m_h = 2 ** (-8 h / nh)`` for ``h = 1 .. nh``. The keywords compute the named mistakes: the other sign (``+m_h
+    (i - j)``, which offsets ``j - i`` also give), ``h`` counted from 0, the slopes in reverse order, the future left
+    as ``"zero"`` or ``"formula"`` (the same expression continued above the diagonal), the query and key axes
+    swapped."""
+    h = torch.arange(slopes_from, slopes_from + num_heads, dtype=torch.float64)
+    slopes = 2.0 ** (-8.0 * h / num_heads)  # (nh,)
+    if reverse:
+        slopes = slopes.flip(0)
+    i = torch.arange(t)
+    back = (i[:, None] - i[None, :]).double()  # (T, T): i - j
+    bias = -sign * slopes[:, None, None] * back  # (nh, T, T)
+    if future == "zero":
+        bias = bias.masked_fill(back < 0, 0.0)
+    elif future == "-inf":
+        bias = bias.masked_fill(back < 0, float("-inf"))
+    if transposed:
+        bias = bias.transpose(-2, -1)
+    return bias.float()
+
+
+def _alibi_mistakes(num_heads, t) -> list:
     return [
-        ("rope_interleaved", lambda: rope_rotate(x, start, base, layout="interleaved")),
-        ("rope_wrong_sign", lambda: rope_rotate(x, start, base, sign=-1.0)),
-        ("rope_positions_from_1", lambda: rope_rotate(x, start, base, shift=1)),
-        ("rope_start_ignored", lambda: rope_rotate(x, 0, base)),
-        ("rope_frequencies_reversed", lambda: rope_rotate(x, start, base, reverse=True)),
-        ("rope_base_ignored", lambda: rope_rotate(x, start, BASE)),
+        ("alibi_sign", lambda: alibi_reference(num_heads, t, sign=-1.0)),
+        ("alibi_transposed", lambda: alibi_reference(num_heads, t, transposed=True)),
+        ("alibi_slopes_reversed", lambda: alibi_reference(num_heads, t, reverse=True)),
+        ("alibi_slopes_from_0", lambda: alibi_reference(num_heads, t, slopes_from=0)),
+        ("alibi_future_not_hidden", lambda: alibi_reference(num_heads, t, future="zero")),
+        ("alibi_future_not_hidden", lambda: alibi_reference(num_heads, t, future="formula")),
     ]
 
 
-def body_rope_at(fn) -> list[str]:
-    g = gen(909)
-    hs_a, hs_b = sizes((8, 16), 24, 910)
+def _alibi_shape_and_future(out, want: torch.Tensor, num_heads: int, t: int, case: str) -> None:
+    """The two mistakes that no single computation gives: the head dimension missing (a ``(T, T)`` answer, or
+    ``(1, T, T)`` with several heads), and any values other than ``-inf`` on the future keys of an answer right on
+    and below the diagonal (0, a large negative number, the formula continued)."""
+    out = as_tensor(out, case)
+    if num_heads > 1 and tuple(out.shape) in ((t, t), (1, t, t)):
+        raise Fail("alibi_no_head_dim", case=case, nh=num_heads, T=t)
+    if out.shape != want.shape or not out.is_floating_point():
+        return
+    future = torch.ones(t, t, dtype=torch.bool).triu(1).expand_as(want)
+    past = ~future
+    if same(out[past], want[past]) and not bool((out[future] == float("-inf")).all()):
+        raise Fail("alibi_future_not_hidden", case=case)
+
+
+def body_alibi_bias(fn) -> list[str]:
+    t_a, t_b, t_c = sizes((6, 9, 5), 16, 930)
     cases, diag = [], Diagnosis()
-    # (shape, start, base): starts of 0 and later, two bases; the first case pins each mistake on its own
-    for shape, start, base in (
-        ((2, 5, 2 * hs_a), 3, 500.0),
-        ((1, 3, 7, 2 * hs_b), 0, 10000.0),
-        ((4, 2 * hs_a), 40, 10000.0),
-        ((2, 2, 6, 4), 11, 50.0),
-    ):
-        x = torch.randn(*shape, generator=g)
-        case = f"x.shape={tuple(shape)}, start={start}, base={base}"
-        out = call_unchanged(fn, x, start, base, names=("x", "start", "base"), case=case)
-        diag.add(out, rope_rotate(x, start, base), case, _rope_mistakes(x, start, base), atol=1e-4)
-        cases.append(f"{tuple(shape)} from {start}")
+    # (nh, T): eight heads (the usual power of two), four, six (slopes 2 ** (-8h/6)) and two
+    for num_heads, t in ((8, t_a), (4, t_b), (6, t_c), (2, 7)):
+        case = f"num_heads={num_heads}, T={t}"
+        out = call_unchanged(fn, num_heads, t, names=("num_heads", "T"), case=case)
+        want = alibi_reference(num_heads, t)
+        if not (isinstance(out, torch.Tensor) and same(out, want)):
+            _alibi_shape_and_future(out, want, num_heads, t, case)
+        diag.add(out, want, case, _alibi_mistakes(num_heads, t))
+        cases.append(f"nh={num_heads}, T={t}")
     diag.verdict()
     return cases
 
@@ -129,29 +163,33 @@ def body_rope_chunk_attention(fn) -> list[str]:
 
 
 MODULE_MESSAGES = {
+    "alibi_sign": {
+        "en": "{title}: the bias grows with the distance back, +m_h·(i - j), which is also what offsets j - i give (input: {case}); ALiBi penalizes far keys: the offset is i - j (query minus key, 0 or more for every key the query sees) and the bias -m_h·(i - j), 0 on the diagonal and more negative further back.",  # noqa: E501
+        "zh": "{title}：偏置随往回的距离变大，成了 +m_h·(i - j)，用偏移量 j - i 也会得到这个结果（输入：{case}）；ALiBi 惩罚远处的键：偏移量是 i - j（查询减键，查询能看到的每个键上都不小于 0），偏置是 -m_h·(i - j)，对角线上为 0，越往回越负。",  # noqa: E501
+    },
+    "alibi_transposed": {
+        "en": "{title}: the query and key axes are swapped: row i keeps keys i and after and hides the keys before it (input: {case}); bias[h, i, j] is for query i (the rows) and key j (the columns): -m_h·(i - j) for j <= i, -inf for j > i.",  # noqa: E501
+        "zh": "{title}：查询和键的两个轴对调了：第 i 行保留了键 i 及其之后的键，反而遮住了它前面的键（输入：{case}）；bias[h, i, j] 对应查询 i（行）和键 j（列）：j <= i 时是 -m_h·(i - j)，j > i 时是 -inf。",  # noqa: E501
+    },
+    "alibi_slopes_reversed": {
+        "en": "{title}: the slopes are in reverse order, the flattest head first (input: {case}); head h = 1 .. nh has m_h = 2 ** (-8h / nh): head 1 the steepest, 2 ** (-8/nh), the last head the flattest, 2 ** -8.",  # noqa: E501
+        "zh": "{title}：斜率的顺序反了，最平的头排在了最前（输入：{case}）；h 号头（h = 1 … nh）的斜率是 m_h = 2 ** (-8h / nh)：1 号头最陡（2 ** (-8/nh)），最后一个头最平（2 ** -8）。",  # noqa: E501
+    },
+    "alibi_slopes_from_0": {
+        "en": "{title}: the slopes count the heads from 0, so the first head's slope is 1 (input: {case}); h runs 1 .. nh: m_h = 2 ** (-8h / nh), the first 2 ** (-8/nh), the last 2 ** -8.",  # noqa: E501
+        "zh": "{title}：斜率里的头从 0 开始数，于是最前面那个头的斜率是 1（输入：{case}）；h 取 1 … nh：m_h = 2 ** (-8h / nh)，第一个是 2 ** (-8/nh)，最后一个是 2 ** -8。",  # noqa: E501
+    },
+    "alibi_future_not_hidden": {
+        "en": "{title}: on and below the diagonal the bias is right, but the keys after the query are not -inf (input: {case}); the bias is added to the scores and must hide the future as notebook 02's mask does: -inf wherever j > i.",  # noqa: E501
+        "zh": "{title}：对角线及其下方的偏置是对的，但查询之后的键不是 -inf（输入：{case}）；这个偏置要加到分数上，必须像第 02 课的遮蔽那样把未来遮住：凡是 j > i 的位置都是 -inf。",  # noqa: E501
+    },
+    "alibi_no_head_dim": {
+        "en": "{title}: the answer has no head dimension, one (T, T) bias for every head (input: {case}); return (num_heads, T, T), a slope of its own for each head: shape ({nh}, {T}, {T}) here.",  # noqa: E501
+        "zh": "{title}：答案没有头这一维，所有头共用一个 (T, T) 偏置（输入：{case}）；请返回 (num_heads, T, T)，每个头用自己的斜率：这里的形状是 ({nh}, {T}, {T})。",  # noqa: E501
+    },
     "rope_interleaved": {
         "en": "{title}: the rotation pairs neighbouring features (2k, 2k + 1), the interleaved layout (input: {case}); this exercise uses rotate-half: pair k is features k and k + hs/2.",  # noqa: E501
         "zh": "{title}：旋转把相邻的特征 (2k, 2k + 1) 配成了一对，这是 interleaved 排布（输入：{case}）；本练习用 rotate-half：第 k 对是特征 k 和 k + hs/2。",  # noqa: E501
-    },
-    "rope_wrong_sign": {
-        "en": "{title}: the features turn the other way, by -p·θ_k (input: {case}); RoPE's first half is x1·cos - x2·sin and its second half x2·cos + x1·sin: rotate_half(x) = [-x2, x1] times sin is added.",  # noqa: E501
-        "zh": "{title}：特征转向了另一边，转的是 -p·θ_k（输入：{case}）；RoPE 的前一半是 x1·cos - x2·sin，后一半是 x2·cos + x1·sin：加上的是 rotate_half(x) = [-x2, x1] 乘以 sin。",  # noqa: E501
-    },
-    "rope_positions_from_1": {
-        "en": "{title}: every token is rotated one position too far, as if positions counted from 1 (input: {case}); the first token of x sits at position start, rotated by start·θ_k.",  # noqa: E501
-        "zh": "{title}：每个词元都多转了一个位置，就像位置从 1 开始数（输入：{case}）；x 的第一个词元在位置 start，转 start·θ_k。",  # noqa: E501
-    },
-    "rope_start_ignored": {
-        "en": "{title}: the tokens are rotated as if they started at position 0 (input: {case}); they start at position start: token t of x is at start + t.",  # noqa: E501
-        "zh": "{title}：词元被当作从位置 0 开始来旋转（输入：{case}）；它们从位置 start 开始：x 的第 t 个词元在 start + t。",  # noqa: E501
-    },
-    "rope_frequencies_reversed": {
-        "en": "{title}: the frequencies are in reverse order, the slowest pair first (input: {case}); pair k turns by base ** (-2k / hs): pair 0 fastest, one radian per position.",  # noqa: E501
-        "zh": "{title}：频率的顺序反了，最慢的一对排在最前（输入：{case}）；第 k 对转 base ** (-2k / hs)：第 0 对最快，每个位置一弧度。",  # noqa: E501
-    },
-    "rope_base_ignored": {
-        "en": "{title}: the frequencies use base 10000 whatever base is given (input: {case}); use the base argument: θ_k = base ** (-2k / hs).",  # noqa: E501
-        "zh": "{title}：不管给的 base 是多少，频率都用了 10000（输入：{case}）；请用参数 base：θ_k = base ** (-2k / hs)。",  # noqa: E501
     },
     "rope_on_values": {
         "en": "{title}: the values are rotated too (input: {case}); RoPE rotates queries and keys only, so that the scores depend on the offset; the values are mixed as they are.",  # noqa: E501
@@ -175,29 +213,33 @@ MODULE_MESSAGES = {
     },
 }
 MODULE_FIXES = {
+    "alibi_sign": {
+        "en": "`back = i[:, None] - i[None, :]`, then `-slopes[:, None, None] * back`.",
+        "zh": "`back = i[:, None] - i[None, :]`，然后 `-slopes[:, None, None] * back`。",
+    },
+    "alibi_transposed": {
+        "en": "Rows are queries, columns keys: `back = i[:, None] - i[None, :]`, and `-inf` where `back < 0`.",
+        "zh": "行是查询，列是键：`back = i[:, None] - i[None, :]`，在 `back < 0` 的位置填 `-inf`。",
+    },
+    "alibi_slopes_reversed": {
+        "en": "`slopes = 2 ** (-8 * torch.arange(1, num_heads + 1) / num_heads)`: head 1 first.",
+        "zh": "`slopes = 2 ** (-8 * torch.arange(1, num_heads + 1) / num_heads)`：1 号头在最前。",
+    },
+    "alibi_slopes_from_0": {
+        "en": "`slopes = 2 ** (-8 * torch.arange(1, num_heads + 1) / num_heads)`.",
+        "zh": "`slopes = 2 ** (-8 * torch.arange(1, num_heads + 1) / num_heads)`。",
+    },
+    "alibi_future_not_hidden": {
+        "en": '`bias.masked_fill(back < 0, float("-inf"))`.',
+        "zh": '`bias.masked_fill(back < 0, float("-inf"))`。',
+    },
+    "alibi_no_head_dim": {
+        "en": "`-slopes[:, None, None] * back`: slopes `(nh,)` against offsets `(T, T)` gives `(nh, T, T)`.",
+        "zh": "`-slopes[:, None, None] * back`：斜率 `(nh,)` 乘偏移量 `(T, T)` 得到 `(nh, T, T)`。",
+    },
     "rope_interleaved": {
         "en": "`x1, x2 = x[..., : hs // 2], x[..., hs // 2 :]`, then `torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)`.",  # noqa: E501
         "zh": "`x1, x2 = x[..., : hs // 2], x[..., hs // 2 :]`，然后 `torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)`。",  # noqa: E501
-    },
-    "rope_wrong_sign": {
-        "en": "`torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)`.",
-        "zh": "`torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)`。",
-    },
-    "rope_positions_from_1": {
-        "en": "`positions = start + torch.arange(T)`.",
-        "zh": "`positions = start + torch.arange(T)`。",
-    },
-    "rope_start_ignored": {
-        "en": "`positions = start + torch.arange(T)`.",
-        "zh": "`positions = start + torch.arange(T)`。",
-    },
-    "rope_frequencies_reversed": {
-        "en": "`theta = base ** (-torch.arange(0, hs, 2) / hs)`: pair 0 first.",
-        "zh": "`theta = base ** (-torch.arange(0, hs, 2) / hs)`：第 0 对在最前。",
-    },
-    "rope_base_ignored": {
-        "en": "`theta = base ** (-torch.arange(0, hs, 2) / hs)` with the `base` argument.",
-        "zh": "`theta = base ** (-torch.arange(0, hs, 2) / hs)`，用参数 `base`。",
     },
     "rope_on_values": {
         "en": "Rotate `q` and `k` only; multiply the weights by `v` as it is.",
@@ -223,23 +265,22 @@ MODULE_FIXES = {
 
 RECORDS = [
     Exercise(
-        name="rope_at",
+        name="alibi_bias",
         notebook="09",
-        body=body_rope_at,
+        body=body_alibi_bias,
         points=2,
         takes="function",
-        signature="``fn(x (..., T, hs), start, base) -> (..., T, hs)``: x's tokens at positions start .. start + T - 1, "  # noqa: E501
-        "rotated by RoPE in the rotate-half layout (pair k = features k and k + hs/2, angle position * base ** (-2k / hs)).",  # noqa: E501
+        signature="``fn(num_heads, T) -> (num_heads, T, T)``: ALiBi's bias for the scores, -m_h * (i - j) for keys "
+        "j <= i and -inf for j > i, with slopes m_h = 2 ** (-8 h / num_heads), h = 1 .. num_heads.",
         hints=(
-            "rope_interleaved",
-            "rope_wrong_sign",
-            "rope_positions_from_1",
-            "rope_start_ignored",
-            "rope_frequencies_reversed",
-            "rope_base_ignored",
-            "input_modified",
+            "alibi_sign",
+            "alibi_transposed",
+            "alibi_slopes_reversed",
+            "alibi_slopes_from_0",
+            "alibi_future_not_hidden",
+            "alibi_no_head_dim",
         ),
-        references=("explore.position_codes.apply_rope",),
+        references=("explore.position_codes.alibi_bias", "explore.position_codes.alibi_slopes"),
     ),
     Exercise(
         name="rope_chunk_attention",

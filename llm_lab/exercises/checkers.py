@@ -30,7 +30,7 @@ __all__ = [
     "check_tiled_attention",
     "check_induction_score",
     "check_find_by_ablation",
-    "check_rope_at",
+    "check_alibi_bias",
     "check_rope_chunk_attention",
 ]
 
@@ -143,11 +143,10 @@ def check_find_by_ablation(obj) -> None:
     _package.check("find_by_ablation", obj)
 
 
-def check_rope_at(obj) -> None:
-    """Notebook 09, 2 points: ``fn(x (..., T, hs), start, base) -> (..., T, hs)``: x's tokens at positions start ..
-    start + T - 1, rotated by RoPE in the rotate-half layout (pair k = features k and k + hs/2, angle position *
-    base ** (-2k / hs))."""
-    _package.check("rope_at", obj)
+def check_alibi_bias(obj) -> None:
+    """Notebook 09, 2 points: ``fn(num_heads, T) -> (num_heads, T, T)``: ALiBi's bias for the scores, -m_h * (i - j)
+    for keys j <= i and -inf for j > i, with slopes m_h = 2 ** (-8 h / num_heads), h = 1 .. num_heads."""
+    _package.check("alibi_bias", obj)
 
 
 def check_rope_chunk_attention(obj) -> None:

@@ -1,6 +1,6 @@
-"""Notebook 09's exercises (RoPE from any start, a chunk of new queries with RoPE on a cache): correct solutions
-written otherwise than the notebook's, and the planted mistakes the statement invites (the wrong pairing, the wrong
-sign, positions from 1, the frequencies in the wrong order, rotating v, ...).
+"""Notebook 09's exercises (ALiBi's bias, a chunk of new queries with RoPE on a cache): correct solutions written
+otherwise than the notebook's, and the planted mistakes the statement invites (the penalty's sign, offsets j - i,
+the slopes in the wrong order, the future not -inf, no head dimension, the wrong pairing, rotating v, ...).
 
 The generic checks run over these tables in tests/exercises/test_exercises.py; the exercises' own tests are in
 test_ex09_positions.py."""
@@ -38,6 +38,39 @@ def rope_factory(pairing="half", sign=1.0, shift=0, reverse=False, use_start=Tru
 rope_at = rope_factory()
 
 
+def alibi_factory(sign=1.0, first=1, reverse=False, future="-inf", offsets="i-j", heads=True):
+    """ALiBi's bias filled entry by entry in Python loops, or with the mistake asked for planted."""
+
+    def alibi_bias(num_heads, T):
+        slopes = [2.0 ** (-8.0 * h / num_heads) for h in range(first, first + num_heads)]
+        if reverse:
+            slopes = slopes[::-1]
+        out = torch.empty(num_heads, T, T)
+        for h, m in enumerate(slopes):
+            for i in range(T):
+                for j in range(T):
+                    back = i - j if offsets != "j-i" else j - i
+                    hidden = (j > i) if offsets != "transposed" else (j < i)
+                    value = -sign * m * (abs(back) if offsets == "transposed" else back)
+                    if hidden:
+                        value = {"-inf": -math.inf, "zero": 0.0, "formula": value, "large": -1e9}[future]
+                    out[h, i, j] = value
+        return out if heads else out[0]
+
+    return alibi_bias
+
+
+alibi_bias = alibi_factory()
+
+
+def alibi_broadcast(num_heads, T):
+    """A correct solution in one broadcast, float64, the mask built with ``torch.where``."""
+    m = torch.pow(2.0, -8.0 * torch.arange(1, num_heads + 1, dtype=torch.float64) / num_heads)
+    pos = torch.arange(T, dtype=torch.float64)
+    back = pos.view(1, T, 1) - pos.view(1, 1, T)
+    return torch.where(back >= 0, -m.view(-1, 1, 1) * back, torch.tensor(-math.inf, dtype=torch.float64))
+
+
 def chunk_factory(
     rotate_v=False, queries_from_0=False, top_left=False, rotate=True, keys=True, scale=True, pairing="half"
 ):
@@ -67,22 +100,18 @@ def chunk_factory(
 rope_chunk_attention = chunk_factory()
 
 
-def in_place(x, start, base):
-    x *= 1.0  # changes nothing but writes into the caller's tensor
-    x[..., 0] += 0.0
-    x.add_(1.0)
-    return rope_at(x - 1.0, start, base)
-
-
-SOLUTIONS = {"rope_at": rope_at, "rope_chunk_attention": rope_chunk_attention}
+SOLUTIONS = {"alibi_bias": alibi_bias, "rope_chunk_attention": rope_chunk_attention}
+CORRECT_BUT_DIFFERENT = [("alibi_bias", alibi_broadcast)]
 PLANTED = [
-    ("rope_at", rope_factory(pairing="interleaved"), "rope_interleaved"),
-    ("rope_at", rope_factory(sign=-1.0), "rope_wrong_sign"),
-    ("rope_at", rope_factory(shift=1), "rope_positions_from_1"),
-    ("rope_at", rope_factory(use_start=False), "rope_start_ignored"),
-    ("rope_at", rope_factory(reverse=True), "rope_frequencies_reversed"),
-    ("rope_at", rope_factory(use_base=False), "rope_base_ignored"),
-    ("rope_at", in_place, "input_modified"),
+    ("alibi_bias", alibi_factory(sign=-1.0), "alibi_sign"),
+    ("alibi_bias", alibi_factory(offsets="j-i"), "alibi_sign"),
+    ("alibi_bias", alibi_factory(offsets="transposed"), "alibi_transposed"),
+    ("alibi_bias", alibi_factory(reverse=True), "alibi_slopes_reversed"),
+    ("alibi_bias", alibi_factory(first=0), "alibi_slopes_from_0"),
+    ("alibi_bias", alibi_factory(future="zero"), "alibi_future_not_hidden"),
+    ("alibi_bias", alibi_factory(future="formula"), "alibi_future_not_hidden"),
+    ("alibi_bias", alibi_factory(future="large"), "alibi_future_not_hidden"),
+    ("alibi_bias", alibi_factory(heads=False), "alibi_no_head_dim"),
     ("rope_chunk_attention", chunk_factory(rotate_v=True), "rope_on_values"),
     ("rope_chunk_attention", chunk_factory(queries_from_0=True), "rope_queries_from_0"),
     ("rope_chunk_attention", chunk_factory(top_left=True), "rope_mask_top_left"),

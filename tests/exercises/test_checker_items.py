@@ -1,4 +1,4 @@
-"""The statements of 04-07 checked across notebooks: the same verdicts when grading runs the learner's code in
+"""The statements of 04-07 and 09 checked across notebooks: the same verdicts when grading runs the learner's code in
 another process, docs/checks.md covering every exercise, and correct solutions written differently passing.
 (Each exercise's own requirements are tested in tests/exercises/test_exNN_*.py.)"""
 
@@ -14,6 +14,7 @@ from solutions_ex05_multihead import qkv_lesson_07, qkv_per_group, split_qkv
 from solutions_ex05_padding import padded_with
 from solutions_ex06_data import docs_factory, docs_target_crosses, document_windows, loss_factory, next_token_loss
 from solutions_ex07_tiled import blocked, full_scores, whole_rows
+from solutions_ex09_positions import alibi_broadcast, alibi_factory
 
 from llm_lab import exercises as ex
 
@@ -69,6 +70,10 @@ REMOTE_CASES = [
     ("document_windows", docs_factory(split="starts")),
     ("next_token_loss", next_token_loss),
     ("next_token_loss", loss_factory(log_of_p=True)),
+    ("alibi_bias", alibi_broadcast),
+    ("alibi_bias", alibi_factory(offsets="j-i")),
+    ("alibi_bias", alibi_factory(future="large")),
+    ("alibi_bias", alibi_factory(heads=False)),
 ]
 
 
