@@ -301,6 +301,12 @@ RECORDS = [
             "scale_missing",
             "input_modified",
         ),
-        references=("explore.position_codes.apply_rope", "explore.positions.PositionalAttention"),
+        references=(
+            "explore.position_codes.apply_rope",
+            "explore.position_codes.rope_angles",
+            "explore.position_codes.rotate_half",
+            "explore.position_codes.rope_frequencies",
+            "explore.positions.PositionalAttention",
+        ),
     ),
 ]
