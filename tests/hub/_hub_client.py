@@ -8,6 +8,7 @@ import json
 import os
 import pwd
 import re
+import shutil
 import socket
 import time
 import urllib.error
@@ -16,6 +17,8 @@ from pathlib import Path
 
 import _course_fixture as fx
 import nbformat
+
+from tools.teaching.hub import hub as hubmod
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,6 +59,24 @@ def user_exists(user: str) -> bool:
         return True
     except KeyError:
         return False
+
+
+def clear_hub_dir(grader_tools: bool = True) -> None:
+    """Remove the hub's state, exchange, config and grader folders a run before left; with ``grader_tools``, copy
+    the checkout's tools/ into GRADER, readable by every user."""
+    for sub in ("state", "exchange", "config", "grader"):
+        shutil.rmtree(HUB_DIR / sub, ignore_errors=True)
+    if grader_tools:
+        shutil.copytree(ROOT / "tools", GRADER / "tools", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        for p in [HUB_DIR, GRADER, *GRADER.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
+
+
+def remove_leftover_users(h) -> None:
+    """Delete the hub's users that an interrupted run left behind."""
+    for user in h.users:
+        if user_exists(user):
+            hubmod.run(["userdel", "--remove", user], check=False)
 
 
 # ---- hub REST API (a service token with admin:servers and access:servers) ---------------------------------

@@ -27,17 +27,15 @@ import pytest
 from _hub_client import (
     ALICE,
     BOB,
-    CHROMIUM,
-    CHROMIUM_ARGS,
     EN,
     GRADER,
     HUB_DIR,
     MALLORY,
-    ROOT,
     SIZING,
     STUDENTS,
     TEACHER,
     ZH,
+    clear_hub_dir,
     free_port,
     get_notebook,
     login,
@@ -46,11 +44,11 @@ from _hub_client import (
     open_assignment_list,
     put_notebook,
     record,
+    remove_leftover_users,
     run_all,
     screenshot,
     solve,
     start_server,
-    user_exists,
 )
 
 from tools.teaching.hub import hub as hubmod
@@ -87,18 +85,12 @@ HOSTILE_RENORM = (
 def hub(tmp_path_factory):
     notebooks = fx.build_course(tmp_path_factory.mktemp("hub-course"))
     SIZING.unlink(missing_ok=True)
-    for sub in ("state", "exchange", "config", "grader"):
-        shutil.rmtree(HUB_DIR / sub, ignore_errors=True)
-    shutil.copytree(ROOT / "tools", GRADER / "tools", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for p in [HUB_DIR, GRADER, *GRADER.rglob("*")]:
-        p.chmod(0o755 if p.is_dir() else 0o644)
+    clear_hub_dir()
     h = hubmod.Hub(
         HUB_DIR, free_port(), TEACHER, list(STUDENTS), notebook="01", instructor_dir=notebooks, assignment="ps1"
     )
     t0 = time.monotonic()
-    for user in h.users:  # leftovers of an interrupted run
-        if user_exists(user):
-            hubmod.run(["userdel", "--remove", user], check=False)
+    remove_leftover_users(h)
     h.setup()
     record("setup_s", round(time.monotonic() - t0, 1))
     t0 = time.monotonic()
@@ -110,18 +102,6 @@ def hub(tmp_path_factory):
     finally:
         h.remove_users_and_state()
         shutil.rmtree(GRADER, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 # ---- the semester, in order -------------------------------------------------------------------------------

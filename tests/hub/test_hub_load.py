@@ -41,16 +41,15 @@ import _course_fixture as fx
 import nbformat
 import pytest
 from _hub_client import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     GRADER,
     HUB_DIR,
     ROOT,
     api,
+    clear_hub_dir,
     free_port,
+    remove_leftover_users,
     run_all,
     screenshot,
-    user_exists,
 )
 from _load import (
     CHEAT_RENORMALIZE,
@@ -130,15 +129,9 @@ def write_report(passed: bool) -> dict:
 
 @pytest.fixture(scope="module")
 def hub():
-    for sub in ("state", "exchange", "config", "grader"):
-        shutil.rmtree(HUB_DIR / sub, ignore_errors=True)
-    shutil.copytree(ROOT / "tools", GRADER / "tools", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for p in [HUB_DIR, GRADER, *GRADER.rglob("*")]:
-        p.chmod(0o755 if p.is_dir() else 0o644)
+    clear_hub_dir()
     h = hubmod.Hub(HUB_DIR, free_port(), TEACHER, [*LEARNERS, HOSTILE], notebook="01,08", start_timeout=SPAWN_TIMEOUT)
-    for user in h.users:  # leftovers of an interrupted run
-        if user_exists(user):
-            hubmod.run(["userdel", "--remove", user], check=False)
+    remove_leftover_users(h)
     t0 = time.monotonic()
     h.setup()
     record("setup_s", round(time.monotonic() - t0, 1))
@@ -152,18 +145,6 @@ def hub():
         sampler.stop()
         h.remove_users_and_state()
         shutil.rmtree(GRADER, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 # ---- 1. log in and spawn ----------------------------------------------------------------------------------------
