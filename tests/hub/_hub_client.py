@@ -72,6 +72,23 @@ def clear_hub_dir(grader_tools: bool = True) -> None:
             p.chmod(0o755 if p.is_dir() else 0o644)
 
 
+def grade_as(h, teacher: str, assignment: str, timeout: float):
+    """Grade ``assignment`` as the instructor ``teacher`` does: tools/teaching/grader/nbgrader_course.py from their
+    own clone (GRADER), against the course's instructor notebooks; the finished process."""
+    return h.as_user(
+        teacher,
+        h.venv / "bin" / "python",
+        "-m",
+        "tools.teaching.grader.nbgrader_course",
+        h.course,
+        assignment,
+        "--src",
+        h.course / "instructor-notebooks",
+        cwd=GRADER,
+        timeout=timeout,
+    )
+
+
 def remove_leftover_users(h) -> None:
     """Delete the hub's users that an interrupted run left behind."""
     for user in h.users:

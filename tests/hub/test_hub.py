@@ -38,6 +38,7 @@ from _hub_client import (
     clear_hub_dir,
     free_port,
     get_notebook,
+    grade_as,
     login,
     memory_of,
     nbgrader_action,
@@ -232,18 +233,7 @@ def test_06_collect_and_grade_the_trusted_way(hub):
     assert sorted(p.parent.name for p in (hub.course / "submitted").glob(f"*/{ZH}")) == [BOB]
     t0 = time.monotonic()
     for assignment in (EN, ZH):
-        proc = hub.as_user(
-            TEACHER,
-            hub.venv / "bin" / "python",
-            "-m",
-            "tools.teaching.grader.nbgrader_course",
-            hub.course,
-            assignment,
-            "--src",
-            hub.course / "instructor-notebooks",
-            cwd=GRADER,
-            timeout=900,
-        )
+        proc = grade_as(hub, TEACHER, assignment, timeout=900)
         assert "in the bubblewrap sandbox" in proc.stdout, proc.stdout
     record("grade_two_assignments_s", round(time.monotonic() - t0, 1))
     points = fx.points(STATE["notebooks"])

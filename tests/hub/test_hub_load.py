@@ -47,6 +47,7 @@ from _hub_client import (
     api,
     clear_hub_dir,
     free_port,
+    grade_as,
     remove_leftover_users,
     run_all,
     screenshot,
@@ -387,18 +388,7 @@ def test_07_submit_collect_and_grade_every_learner(hub):
         hub.nbgrader(TEACHER, "collect", assignment, cwd=hub.course)
     t0 = time.monotonic()
     for assignment in (A01, A08):
-        proc = hub.as_user(
-            TEACHER,
-            hub.venv / "bin" / "python",
-            "-m",
-            "tools.teaching.grader.nbgrader_course",
-            hub.course,
-            assignment,
-            "--src",
-            hub.course / "instructor-notebooks",
-            cwd=GRADER,
-            timeout=3600,
-        )
+        proc = grade_as(hub, TEACHER, assignment, timeout=3600)
         assert "in the bubblewrap sandbox" in proc.stdout, proc.stdout[-2000:]
     record("grade_s", round(time.monotonic() - t0, 1))
     probe = (
