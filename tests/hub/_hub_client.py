@@ -89,6 +89,25 @@ def grade_as(h, teacher: str, assignment: str, timeout: float):
     )
 
 
+GRADEBOOK_PROBE = (
+    "import json, sys\nfrom nbgrader.api import Gradebook\nout = []\n"
+    "with Gradebook('sqlite:///' + sys.argv[1], 'llm-lab') as gb:\n"
+    "    for a in sys.argv[2:]:\n"
+    "        for s in gb.assignment_submissions(a):\n"
+    "            out.append([s.student.id, a, s.code_score, s.max_code_score])\n"
+    "print(json.dumps(out))\n"
+)
+
+
+def gradebook_scores(h, teacher: str, *assignments: str) -> list[list]:
+    """``[student, assignment, code score, max code score]`` of each submission of ``assignments`` in the course's
+    gradebook, read as the instructor ``teacher``."""
+    out = h.as_user(
+        teacher, h.venv / "bin" / "python", "-c", GRADEBOOK_PROBE, h.course / "gradebook.db", *assignments, cwd=h.course
+    ).stdout
+    return json.loads(out)
+
+
 def remove_leftover_users(h) -> None:
     """Delete the hub's users that an interrupted run left behind."""
     for user in h.users:

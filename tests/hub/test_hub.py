@@ -39,6 +39,7 @@ from _hub_client import (
     free_port,
     get_notebook,
     grade_as,
+    gradebook_scores,
     login,
     memory_of,
     nbgrader_action,
@@ -239,19 +240,7 @@ def test_06_collect_and_grade_the_trusted_way(hub):
     points = fx.points(STATE["notebooks"])
     full = sum(points.values())
     want = {(ALICE, EN): full, (BOB, ZH): points["causal_mask"], (MALLORY, EN): 0}
-    probe = (
-        "import json, sys\nfrom nbgrader.api import Gradebook\nout = []\n"
-        "with Gradebook('sqlite:///' + sys.argv[1], 'llm-lab') as gb:\n"
-        "    for a in sys.argv[2:]:\n"
-        "        for s in gb.assignment_submissions(a):\n"
-        "            out.append([s.student.id, a, s.code_score, s.max_code_score])\n"
-        "print(json.dumps(out))\n"
-    )
-    got = json.loads(
-        hub.as_user(
-            TEACHER, hub.venv / "bin" / "python", "-c", probe, hub.course / "gradebook.db", EN, ZH, cwd=hub.course
-        ).stdout
-    )
+    got = gradebook_scores(hub, TEACHER, EN, ZH)
     assert {(s, a): score for s, a, score, _ in got} == want
     assert {m for *_, m in got} == {full}
     STATE["scores"] = want

@@ -48,6 +48,7 @@ from _hub_client import (
     clear_hub_dir,
     free_port,
     grade_as,
+    gradebook_scores,
     remove_leftover_users,
     run_all,
     screenshot,
@@ -391,19 +392,7 @@ def test_07_submit_collect_and_grade_every_learner(hub):
         proc = grade_as(hub, TEACHER, assignment, timeout=3600)
         assert "in the bubblewrap sandbox" in proc.stdout, proc.stdout[-2000:]
     record("grade_s", round(time.monotonic() - t0, 1))
-    probe = (
-        "import json, sys\nfrom nbgrader.api import Gradebook\nout = []\n"
-        "with Gradebook('sqlite:///' + sys.argv[1], 'llm-lab') as gb:\n"
-        "    for a in sys.argv[2:]:\n"
-        "        for s in gb.assignment_submissions(a):\n"
-        "            out.append([s.student.id, a, s.code_score, s.max_code_score])\n"
-        "print(json.dumps(out))\n"
-    )
-    got = json.loads(
-        hub.as_user(
-            TEACHER, hub.venv / "bin" / "python", "-c", probe, hub.course / "gradebook.db", A01, A08, cwd=hub.course
-        ).stdout
-    )
+    got = gradebook_scores(hub, TEACHER, A01, A08)
     want = {(u, A01): EXPECTED_01[variant(u)] for u in LEARNERS}
     want[(HOSTILE, A01)] = 1  # causal_mask right; the exercise whose checker it redefined, 0
     want.update({(u, A08): 4 for u in TRAINERS})
