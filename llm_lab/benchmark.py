@@ -5,17 +5,7 @@
 so patching one patches the other, and ``python -m llm_lab.benchmark`` runs its ``main()`` with the same arguments.
 """
 
-import sys
-import warnings
+from . import _old_path
+from .bench import benchmark
 
-from .bench import benchmark as _moved
-
-warnings.warn(
-    "llm_lab.benchmark is deprecated and removed in 0.3.0: use llm_lab.bench.benchmark",
-    DeprecationWarning,
-    stacklevel=1 if __name__ == "__main__" else 2,  # python -m: the warning is the command's own
-)
-if __name__ == "__main__":
-    sys.exit(_moved.main())
-else:
-    sys.modules[__name__] = _moved
+_old_path.alias(__name__, "llm_lab.benchmark", benchmark, main=benchmark.main)

@@ -5,14 +5,7 @@
 so patching one patches the other.
 """
 
-import sys
-import warnings
+from . import _old_path
+from .explore import induction
 
-from .explore import induction as _moved
-
-warnings.warn(
-    "llm_lab.induction is deprecated and removed in 0.3.0: use llm_lab.explore.induction",
-    DeprecationWarning,
-    stacklevel=2,
-)
-sys.modules[__name__] = _moved
+_old_path.alias(__name__, "llm_lab.induction", induction)

@@ -5,14 +5,7 @@
 so patching one patches the other.
 """
 
-import sys
-import warnings
+from . import _old_path
+from .explore import plotting
 
-from .explore import plotting as _moved
-
-warnings.warn(
-    "llm_lab.plotting is deprecated and removed in 0.3.0: use llm_lab.explore.plotting",
-    DeprecationWarning,
-    stacklevel=2,
-)
-sys.modules[__name__] = _moved
+_old_path.alias(__name__, "llm_lab.plotting", plotting)

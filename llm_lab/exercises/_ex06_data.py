@@ -361,15 +361,7 @@ RECORDS = [
         "``(n_windows, max_length)``: the sliding windows of every document of a stream joined by <|endoftext|> "
         "(50256), none crossing from one document into the next.",
         hints=(
-            "window_crosses_document",
-            "target_crosses_document",
-            "separator_dropped",
-            "separator_starts_document",
-            "stride_across_documents",
-            "missing_last_window",
-            "one_window_document_skipped",
-            "unclosed_document_dropped",
-            "unclosed_document_closed",
+            *DOC_MISTAKES,
             "targets_not_shifted",
             "targets_swapped",
             "ids_not_int64",

@@ -364,27 +364,19 @@ def _watching(r: _Run, observed: bool = False):
 
     builtins = any(not hasattr(obj, "co_code") for obj in r.watch.keep)
     if (observed or not builtins) and hasattr(signal, "setitimer") and _on_main_thread():
-        previous = _gettrace()
-        _settrace(calls)
-        r.watching = True
-        try:
-            yield
-        finally:
-            r.watching = False
-            if _gettrace() is not calls and r.hit is None:
-                r.hit = ("sys.settrace", WATCH_OFF)
-            _settrace(previous)
-        return
-    previous = _getprofile()
-    _setprofile(profile)
+        get, put, hook, switch = _gettrace, _settrace, calls, "sys.settrace"
+    else:
+        get, put, hook, switch = _getprofile, _setprofile, profile, "sys.setprofile"
+    previous = get()
+    put(hook)
     r.watching = True
     try:
         yield
     finally:
         r.watching = False
-        if _getprofile() is not profile and r.hit is None:
-            r.hit = ("sys.setprofile", WATCH_OFF)
-        _setprofile(previous)
+        if get() is not hook and r.hit is None:
+            r.hit = (switch, WATCH_OFF)
+        put(previous)
 
 
 @contextlib.contextmanager

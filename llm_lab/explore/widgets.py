@@ -263,6 +263,20 @@ def dropout_explorer(attn_weights=None, tokens=None, p=0.5, seed=123, mode="trai
 # 3. heads
 
 
+def _index_slider(description: str, value: int, size: int) -> widgets.IntSlider:
+    """A slider over the indices 0..size-1 of one dimension, starting at ``value`` (disabled when size is 1)."""
+    return widgets.IntSlider(
+        value=int(value),
+        min=0,
+        max=size - 1,
+        step=1,
+        description=description,
+        disabled=size == 1,
+        continuous_update=False,
+        style=_slider_style(),
+    )
+
+
 class HeadsExplorer(_Explorer):
     """One ``(T, T)`` slice at a time of multi-head weights ``(B, nh, T, T)``.
 
@@ -307,26 +321,8 @@ class HeadsExplorer(_Explorer):
                 raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
             if not 0 <= value < size:
                 raise ValueError(f"{name} must be in 0..{size - 1} (attn_weights shape {shape}), got {value}")
-        self.batch_slider = widgets.IntSlider(
-            value=int(batch),
-            min=0,
-            max=batch_size - 1,
-            step=1,
-            description="batch",
-            disabled=batch_size == 1,
-            continuous_update=False,
-            style=_slider_style(),
-        )
-        self.head_slider = widgets.IntSlider(
-            value=int(head),
-            min=0,
-            max=num_heads - 1,
-            step=1,
-            description="head",
-            disabled=num_heads == 1,
-            continuous_update=False,
-            style=_slider_style(),
-        )
+        self.batch_slider = _index_slider("batch", batch, batch_size)
+        self.head_slider = _index_slider("head", head, num_heads)
         self.vmax = max(float(weights.max()), 1e-12)  # one colour scale for all slices
         self._build([self.batch_slider, self.head_slider])
 

@@ -8,6 +8,7 @@ import json
 import os
 import pwd
 import re
+import shutil
 import socket
 import time
 import urllib.error
@@ -16,6 +17,8 @@ from pathlib import Path
 
 import _course_fixture as fx
 import nbformat
+
+from tools.teaching.hub import hub as hubmod
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,6 +59,60 @@ def user_exists(user: str) -> bool:
         return True
     except KeyError:
         return False
+
+
+def clear_hub_dir(grader_tools: bool = True) -> None:
+    """Remove the hub's state, exchange, config and grader folders a run before left; with ``grader_tools``, copy
+    the checkout's tools/ into GRADER, readable by every user."""
+    for sub in ("state", "exchange", "config", "grader"):
+        shutil.rmtree(HUB_DIR / sub, ignore_errors=True)
+    if grader_tools:
+        shutil.copytree(ROOT / "tools", GRADER / "tools", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        for p in [HUB_DIR, GRADER, *GRADER.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
+
+
+def grade_as(h, teacher: str, assignment: str, timeout: float):
+    """Grade ``assignment`` as the instructor ``teacher`` does: tools/teaching/grader/nbgrader_course.py from their
+    own clone (GRADER), against the course's instructor notebooks; the finished process."""
+    return h.as_user(
+        teacher,
+        h.venv / "bin" / "python",
+        "-m",
+        "tools.teaching.grader.nbgrader_course",
+        h.course,
+        assignment,
+        "--src",
+        h.course / "instructor-notebooks",
+        cwd=GRADER,
+        timeout=timeout,
+    )
+
+
+GRADEBOOK_PROBE = (
+    "import json, sys\nfrom nbgrader.api import Gradebook\nout = []\n"
+    "with Gradebook('sqlite:///' + sys.argv[1], 'llm-lab') as gb:\n"
+    "    for a in sys.argv[2:]:\n"
+    "        for s in gb.assignment_submissions(a):\n"
+    "            out.append([s.student.id, a, s.code_score, s.max_code_score])\n"
+    "print(json.dumps(out))\n"
+)
+
+
+def gradebook_scores(h, teacher: str, *assignments: str) -> list[list]:
+    """``[student, assignment, code score, max code score]`` of each submission of ``assignments`` in the course's
+    gradebook, read as the instructor ``teacher``."""
+    out = h.as_user(
+        teacher, h.venv / "bin" / "python", "-c", GRADEBOOK_PROBE, h.course / "gradebook.db", *assignments, cwd=h.course
+    ).stdout
+    return json.loads(out)
+
+
+def remove_leftover_users(h) -> None:
+    """Delete the hub's users that an interrupted run left behind."""
+    for user in h.users:
+        if user_exists(user):
+            hubmod.run(["userdel", "--remove", user], check=False)
 
 
 # ---- hub REST API (a service token with admin:servers and access:servers) ---------------------------------

@@ -43,3 +43,17 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=reason))
         elif load and path.endswith(LOAD_TEST):
             item.add_marker(pytest.mark.skip(reason=load))
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium (playwright), one per test module."""
+    from _hub_client import CHROMIUM, CHROMIUM_ARGS
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()

@@ -27,30 +27,30 @@ import pytest
 from _hub_client import (
     ALICE,
     BOB,
-    CHROMIUM,
-    CHROMIUM_ARGS,
     EN,
     GRADER,
     HUB_DIR,
     MALLORY,
-    ROOT,
     SIZING,
     STUDENTS,
     TEACHER,
     ZH,
+    clear_hub_dir,
     free_port,
     get_notebook,
+    grade_as,
+    gradebook_scores,
     login,
     memory_of,
     nbgrader_action,
     open_assignment_list,
     put_notebook,
     record,
+    remove_leftover_users,
     run_all,
     screenshot,
     solve,
     start_server,
-    user_exists,
 )
 
 from tools.teaching.hub import hub as hubmod
@@ -87,18 +87,12 @@ HOSTILE_RENORM = (
 def hub(tmp_path_factory):
     notebooks = fx.build_course(tmp_path_factory.mktemp("hub-course"))
     SIZING.unlink(missing_ok=True)
-    for sub in ("state", "exchange", "config", "grader"):
-        shutil.rmtree(HUB_DIR / sub, ignore_errors=True)
-    shutil.copytree(ROOT / "tools", GRADER / "tools", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for p in [HUB_DIR, GRADER, *GRADER.rglob("*")]:
-        p.chmod(0o755 if p.is_dir() else 0o644)
+    clear_hub_dir()
     h = hubmod.Hub(
         HUB_DIR, free_port(), TEACHER, list(STUDENTS), notebook="01", instructor_dir=notebooks, assignment="ps1"
     )
     t0 = time.monotonic()
-    for user in h.users:  # leftovers of an interrupted run
-        if user_exists(user):
-            hubmod.run(["userdel", "--remove", user], check=False)
+    remove_leftover_users(h)
     h.setup()
     record("setup_s", round(time.monotonic() - t0, 1))
     t0 = time.monotonic()
@@ -110,18 +104,6 @@ def hub(tmp_path_factory):
     finally:
         h.remove_users_and_state()
         shutil.rmtree(GRADER, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 # ---- the semester, in order -------------------------------------------------------------------------------
@@ -252,36 +234,13 @@ def test_06_collect_and_grade_the_trusted_way(hub):
     assert sorted(p.parent.name for p in (hub.course / "submitted").glob(f"*/{ZH}")) == [BOB]
     t0 = time.monotonic()
     for assignment in (EN, ZH):
-        proc = hub.as_user(
-            TEACHER,
-            hub.venv / "bin" / "python",
-            "-m",
-            "tools.teaching.grader.nbgrader_course",
-            hub.course,
-            assignment,
-            "--src",
-            hub.course / "instructor-notebooks",
-            cwd=GRADER,
-            timeout=900,
-        )
+        proc = grade_as(hub, TEACHER, assignment, timeout=900)
         assert "in the bubblewrap sandbox" in proc.stdout, proc.stdout
     record("grade_two_assignments_s", round(time.monotonic() - t0, 1))
     points = fx.points(STATE["notebooks"])
     full = sum(points.values())
     want = {(ALICE, EN): full, (BOB, ZH): points["causal_mask"], (MALLORY, EN): 0}
-    probe = (
-        "import json, sys\nfrom nbgrader.api import Gradebook\nout = []\n"
-        "with Gradebook('sqlite:///' + sys.argv[1], 'llm-lab') as gb:\n"
-        "    for a in sys.argv[2:]:\n"
-        "        for s in gb.assignment_submissions(a):\n"
-        "            out.append([s.student.id, a, s.code_score, s.max_code_score])\n"
-        "print(json.dumps(out))\n"
-    )
-    got = json.loads(
-        hub.as_user(
-            TEACHER, hub.venv / "bin" / "python", "-c", probe, hub.course / "gradebook.db", EN, ZH, cwd=hub.course
-        ).stdout
-    )
+    got = gradebook_scores(hub, TEACHER, EN, ZH)
     assert {(s, a): score for s, a, score, _ in got} == want
     assert {m for *_, m in got} == {full}
     STATE["scores"] = want

@@ -13,13 +13,12 @@ from __future__ import annotations
 import asyncio
 import json
 import pwd
-import shutil
 import time
 import uuid
 
 import _course_fixture as fx
 import pytest
-from _hub_client import HUB_DIR, api, free_port, user_exists
+from _hub_client import HUB_DIR, api, clear_hub_dir, free_port, remove_leftover_users
 from _load import Client, decode, execute_request, processes_of, pss_by_uid, run_async
 
 from tools.teaching.hub import hub as hubmod
@@ -33,12 +32,9 @@ HOLD = "import numpy as np\nheld = np.ones(25 * 2**20)  # 200 MiB, every page wr
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
     notebooks = fx.build_course(tmp_path_factory.mktemp("cull-course"))
-    for sub in ("state", "exchange", "config", "grader"):
-        shutil.rmtree(HUB_DIR / sub, ignore_errors=True)
+    clear_hub_dir(grader_tools=False)
     h = hubmod.Hub(HUB_DIR, free_port(), TEACHER, [IDLE, BUSY], notebook="01", instructor_dir=notebooks, cull=CULL)
-    for user in h.users:
-        if user_exists(user):
-            hubmod.run(["userdel", "--remove", user], check=False)
+    remove_leftover_users(h)
     h.setup()
     h.start()
     try:

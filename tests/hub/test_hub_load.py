@@ -41,16 +41,17 @@ import _course_fixture as fx
 import nbformat
 import pytest
 from _hub_client import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     GRADER,
     HUB_DIR,
     ROOT,
     api,
+    clear_hub_dir,
     free_port,
+    grade_as,
+    gradebook_scores,
+    remove_leftover_users,
     run_all,
     screenshot,
-    user_exists,
 )
 from _load import (
     CHEAT_RENORMALIZE,
@@ -130,15 +131,9 @@ def write_report(passed: bool) -> dict:
 
 @pytest.fixture(scope="module")
 def hub():
-    for sub in ("state", "exchange", "config", "grader"):
-        shutil.rmtree(HUB_DIR / sub, ignore_errors=True)
-    shutil.copytree(ROOT / "tools", GRADER / "tools", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for p in [HUB_DIR, GRADER, *GRADER.rglob("*")]:
-        p.chmod(0o755 if p.is_dir() else 0o644)
+    clear_hub_dir()
     h = hubmod.Hub(HUB_DIR, free_port(), TEACHER, [*LEARNERS, HOSTILE], notebook="01,08", start_timeout=SPAWN_TIMEOUT)
-    for user in h.users:  # leftovers of an interrupted run
-        if user_exists(user):
-            hubmod.run(["userdel", "--remove", user], check=False)
+    remove_leftover_users(h)
     t0 = time.monotonic()
     h.setup()
     record("setup_s", round(time.monotonic() - t0, 1))
@@ -152,18 +147,6 @@ def hub():
         sampler.stop()
         h.remove_users_and_state()
         shutil.rmtree(GRADER, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 # ---- 1. log in and spawn ----------------------------------------------------------------------------------------
@@ -406,33 +389,10 @@ def test_07_submit_collect_and_grade_every_learner(hub):
         hub.nbgrader(TEACHER, "collect", assignment, cwd=hub.course)
     t0 = time.monotonic()
     for assignment in (A01, A08):
-        proc = hub.as_user(
-            TEACHER,
-            hub.venv / "bin" / "python",
-            "-m",
-            "tools.teaching.grader.nbgrader_course",
-            hub.course,
-            assignment,
-            "--src",
-            hub.course / "instructor-notebooks",
-            cwd=GRADER,
-            timeout=3600,
-        )
+        proc = grade_as(hub, TEACHER, assignment, timeout=3600)
         assert "in the bubblewrap sandbox" in proc.stdout, proc.stdout[-2000:]
     record("grade_s", round(time.monotonic() - t0, 1))
-    probe = (
-        "import json, sys\nfrom nbgrader.api import Gradebook\nout = []\n"
-        "with Gradebook('sqlite:///' + sys.argv[1], 'llm-lab') as gb:\n"
-        "    for a in sys.argv[2:]:\n"
-        "        for s in gb.assignment_submissions(a):\n"
-        "            out.append([s.student.id, a, s.code_score, s.max_code_score])\n"
-        "print(json.dumps(out))\n"
-    )
-    got = json.loads(
-        hub.as_user(
-            TEACHER, hub.venv / "bin" / "python", "-c", probe, hub.course / "gradebook.db", A01, A08, cwd=hub.course
-        ).stdout
-    )
+    got = gradebook_scores(hub, TEACHER, A01, A08)
     want = {(u, A01): EXPECTED_01[variant(u)] for u in LEARNERS}
     want[(HOSTILE, A01)] = 1  # causal_mask right; the exercise whose checker it redefined, 0
     want.update({(u, A08): 4 for u in TRAINERS})

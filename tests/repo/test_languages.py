@@ -12,10 +12,10 @@ tests/tools/teaching/grader/test_third_language.py grades a fake third language 
 import ast
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from _make import make
 
 from llm_lab.exercises import _messages
 from tools import course
@@ -167,14 +167,7 @@ def test_the_makefiles_notebook_folders_come_from_langs():
     """make's ALL_NOTEBOOKS is read from tools/course.py: both versions in every language, and nothing else."""
 
     def folders(*args):
-        out = subprocess.run(
-            ["make", "--no-print-directory", "-n", "-s", "test-gpu", *args],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-        ).stdout
+        out = make("-n", "-s", "test-gpu", *args)
         line = next(ln for ln in out.splitlines() if "gpu_check" in ln)
         return line.split("gpu_check", 1)[1].split()
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from _make import make
 
 ROOT = Path(__file__).resolve().parents[2]
 MAKEFILE = ROOT / "Makefile"
@@ -63,9 +63,7 @@ def test_the_only_other_rules_are_the_known_file_rules():
 
 
 def test_make_help_lists_every_target():
-    out = subprocess.run(
-        ["make", "--no-print-directory", "-s", "help"], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
-    ).stdout
+    out = make("-s", "help")
     listed = re.findall(r"^  (\S+) +(.+)$", out, re.M)
     assert sorted(name for name, _ in listed) == sorted(rules()), out
     assert dict(listed) == {name: text.strip() for name, text in rules().items()}  # the description as written
@@ -74,9 +72,7 @@ def test_make_help_lists_every_target():
 
 def test_make_without_a_target_prints_help():
     """A bare `make` installs or builds nothing: help is the first rule."""
-    dry = subprocess.run(
-        ["make", "--no-print-directory", "-n"], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
-    ).stdout
+    dry = make("-n")
     assert "awk" in dry and "pip" not in dry and "tools.envs" not in dry
 
 

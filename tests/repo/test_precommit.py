@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import shlex
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
+from _make import make
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / ".pre-commit-config.yaml"
@@ -21,14 +21,7 @@ CONFIG = ROOT / ".pre-commit-config.yaml"
 
 def dry_run(target: str) -> list[str]:
     """The commands ``make TARGET`` would run, as printed by ``make -n`` (main venv: .venv, as the hooks call)."""
-    out = subprocess.run(
-        ["make", "--no-print-directory", "-n", "-s", target, "VENV=.venv"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
+    out = make("-n", "-s", target, "VENV=.venv")
     return [line.strip() for line in out.splitlines() if line.strip()]
 
 

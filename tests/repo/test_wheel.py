@@ -31,6 +31,7 @@ SUBPACKAGES = {
 NEW = {"explore": ("circuit",)}  # modules born in a subpackage: no old path, no shim
 MOVED = {f"llm_lab.{name}": f"llm_lab.{sub}.{name}" for sub, names in SUBPACKAGES.items() for name in names}
 MOVED_NAMES = tuple(old.split(".")[1] for old in MOVED)
+SHIM_HELPER = "_old_path"  # what every shim calls: warn, then be the moved module
 ENTRY_POINTS = ("env", "gpu_check", "benchmark")  # python -m llm_lab.<name>, and the same under the new path
 
 
@@ -147,7 +148,7 @@ def test_every_module_is_in_the_wheel(wheel):
 
 def test_the_subpackages_and_the_package_readme_are_in_the_wheel(wheel):
     expected = {"llm_lab/README.md", "llm_lab/__init__.py"}
-    expected |= {f"llm_lab/{name}.py" for name in (*BOOK, *HELPERS, *MOVED_NAMES)}  # the old paths: shims
+    expected |= {f"llm_lab/{name}.py" for name in (*BOOK, *HELPERS, *MOVED_NAMES, SHIM_HELPER)}  # old paths: shims
     for sub, names in SUBPACKAGES.items():
         expected |= {f"llm_lab/{sub}/__init__.py", *(f"llm_lab/{sub}/{name}.py" for name in names)}
     expected |= {f"llm_lab/{sub}/{name}.py" for sub, names in NEW.items() for name in names}
@@ -158,7 +159,8 @@ def test_the_subpackages_and_the_package_readme_are_in_the_wheel(wheel):
 def test_the_top_level_holds_the_book_its_helpers_and_the_shims_only():
     # a new module of course machinery goes into a subpackage, not next to masks.py
     top = {p.stem for p in (ROOT / "llm_lab").glob("*.py")} - {"__init__"}
-    assert top == {*BOOK, *HELPERS, *MOVED_NAMES}, sorted(top ^ {*BOOK, *HELPERS, *MOVED_NAMES})
+    want = {*BOOK, *HELPERS, *MOVED_NAMES, SHIM_HELPER}
+    assert top == want, sorted(top ^ want)
     for name in MOVED_NAMES:  # a shim holds no code of its own and says where the code went and when it goes
         text = (ROOT / "llm_lab" / f"{name}.py").read_text(encoding="utf-8")
         assert text.startswith(f'"""Moved to :mod:`{MOVED[f"llm_lab.{name}"]}`') and "removed in the next" in text
@@ -257,6 +259,8 @@ def test_the_installed_wheel_draws_chinese_figures_with_its_own_font(installed):
 @pytest.mark.parametrize("name", ENTRY_POINTS)
 def test_every_python_dash_m_name_runs_from_the_installed_wheel(installed, name):
     sub = next(s for s, names in SUBPACKAGES.items() if name in names)
+    shim = (ROOT / "llm_lab" / f"{name}.py").read_text(encoding="utf-8").splitlines()
+    at = next(n for n, line in enumerate(shim, 1) if "_old_path.alias(" in line)  # the shim's own line warns
     for module in (f"llm_lab.{name}", f"llm_lab.{sub}.{name}"):  # the old name (docs, Makefile, Colab), the new
         args = ["-m", module] + ([] if name == "env" else ["--help"])
         proc = installed(args)
@@ -264,7 +268,7 @@ def test_every_python_dash_m_name_runs_from_the_installed_wheel(installed, name)
         warned = f"DeprecationWarning: {module} is deprecated and removed in 0.3.0: use llm_lab.{sub}.{name}"
         assert proc.returncode == 0, (module, proc.stderr)
         lines = [line for line in proc.stderr.splitlines() if not line.startswith("  ")]  # the echoed source line
-        assert lines == ([f"{installed.package / (name + '.py')}:13: {warned}"] if module.count(".") == 1 else [])
+        assert lines == ([f"{installed.package / (name + '.py')}:{at}: {warned}"] if module.count(".") == 1 else [])
         if name == "env":
             assert re.search(
                 rf"^llm_lab +{re.escape(llm_lab.__version__)} \({re.escape(str(installed.package))}\)$",

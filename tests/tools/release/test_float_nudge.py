@@ -32,21 +32,19 @@ def test_equal_inputs_give_equal_outputs(nudged):
 def test_every_listed_op_is_nudged_and_whole_numbers_are_not():
     x = torch.randn(2, 2, 5, 8)
     w = torch.randn(3, 8)
-    plain = {
-        "matmul": x @ x.transpose(-2, -1),
-        "softmax": x.softmax(-1),
-        "sum": x.sum(-1),
-        "sdpa": F.scaled_dot_product_attention(x, x, x),
-        "linear": F.linear(x, w),
-    }
-    with float_nudge.FloatNudge():
-        nudged = {
+
+    def each_op():
+        return {
             "matmul": x @ x.transpose(-2, -1),
             "softmax": x.softmax(-1),
             "sum": x.sum(-1),
             "sdpa": F.scaled_dot_product_attention(x, x, x),
             "linear": F.linear(x, w),
         }
+
+    plain = each_op()
+    with float_nudge.FloatNudge():
+        nudged = each_op()
         ones = torch.ones(21).sum()
         doubles = x.double() @ x.double().transpose(-2, -1)
     for name in plain:

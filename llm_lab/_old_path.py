@@ -1,0 +1,27 @@
+"""What each old module path at the top level does (``heads.py``, ``env.py``, ...): warn, then be the moved module."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Callable
+from types import ModuleType
+
+
+def alias(name: str, old: str, moved: ModuleType, main: Callable[[], object] | None = None) -> None:
+    """Called by the module at the old path ``old`` (``name``: its ``__name__``) with the module it moved to.
+
+    Imported, it raises a ``DeprecationWarning`` naming the new path (at the importing line) and makes ``old`` the
+    moved module itself in ``sys.modules``: the same objects, so patching one patches the other. Run as
+    ``python -m old``, the warning is the command's own and ``main`` runs as the moved module's command does
+    (``sys.exit`` with what it returns)."""
+    command = name == "__main__"
+    warnings.warn(
+        f"{old} is deprecated and removed in 0.3.0: use {moved.__name__}",
+        DeprecationWarning,
+        stacklevel=2 if command else 3,  # the shim's own line when run, else the line that imports it
+    )
+    if not command:
+        sys.modules[name] = moved
+    elif main is not None:
+        sys.exit(main())
