@@ -1,6 +1,7 @@
 """Notebook 08's data: random tokens with copies placed anywhere (:class:`CopyTask`, :func:`copy_batch`), the fixed
 layout most demos train on (:func:`repeat_batch`), the probes (:data:`PROBES`, :func:`probe_batch`,
-:func:`repeated_sequences`), and which predictions a copier can make (:func:`copyable`, :func:`split_losses`).
+:func:`repeated_sequences`), and which predictions a copier can make (:func:`copyable`, :func:`split_losses`,
+:func:`half_losses`, :func:`first_half_losses`).
 
 Notebook 08 and :mod:`llm_lab.explore.induction` import the data from here; this module needs of a model only its
 sizes (:class:`Sizes`: an ``induction.InductionConfig`` has them), so it imports nothing of the model.
@@ -221,6 +222,27 @@ def half_losses(logits: torch.Tensor, ids: torch.Tensor) -> tuple[float, float]:
     t = ids.shape[1]
     loss = F.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:], reduction="none")  # (B, T - 1)
     return float(loss[:, : t // 2 - 1].mean()), float(loss[:, t // 2 :].mean())
+
+
+def first_half_losses(logits: torch.Tensor, ids: torch.Tensor) -> dict:
+    """Mean next-token loss (float64) on the first-half predictions ``i = 0 .. T/2 - 2`` of ``ids`` ``(B, T)``, as in
+    :func:`half_losses`: ``"all"``; ``"chance match"``, those whose current token ``ids[i]`` occurred earlier in the
+    row while the pair ``(ids[i], ids[i + 1])`` did not (a copier bets there and loses); ``"no earlier occurrence"``,
+    those whose current token is new. ``nan`` where a group is empty."""
+    can = copyable(ids)  # checks ids
+    if logits.dim() != 3 or logits.shape[:2] != ids.shape:
+        raise ValueError(f"logits must be (B, T, V) for ids {tuple(ids.shape)}, got {tuple(logits.shape)}")
+    t = ids.shape[1]
+    if t < 4:
+        raise ValueError(f"ids must have at least 4 tokens for a first half with a prediction, got T={t}")
+    cur = ids[:, :-1]  # (B, T - 1)
+    earlier = torch.ones(t - 1, t - 1, dtype=torch.bool, device=ids.device).tril(-1)
+    seen = ((cur[:, :, None] == cur[:, None, :]) & earlier).any(dim=-1)  # (B, T - 1): ids[i] occurred before
+    loss = F.cross_entropy(logits.detach()[:, :-1].transpose(1, 2).double(), ids[:, 1:], reduction="none")
+    half = slice(0, t // 2 - 1)
+    loss, seen, can = loss[:, half], seen[:, half], can[:, half]
+    groups = {"all": torch.ones_like(seen), "chance match": seen & ~can, "no earlier occurrence": ~seen}
+    return {name: float(loss[m].mean()) if m.any() else float("nan") for name, m in groups.items()}
 
 
 # ---- what a copier can predict -------------------------------------------------------------------------------

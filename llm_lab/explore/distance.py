@@ -7,6 +7,9 @@ Shape names: B batch, T tokens, L layers, nh heads, V vocabulary size.
 - :func:`sweep_batch` holds a repeated segment at the end of the window and moves its source back by ``distance``.
 - :func:`sweep` measures a model on those rows at each distance: its copy loss, the ideal one-token copier's loss
   on the same predictions, and layer 1's weight on the right key.
+- :func:`grid` moves the repeat as well (``sweep_batch(..., end=...)``): the copy loss and the ideal copier's for
+  every distance and every place the repeat ends, so that distance and place are varied one at a time;
+  :func:`grid_claims` reads it.
 - :func:`ideal_copier_losses` is the ideal copier's loss per prediction (``circuit.ideal_copier_loss`` is its mean).
 - :func:`training_point` is one point of the training curve: the probe, the loss split by distance
   (:func:`loss_by_distance`), the in-context-learning score (:func:`icl_score`) and layer 0's previous-token weight;
@@ -28,6 +31,10 @@ __all__ = [
     "sweep_batch",
     "sweep",
     "sweep_claims",
+    "grid",
+    "grid_claims",
+    "GRID_DISTANCES",
+    "GRID_ENDS",
     "ideal_copier_losses",
     "loss_by_distance",
     "icl_score",
@@ -84,20 +91,33 @@ def ideal_copier_losses(ids: torch.Tensor) -> torch.Tensor:
     return torch.where(p > 0, -p.log(), torch.full_like(p, float("nan")))
 
 
-def sweep_batch(batch_size: int, config, distance: int, length: int = SWEEP_LENGTH, seed: int = 0) -> torch.Tensor:
-    """``(B, T)`` random tokens (drawn with ``seed``) whose last ``length`` tokens copy the tokens ``distance`` places
-    back: ``ids[i] = ids[i - distance]`` for ``i >= T - length``, left to right (a distance below ``length`` repeats a
-    short pattern). The scored predictions are ``i = T - length .. T - 2``: each one's target is a copy."""
+def sweep_batch(
+    batch_size: int, config, distance: int, length: int = SWEEP_LENGTH, seed: int = 0, end: int | None = None
+) -> torch.Tensor:
+    """``(B, T)`` random tokens (drawn with ``seed``) whose ``length`` tokens ending at position ``end`` (by default
+    the last, ``T - 1``) copy the tokens ``distance`` places back: ``ids[i] = ids[i - distance]`` for
+    ``end - length < i <= end``, left to right (a distance below ``length`` repeats a short pattern); the tokens
+    after ``end`` stay random. The scored predictions are ``i = end - length + 1 .. end - 1``: each one's target is
+    a copy. The random tokens depend on ``seed`` alone, so rows for other distances or ends differ only in the copy."""
     _checks.positive_int("batch_size", batch_size)
     t = config.context_length
     _checks.positive_int("length", length)
     if length > t - 1:
         raise ValueError(f"length={length} must be below context_length={t}")
-    _checks.int_range("distance", distance, 1, t - length)
+    end = t - 1 if end is None else _checks.int_range("end", end, length, t - 1)
+    start = end - length + 1
+    _checks.int_range("distance", distance, 1, start)
     ids = torch.randint(0, config.vocab_size, (batch_size, t), generator=torch.Generator().manual_seed(seed))
-    for i in range(t - length, t):
+    for i in range(start, end + 1):
         ids[:, i] = ids[:, i - distance]
     return ids
+
+
+def _scored(logits: torch.Tensor, ids: torch.Tensor, rows: torch.Tensor) -> tuple[float, float]:
+    """The mean loss of ``logits`` ``(B, T, V)`` on the predictions ``rows`` of ``ids``, and the ideal one-token
+    copier's on the same predictions."""
+    loss = F.cross_entropy(logits[:, rows].transpose(1, 2).double(), ids[:, rows + 1], reduction="none")
+    return float(loss.mean()), float(ideal_copier_losses(ids)[:, rows].nanmean())
 
 
 @torch.no_grad()
@@ -118,9 +138,9 @@ def sweep(model, distances, batch_size: int = 256, length: int = SWEEP_LENGTH, s
         for d in distances:
             ids = sweep_batch(batch_size, model.config, d, length, seed)
             logits, weights = model(ids, return_attn_weights=True)  # (B, T, V), (B, L, nh, T, T)
-            loss = F.cross_entropy(logits[:, rows].transpose(1, 2).double(), ids[:, rows + 1], reduction="none")
-            out["loss"].append(float(loss.mean()))
-            out["ideal"].append(float(ideal_copier_losses(ids)[:, rows].nanmean()))
+            loss, ideal = _scored(logits, ids, rows)
+            out["loss"].append(loss)
+            out["ideal"].append(ideal)
             out["weight"].append(float(weights[:, 1, :, rows, rows - d + 1].mean()))
     finally:
         model.train(was_training)
@@ -138,6 +158,77 @@ def sweep_claims(result: dict) -> dict:
         "copy loss below 1.5 at 8 back": at[8] < 1.5,
         "copy loss above 3.0 at 56 back": at[56] > 3.0,
         "ideal copier between 0.4 and 0.6 at every distance from 8 on": all(0.4 < i < 0.6 for i in ideal),
+    }
+
+
+@torch.no_grad()
+def grid(model, distances, ends, batch_size: int = 256, length: int = SWEEP_LENGTH, seed: int = 0) -> dict:
+    """``model`` on :func:`sweep_batch` rows for every ``distance`` and every ``end`` (where the repeat ends): the
+    distance and the place of a copy, varied one at a time. Returns ``"distance"``, ``"end"`` and two tables
+    ``[distance][end]``: ``"loss"``, the model's mean copy loss on the scored predictions, and ``"ideal"``, the ideal
+    one-token copier's on the same predictions; ``nan`` where the source would start before position 0
+    (``end - length + 1 < distance``). The same random tokens (``seed``) in every cell, only the copy moves."""
+    distances = [_checks.positive_int("distance", d) for d in distances]
+    t = model.config.context_length
+    ends = [_checks.int_range("end", e, length, t - 1) for e in ends]
+    if not distances or not ends:
+        raise ValueError(f"distances and ends must each name at least one value, got {distances} and {ends}")
+    out = {"distance": distances, "end": ends, "loss": [], "ideal": []}
+    was_training = model.training
+    model.eval()
+    try:
+        for d in distances:
+            losses, ideals = [], []
+            for e in ends:
+                if e - length + 1 < d:  # the source would start before position 0
+                    losses.append(float("nan"))
+                    ideals.append(float("nan"))
+                    continue
+                rows = torch.arange(e - length + 1, e)  # the scored predictions i
+                ids = sweep_batch(batch_size, model.config, d, length, seed, e)
+                loss, ideal = _scored(model(ids), ids, rows)
+                losses.append(loss)
+                ideals.append(ideal)
+            out["loss"].append(losses)
+            out["ideal"].append(ideals)
+    finally:
+        model.train(was_training)
+    return out
+
+
+GRID_DISTANCES, GRID_ENDS = (8, 16, 32, 48), (27, 35, 43, 51, 59, 63)
+"""The grid notebook 08 prints: how far back the source is, and where the 8-token repeat ends (every source that fits
+starts at position 4 or later)."""
+
+
+def grid_claims(result: dict) -> dict:
+    """What notebook 08 says about a :func:`grid` result over :data:`GRID_DISTANCES` and :data:`GRID_ENDS`, as
+    booleans with margins a rerun on another machine keeps: at a fixed distance a later repeat costs more, at a
+    fixed place a further source costs more, and the model's excess over the ideal copier grows along both."""
+    if tuple(result["distance"]) != GRID_DISTANCES or tuple(result["end"]) != GRID_ENDS:
+        raise ValueError(
+            f"the grid must cover distances {GRID_DISTANCES} and ends {GRID_ENDS}, "
+            f"got {result['distance']} and {result['end']}"
+        )
+
+    def at(key, d, e):
+        return result[key][GRID_DISTANCES.index(d)][GRID_ENDS.index(e)]
+
+    def excess(d, e):
+        return at("loss", d, e) - at("ideal", d, e)
+
+    return {
+        "16 back: copy loss at least 0.5 higher with the repeat ending at 63 than at 27": at("loss", 16, 63)
+        > at("loss", 16, 27) + 0.5,
+        "32 back: copy loss at least 0.5 higher with the repeat ending at 63 than at 43": at("loss", 32, 63)
+        > at("loss", 32, 43) + 0.5,
+        "the repeat ending at 59: copy loss at least 1.0 higher 48 back than 8 back": at("loss", 48, 59)
+        > at("loss", 8, 59) + 1.0,
+        "the repeat ending at 51: copy loss at least 0.5 higher 32 back than 8 back": at("loss", 32, 51)
+        > at("loss", 8, 51) + 0.5,
+        "16 back: the excess over the ideal copier larger ending at 63 than at 27": excess(16, 63) > excess(16, 27),
+        "the repeat ending at 59: the excess over the ideal copier larger at 48 back than at 8": excess(48, 59)
+        > excess(8, 59),
     }
 
 
@@ -163,8 +254,9 @@ def loss_by_distance(logits: torch.Tensor, ids: torch.Tensor) -> dict:
 
 
 def icl_score(logits: torch.Tensor, ids: torch.Tensor, width: int = 8) -> float:
-    """Olsson et al.'s in-context-learning score on a 64-token window: the mean loss of the last ``width``
-    predictions minus that of the first ``width`` (negative: the model predicts better late in the context)."""
+    """An in-context-learning score adapted from Olsson et al. (2022), who take the loss at token 500 minus the loss
+    at token 50 of long contexts; on a short window: the mean loss of the last ``width`` predictions minus that of
+    the first ``width`` (negative: the model predicts better late in the context)."""
     ids = _ids2d(ids)
     if logits.dim() != 3 or logits.shape[:2] != ids.shape:
         raise ValueError(f"logits must be (B, T, V) for ids {tuple(ids.shape)}, got {tuple(logits.shape)}")

@@ -248,6 +248,26 @@ def test_half_losses_split_the_predictions():
     assert math.isclose(first, math.log(v), rel_tol=1e-6) and repeated < 1e-6
 
 
+def test_first_half_losses_split_chance_matches_from_copies_and_new_tokens():
+    v = 8
+    ids = torch.tensor([[5, 1, 5, 1, 5, 2, 0, 3, 4, 6, 7, 0]])  # first half: predictions 0 .. 4
+    # i = 0, 1: new tokens; i = 2, 3: the pair occurred before (copyable, in no group but "all"); i = 4: token 5
+    # occurred before, the pair (5, 2) did not: a chance match
+    logits = torch.zeros(1, 12, v)
+    logits[0, 4, 1] = 10.0  # at the chance match, a bet on what followed 5 before
+    logits[0, 2, 1] = 10.0  # at the copy, the right bet
+    out = copy_data.first_half_losses(logits, ids)
+    bet = math.log(math.exp(10.0) + v - 1)
+    assert math.isclose(out["chance match"], bet, rel_tol=1e-9)
+    assert math.isclose(out["no earlier occurrence"], math.log(v), rel_tol=1e-9)
+    copied = bet - 10.0
+    assert math.isclose(out["all"], (2 * math.log(v) + copied + math.log(v) + bet) / 5, rel_tol=1e-9)
+    no_match = copy_data.first_half_losses(logits, torch.tensor([[0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3]]))
+    assert math.isnan(no_match["chance match"])
+    with pytest.raises(ValueError, match=r"logits must be \(B, T, V\)"):
+        copy_data.first_half_losses(logits[:, :5], ids)
+
+
 # ---- training ----------------------------------------------------------------------------------------------------
 
 

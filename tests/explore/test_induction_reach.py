@@ -1,6 +1,8 @@
 """Notebook 08's distance sweep, path effects and weight circuits: the measures on hand-made rows, the claims the
 notebook prints on the trained default model, and each claim failing on a model that lacks what it checks."""
 
+import math
+
 import pytest
 import torch
 
@@ -57,6 +59,33 @@ def test_sweep_batch_copies_its_last_tokens_from_distance_back(d):
         distance.sweep_batch(4, CONFIG, 57)
 
 
+def test_sweep_batch_places_the_repeat_where_it_ends_and_only_the_copy_moves():
+    base = distance.sweep_batch(4, CONFIG, 16, seed=2)
+    assert torch.equal(base, distance.sweep_batch(4, CONFIG, 16, seed=2, end=63))  # the default end: the last token
+    ids = distance.sweep_batch(4, CONFIG, 16, seed=2, end=27)  # the repeat at 20 .. 27, its source at 4 .. 11
+    assert torch.equal(ids[:, 20:28], ids[:, 4:12])
+    plain = torch.randint(0, CONFIG.vocab_size, (4, 64), generator=torch.Generator().manual_seed(2))
+    outside = torch.ones(64, dtype=torch.bool)
+    outside[20:28] = False
+    assert torch.equal(ids[:, outside], plain[:, outside])  # the same random tokens everywhere else
+    with pytest.raises(ValueError, match="distance"):
+        distance.sweep_batch(4, CONFIG, 21, end=27)  # the source would start at -1
+    with pytest.raises(ValueError, match="end"):
+        distance.sweep_batch(4, CONFIG, 1, end=64)
+
+
+def test_grid_agrees_with_the_sweep_at_the_window_end_and_leaves_out_what_does_not_fit(untrained):
+    g = distance.grid(untrained, [8, 48], [27, 55, 63], batch_size=16)
+    assert (g["distance"], g["end"]) == ([8, 48], [27, 55, 63])
+    assert math.isnan(g["loss"][1][0]) and math.isnan(g["ideal"][1][0])  # 48 back does not fit before 20
+    assert not any(math.isnan(x) for x in g["loss"][0] + g["loss"][1][1:])
+    s = distance.sweep(untrained, [8, 48], batch_size=16)
+    assert [g["loss"][0][2], g["loss"][1][2]] == pytest.approx(s["loss"], abs=1e-5)
+    assert [g["ideal"][0][2], g["ideal"][1][2]] == pytest.approx(s["ideal"])
+    with pytest.raises(ValueError, match="end"):
+        distance.grid(untrained, [8], [5])
+
+
 def test_training_data_copies_mostly_from_a_few_tokens_back():
     d = distance.source_distances(copy_data.copy_batch(2000, CONFIG, torch.Generator().manual_seed(1)))
     assert 0.6 < float(((d >= 2) & (d <= 7)).float().mean()) < 0.8
@@ -84,6 +113,29 @@ def test_sweep_claims_fail_on_an_untrained_model(untrained):
     assert not distance.sweep_claims(flat)["ideal copier between 0.4 and 0.6 at every distance from 8 on"]
     with pytest.raises(ValueError, match="8 and 56"):
         distance.sweep_claims({"distance": [8], "loss": [1.0], "ideal": [0.5]})
+
+
+def test_grid_claims_hold_on_the_trained_model(trained):
+    g = distance.grid(trained, distance.GRID_DISTANCES, distance.GRID_ENDS)
+    assert all(distance.grid_claims(g).values())
+
+
+def test_each_grid_claim_fails_on_a_grid_without_what_it_checks():
+    ds, es = distance.GRID_DISTANCES, distance.GRID_ENDS
+    flat = {"distance": list(ds), "end": list(es), "loss": [[1.0] * len(es) for _ in ds], "ideal": []}
+    flat["ideal"] = [[0.5] * len(es) for _ in ds]  # the model at the ideal copier + 0.5 everywhere
+    claims = distance.grid_claims(flat)
+    assert not any(claims.values()), claims
+    # position matters, distance not: only the claims about position hold
+    by_end = dict(flat, loss=[[1.0 + 0.2 * k for k in range(len(es))] for _ in ds])
+    held = {k for k, v in distance.grid_claims(by_end).items() if v}
+    assert held == {
+        "16 back: copy loss at least 0.5 higher with the repeat ending at 63 than at 27",
+        "32 back: copy loss at least 0.5 higher with the repeat ending at 63 than at 43",
+        "16 back: the excess over the ideal copier larger ending at 63 than at 27",
+    }
+    with pytest.raises(ValueError, match="distances"):
+        distance.grid_claims(dict(flat, distance=[8, 16]))
 
 
 def test_path_claims_hold_trained_and_fail_untrained(trained, untrained):
