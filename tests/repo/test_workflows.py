@@ -357,10 +357,20 @@ def test_both_readmes_link_the_project_files_and_the_env_helper(readme):
 
 
 def test_ci_runs_the_fast_tier_then_the_notebooks_then_the_hub_browser_and_site():
-    """`make test` is the README's quick command; CI runs it and every slower tier, so nothing is checked less."""
+    """`make test` is the README's quick command; CI runs it and every slower tier. Two run narrowed, each said
+    where: the class on the hub at 4 learners, the browser on the learner versions (both languages)."""
     ci_run = (ROOT / ".ci" / "run").read_text()
-    made = re.findall(r"^make (\S+)\s*$", ci_run, re.M)
-    assert made == ["test", "test-notebooks", "test-hub", "test-browser", "test-site"]
+    made = re.findall(r"^make (\S+)(.*)$", ci_run, re.M)
+    assert [target for target, _ in made] == [
+        "test",
+        "test-notebooks",
+        "test-hub",
+        "test-hub-load",
+        "test-browser",
+        "test-site",
+    ]
+    narrowed = {target: args.strip() for target, args in made if args.strip()}
+    assert narrowed == {"test-hub-load": "HUB_LOAD_N=4", "test-browser": "PYTEST_ARGS='-k \"not instructor\"'"}
     makefile = (ROOT / "Makefile").read_text()
     targets = {m[1]: m[2].split() for m in re.finditer(r"^([\w-]+):([^=#\n]*)(?:##.*)?$", makefile, re.M)}
     assert {"lint", "unit"} <= set(targets["test"])
