@@ -340,8 +340,7 @@ HOOKS = (
     "_inductor",
 )
 INTERNALS = MACHINERY_NAMES | set(HOOKS)
-# torch's doors to its own answers under other names, no lesson uses them: the operator table (torch.ops.aten.*),
-# the compiler and the probability library (Categorical(logits=...).log_prob is a cross entropy)
+# doors to torch's answers under other names, in no lesson: torch.ops.aten.*, the compiler, Categorical.log_prob
 TORCH_DOORS = ("ops", "compile", "distributions")
 # threads and processes: what runs there is outside the watch on the learner's call
 THREADS = ("threading", "_thread", "multiprocessing", "concurrent")
@@ -427,20 +426,16 @@ def _tampered(node, rooted) -> list[str]:
     module = node.name if isinstance(node, ast.alias) else _dynamic_import(node)
     if module.split(".")[0] in THREADS:
         return [f"`{module}` imported (threads run outside the checks' watch)"]
-    parts = module.split(".")
-    if any(part in INTERNALS for part in parts) or _machinery(module) or _torch_door(module, []):
+    if any(part in INTERNALS for part in module.split(".")) or _machinery(module) or _torch_door(module, []):
         return [f"`{module}` imported"]
     if isinstance(node, ast.ImportFrom) and node.module == "os" and any(a.name in FORKS for a in node.names):
         return [f"`{ast.unparse(node)}`"]
     return []
 
 
-def _torch_door(module: str, names) -> bool:
-    """``torch.ops``, ``torch.distributions.x``..., or ``from torch import ops``."""
-    parts = module.split(".")
-    return parts[0] == "torch" and (
-        len(parts) > 1 and parts[1] in TORCH_DOORS or len(parts) == 1 and any(a.name in TORCH_DOORS for a in names)
-    )
+def _torch_door(module: str, names) -> bool:  # torch.ops, torch.distributions.x, from torch import ops
+    door = module.split(".")[1:2] or [a.name for a in names]
+    return module.split(".")[0] == "torch" and any(d in TORCH_DOORS for d in door)
 
 
 def _machinery(module: str) -> bool:
