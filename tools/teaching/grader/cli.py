@@ -57,6 +57,7 @@ from typing import NamedTuple
 from tools import course as _course
 from tools.teaching.grader import identities, judging, matching, reading, report, sandbox, stopping, submissions
 from tools.teaching.grader.kernel import Kernel
+from tools.teaching.grader.report import one_line
 
 DEFAULT_OUT = _course.ROOT / "build" / "grades"
 
@@ -69,11 +70,6 @@ class KernelSettings(NamedTuple):
     sandboxed: bool
     max_seconds: float
     notebooks: tuple[str, ...] = ()  # the submission's notebook: the sandbox holds the llm_lab sealed for it
-
-
-def _one_line(text: str, limit: int = 200) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def grade_submission(
@@ -112,7 +108,7 @@ def grade_submission(
     except stopping.Stopped as exc:
         submission.problem = str(exc)
     except Exception as exc:  # a grader bug must cost one line, not the class's run
-        submission.problem = f"could not be graded ({type(exc).__name__}: {_one_line(str(exc))})"
+        submission.problem = f"could not be graded ({type(exc).__name__}: {one_line(str(exc))})"
     finally:
         submission.seconds = time.monotonic() - start
     return submission

@@ -31,6 +31,7 @@ from traitlets import default
 
 from llm_lab.exercises.grading import KERNEL_MODULE, kernel_cell, proxies, wire
 from tools.teaching.grader import sandbox, seal_plan, sealing, stopping
+from tools.teaching.grader.report import one_line
 from tools.teaching.grader.sandbox_limits import WALL_FACTOR
 
 # One frame the grader accepts from a kernel: the largest reply it reads, plus room for the message's
@@ -395,10 +396,5 @@ def cell_error(cell) -> str:
         if o.get("output_type") == "error":
             if o.get("ename") in ("CellTimeout", "KeyboardInterrupt"):  # the grader's interrupt: the time limit
                 return "timeout"
-            return f"{o.get('ename')}: {_one_line(o.get('evalue'))}"
+            return f"{o.get('ename')}: {one_line(o.get('evalue'))}"
     return ""
-
-
-def _one_line(text: str, limit: int = 200) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

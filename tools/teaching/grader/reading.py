@@ -28,7 +28,7 @@ import resource
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.teaching.grader import matching, source_checks, stopping, submissions
+from tools.teaching.grader import matching, report, source_checks, stopping, submissions
 from tools.teaching.grader.sandbox_limits import WALL_FACTOR
 
 READ_SECONDS = 60.0  # of CPU (in the child) to read one submission; WALL_FACTOR times that of wall time
@@ -127,7 +127,7 @@ def _child(conn, path, root, course, expected, seconds: float, memory: int) -> N
         except ValueError as exc:
             result = Prepared(str(exc))
         except Exception as exc:  # a grader bug on this file: that student's row
-            result = Prepared(f"could not be read ({type(exc).__name__}: {submissions._one_line(str(exc))})")
+            result = Prepared(f"could not be read ({type(exc).__name__}: {report.one_line(str(exc))})")
         try:
             data = pickle.dumps(result)
         except (MemoryError, RecursionError) as exc:

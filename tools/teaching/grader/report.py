@@ -105,6 +105,12 @@ def notebook_of(submission, expected) -> str:
     return nn if nn in nns else nns[0]
 
 
+def one_line(text, limit: int = 200) -> str:
+    """``text`` on one line, runs of whitespace as one space, cut to ``limit`` characters with "..."."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def visible(text, *, lines: bool = False) -> str:
     """``text`` with every control character (newlines kept when ``lines``), bidirectional override and
     isolate shown as ``<U+XXXX>``: nothing in a name or message can reorder or hide what is around it."""

@@ -37,6 +37,7 @@ import re
 from dataclasses import dataclass, field
 
 from tools.teaching.grader import source_names
+from tools.teaching.grader.report import one_line
 
 # IPython magics whose argument is Python run in the notebook's namespace (read in place when they are a statement
 # of their own), and those that run nothing there (shell, other languages, display); any other magic, or one of
@@ -299,11 +300,6 @@ def _constant_str(args) -> bool:
     return bool(args) and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str)
 
 
-def _one_line(text: str, limit: int = 60) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 @dataclass
 class Reading:
     """The parsed cells of the executed notebook, in order (``learner``: a cell the learner wrote)."""
@@ -348,7 +344,7 @@ class Reading:
         for i, cell in learner:
             if cell.unreadable and i not in ran_nothing:
                 return Finding(
-                    "error", "unreadable", UNREADABLE[lang].format(cell=_one_line(cell.source), why=cell.unreadable)
+                    "error", "unreadable", UNREADABLE[lang].format(cell=one_line(cell.source, 60), why=cell.unreadable)
                 )
         try:
             found, why = self.names.reference(key, exercise, until), self.names.not_defined(key, until, lang)
@@ -361,7 +357,7 @@ class Reading:
             return Finding(
                 "error",
                 "does_not_compile",
-                NOT_COMPILED[lang].format(cell=_one_line(broken.source), why=broken.broken, key=key),
+                NOT_COMPILED[lang].format(cell=one_line(broken.source, 60), why=broken.broken, key=key),
             )
         return Finding("missing", "not_defined", why) if why else None
 

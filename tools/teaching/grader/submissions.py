@@ -30,6 +30,8 @@ from pathlib import Path
 
 import nbformat
 
+from tools.teaching.grader.report import one_line
+
 MAX_FILE_BYTES = 200_000_000  # read from one file at most (outputs included); a larger file is refused unread
 MAX_SOURCE_BYTES = 50_000_000  # of the notebook once its outputs and attachments are dropped
 MAX_ENTRIES = 2_000  # entries of one student's folder looked at
@@ -317,7 +319,7 @@ def load(path: Path, root: Path | None = None) -> nbformat.NotebookNode:
     try:
         nb = nbformat.reads(kept, as_version=4)
     except Exception as exc:  # nbformat raises several types for malformed notebooks (RecursionError too)
-        raise ValueError(f"not a valid Jupyter notebook ({type(exc).__name__}: {_one_line(str(exc))})") from None
+        raise ValueError(f"not a valid Jupyter notebook ({type(exc).__name__}: {one_line(str(exc))})") from None
     for cell in nb.cells:
         if "source" not in cell or "cell_type" not in cell:
             raise ValueError("not a valid Jupyter notebook (a cell without source)")
@@ -337,8 +339,3 @@ def strip(data: dict) -> None:
         if isinstance(cell.get("outputs"), list):
             cell["outputs"] = []
         cell.pop("attachments", None)
-
-
-def _one_line(text: str, limit: int = 200) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
