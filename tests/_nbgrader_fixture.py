@@ -39,3 +39,12 @@ def release(root):
     (course / "source" / ASSIGNMENT / fx.NAME).write_bytes((root / "sources" / "en" / fx.NAME).read_bytes())
     nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
     return course, notebooks
+
+
+def grade_course(course, notebooks) -> subprocess.CompletedProcess:
+    """`make grade-nbgrader` on ``course``: the grader's own entry point, as the instructor runs it."""
+    env = {**os.environ, "MPLBACKEND": "Agg", "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", "")}
+    argv = [sys.executable, "-m", "tools.teaching.grader.nbgrader_course", str(course), ASSIGNMENT]
+    return subprocess.run(
+        [*argv, "--src", str(notebooks)], capture_output=True, text=True, env=env, timeout=900, cwd=fx.ROOT
+    )

@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import csv
 import os
-import subprocess
-import sys
 
 import _course_fixture as fx
 import nbformat
 import pytest
-from _nbgrader_fixture import ASSIGNMENT, VENV_BIN, release
+from _nbgrader_fixture import ASSIGNMENT, grade_course, release
 
 from tools.teaching.grader import nbgrader_course, submissions
 
@@ -109,23 +107,7 @@ def course(tmp_path_factory, sandbox_required):
         nbformat.write(nb, str(target))
     for i in range(6):
         sparse(course / "submitted" / "sam" / ASSIGNMENT / f"{i:02d}_{fx.NAME}", SPARSE_MB)
-    env = {**os.environ, "MPLBACKEND": "Agg", "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", "")}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tools.teaching.grader.nbgrader_course",
-            str(course),
-            ASSIGNMENT,
-            "--src",
-            str(notebooks),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-        cwd=fx.ROOT,
-    )
+    proc = grade_course(course, notebooks)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return course
 

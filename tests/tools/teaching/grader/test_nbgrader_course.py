@@ -10,14 +10,12 @@ from __future__ import annotations
 import csv
 import json
 import os
-import subprocess
-import sys
 
 import _course_fixture as fx
 import _hostile
 import nbformat
 import pytest
-from _nbgrader_fixture import ASSIGNMENT, VENV_BIN, nbgrader, release
+from _nbgrader_fixture import ASSIGNMENT, VENV_BIN, grade_course, nbgrader, release
 
 pytest.importorskip("nbgrader", reason="nbgrader is an instructor tool: make instructor-setup installs it")
 from nbgrader.api import Gradebook, MissingEntry  # noqa: E402
@@ -111,23 +109,7 @@ def course(tmp_path_factory):
     course, notebooks = release(root)
     host = hand_in(root, course, notebooks)
     before = host.digest()
-    env = {**os.environ, "MPLBACKEND": "Agg", "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", "")}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tools.teaching.grader.nbgrader_course",
-            str(course),
-            ASSIGNMENT,
-            "--src",
-            str(notebooks),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-        cwd=fx.ROOT,
-    )
+    proc = grade_course(course, notebooks)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     after = host.digest()
     assert [f for f, sha in before.items() if after.get(f) != sha] == []
