@@ -111,7 +111,8 @@ lint: setup ## ruff check, ruff format --check, the import contracts, and action
 # stay busy (the tests' durations add up to about twice the wall time). tests/notebooks/test_notebooks.py includes
 # `nbtool check` (stored notebooks equal to their sources).
 unit: setup instructor-setup ## the unit tests on two workers
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile tests
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not alone" tests
+	$(BIN)/python -m pytest -q -m alone tests
 
 # The explorers again under ipywidgets 7.7.1, the version Colab ships (own venv: .venv-ipyw7).
 widgets7: setup ## the explorers under ipywidgets 7.7.1, Colab's (own venv .venv-ipyw7)
