@@ -12,8 +12,6 @@ the same code either way; the sandbox itself is tested in test_cli.py and test_s
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import _course_fixture as fx
@@ -23,19 +21,8 @@ import pytest
 from tools.teaching.grader import cli, nbgrader_course, sandbox
 
 pytest.importorskip("nbgrader", reason=fx.NO_NBGRADER)
+from _nbgrader_fixture import ASSIGNMENT, VENV_BIN, nbgrader  # noqa: E402
 from nbgrader.api import Gradebook  # noqa: E402
-
-ASSIGNMENT = "ps1"
-VENV_BIN = os.path.dirname(sys.executable)  # nbgrader runs `alembic` from PATH: the venv's bin first
-
-
-def nbgrader(course, *args):
-    env = {**os.environ, "MPLBACKEND": "Agg", "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", "")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "nbgrader", *args], cwd=course, capture_output=True, text=True, env=env, timeout=900
-    )
-    assert proc.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    return proc
 
 
 def release(root: Path, timeout: int = 30) -> tuple[Path, Path]:
