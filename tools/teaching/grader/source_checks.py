@@ -11,7 +11,8 @@ in the source decides it before any kernel is asked (``None``: nothing, the chec
 - ``error`` (``unreadable``): a learner cell before the exercise's checker that runs code the grader cannot read
   (``exec``, ``globals()``, a computed import, an IPython call other than the magics it writes itself, a magic
   that runs code elsewhere, a module that is not installed, a magic whose Python does not parse): it counts
-  against the submission, so every exercise checked after it scores 0;
+  against the submission, so every exercise checked after it scores 0. A debugging look that is only printed
+  (``print(vars(layer))``, ``print(f.__code__.co_varnames)``: ``_printed``) is read, not counted;
 - ``error`` (``does_not_compile``): the exercise's own solution cell does not compile, so IPython ran none of it
   (``does_not_compile``: under every ``from __future__`` an earlier cell may have set, and the kernel reported
   the compile error too) and the exercise's name is not the learner's. Such a cell costs that exercise only: it
@@ -111,6 +112,13 @@ HIDDEN_ATTRIBUTES = {
     "user_global_ns",
     "exec",
 }
+# A debugging look that only prints (``print(vars(layer))``, ``print(f.__code__.co_varnames)``) runs nothing the
+# grader cannot read: these calls and attributes are readable when their value reaches nothing but ``print``, through
+# reads (attributes, subscripts, f-strings), the views below and the dict views
+SHOWN_CALLS = {"vars", "globals", "locals"}
+SHOWN_ATTRIBUTES = {"__code__", "__dict__", "__closure__", "__globals__"}
+VIEWS = {"len", "sorted", "list", "tuple", "set", "repr", "str", "type", "dir"}
+VIEW_METHODS = {"keys", "values", "items"}
 # What the source decides, in the submission's language (one entry per language of tools.course.LANGS).
 UNREADABLE = {
     "en": "cell `{cell}` cannot be read by the grader ({why}): every exercise checked after it scores 0",
@@ -244,11 +252,49 @@ def hidden(tree: ast.Module) -> str:
                 allowed.add(id(node.func.value.func))
             else:
                 return f"`{ast.unparse(node)[:60]}`"
+    shown = _printed(tree)
     for node in ast.walk(tree):
-        found = _hidden_node(node, allowed)
+        found = "" if id(node) in shown else _hidden_node(node, allowed)
         if found:
             return found
     return ""
+
+
+def _printed(tree: ast.Module) -> set[int]:
+    """The ids of the ``SHOWN_CALLS``/``SHOWN_ATTRIBUTES`` nodes in ``tree`` whose value only reaches a ``print``
+    statement (a ``print(...)`` call that is a statement of its own, no keyword arguments): it is printed and
+    dropped, never bound, called or assigned to. Their arguments are read as usual."""
+    shown: set[int] = set()
+    for node in ast.walk(tree):
+        call = node.value if isinstance(node, ast.Expr) else None
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print":
+            if all(isinstance(k.value, ast.Constant) for k in call.keywords):  # sep=", ", end="", flush=True
+                for arg in call.args:
+                    _mark_shown(arg, shown)
+    return shown
+
+
+def _mark_shown(node, shown: set[int]) -> None:
+    """Mark the shown nodes along the read-only paths from ``node`` (see :func:`_printed`)."""
+    if isinstance(node, ast.Call) and not node.keywords:
+        if isinstance(node.func, ast.Name) and node.func.id in SHOWN_CALLS:
+            shown.add(id(node))
+        elif isinstance(node.func, ast.Name) and node.func.id in VIEWS:
+            for arg in node.args:
+                _mark_shown(arg, shown)
+        elif isinstance(node.func, ast.Attribute) and node.func.attr in VIEW_METHODS and not node.args:
+            _mark_shown(node.func.value, shown)
+    elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+        if node.attr in SHOWN_ATTRIBUTES:
+            shown.add(id(node))
+        _mark_shown(node.value, shown)
+    elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+        _mark_shown(node.value, shown)
+    elif isinstance(node, ast.JoinedStr):
+        for value in node.values:
+            _mark_shown(value, shown)
+    elif isinstance(node, ast.FormattedValue):
+        _mark_shown(node.value, shown)
 
 
 def _hidden_node(node, allowed: set) -> str:

@@ -100,6 +100,26 @@ CASES = [
     ("invalid syntax", ["def causal_mask(n:\n    pass\n"], "error"),
     ("exec of a string", [RIGHT + "exec('from llm_lab import causal_mask')\n"], "error"),
     ("globals() written", [RIGHT + "globals()['causal_mask'] = 1\n"], "error"),
+    (
+        "honest, a debugging look that is only printed",
+        [
+            RIGHT
+            + "print(sorted(vars(torch.nn.Linear(2, 2)).keys()))\nprint(causal_mask.__code__.co_varnames, sep='')\n"
+            "print(f'{len(globals())} names')\n",
+            "def helper(self):\n    print(vars(self))\n",
+        ],
+        None,
+    ),
+    (
+        "a printed look that calls what it found",
+        [RIGHT + "import llm_lab\nprint(vars(llm_lab)['causal_mask'](3))\n"],
+        "error",
+    ),
+    ("a printed look that writes", [RIGHT + "print(vars(torch).update(x=1))\n"], "error"),
+    ("a look kept in a name", [RIGHT + "d = vars(torch)\n"], "error"),
+    ("a look displayed as the cell's value (it becomes `_`)", [RIGHT + "vars(torch)\n"], "error"),
+    ("a look printed to a file it picks", [RIGHT + "print(1, file=vars(sys)['stderr'])\n"], "error"),
+    ("a code object replaced inside print", [RIGHT + "print(causal_mask.__code__.replace(co_code=b''))\n"], "error"),
     ("a module the notebook wrote itself", ["import mymodule_written_by_the_cell\n" + RIGHT], "error"),
     ("%run of a file", ["%run helper.py\n" + RIGHT], "error"),
     ("get_ipython() used directly", ["get_ipython().run_cell('from llm_lab import causal_mask')\n" + RIGHT], "error"),
