@@ -15,7 +15,6 @@ With ``--out docs/benchmarks.md`` (what ``make bench-positions`` does) the lines
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import time
@@ -80,17 +79,14 @@ def write_section(path: Path, body: list[str]) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--steps", type=int, help="steps to time per scheme (default: the notebook's; scaled to it)")
-    ap.add_argument("--out", type=Path, help="a Markdown report to put the lines into")
-    args = ap.parse_args(argv)
-    if args.steps is not None and args.steps < 1:
-        ap.error(f"--steps must be at least 1, got {args.steps}")
-    body = lines(measure(args.steps))
-    print("\n".join(body))
-    if args.out:
-        write_section(args.out, body)
-    return 0
+    return _report.run(
+        argv,
+        __doc__.split("\n\n")[0],
+        "steps to time per scheme (default: the notebook's; scaled to it)",
+        measure,
+        lines,
+        write_section,
+    )
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ With ``--out docs/benchmarks.md`` (what ``make bench-train`` does) the lines go 
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import subprocess
@@ -104,19 +103,14 @@ def write_section(path: Path, body: list[str]) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument(
-        "--steps", type=int, help="training steps to time (default: the notebook's; the ratio scales to it)"
+    return _report.run(
+        argv,
+        __doc__.split("\n\n")[0],
+        "training steps to time (default: the notebook's; the ratio scales to it)",
+        measure,
+        lines,
+        write_section,
     )
-    ap.add_argument("--out", type=Path, help="a Markdown report to put the lines into")
-    args = ap.parse_args(argv)
-    if args.steps is not None and args.steps < 1:
-        ap.error(f"--steps must be at least 1, got {args.steps}")
-    body = lines(measure(args.steps))
-    print("\n".join(body))
-    if args.out:
-        write_section(args.out, body)
-    return 0
 
 
 if __name__ == "__main__":

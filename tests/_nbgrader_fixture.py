@@ -24,15 +24,16 @@ def nbgrader(course, *args):
     return proc
 
 
-def release(root):
-    """The fixture course's 01_demo as nbgrader's source of ``ASSIGNMENT``, released by generate_assignment."""
+def release(root, timeout: int = 120):
+    """The fixture course's 01_demo as nbgrader's source of ``ASSIGNMENT``, released by generate_assignment;
+    plain ``nbgrader autograde`` stops a cell after ``timeout`` s. Returns (the course folder, the notebooks)."""
     notebooks = fx.build_course(root / "instructor")
     course = root / "course"
     (course / "source" / ASSIGNMENT).mkdir(parents=True)
     (course / "nbgrader_config.py").write_text(
         "c = get_config()  # noqa: F821\n"
         'c.CourseDirectory.course_id = "llm-lab-test"\n'
-        "c.Execute.timeout = 120\n" + fx.student.config_file_text("en").split("\n", 2)[2],
+        f"c.Execute.timeout = {timeout}\n" + fx.student.config_file_text("en").split("\n", 2)[2],
         encoding="utf-8",
     )
     fx.student.write_sources(notebooks, root / "sources", only="01")
