@@ -4,7 +4,8 @@ plain ``nbgrader autograde``, whose hidden tests run in the learner's kernel).
 
 The class hands in the fixture course's 01_demo (two autograded exercises, tests/_course_fixture.py), each
 student with one mistake: a typo that does not compile, a crash, an endless loop, a huge print, cells run twice
-or copied, a notebook half finished. The grader's paths run in the bubblewrap sandbox where it can run, and
+or copied, a notebook half finished; and one with a debugging look that prints ``vars(...)`` and ``f.__code__``
+(it costs nothing). The grader's paths run in the bubblewrap sandbox where it can run, and
 without it elsewhere (``--no-sandbox``: these students are honest, and what is tested is what a mistake costs,
 the same code either way; the sandbox itself is tested in test_cli.py and test_sandbox.py).
 """
@@ -21,27 +22,8 @@ import pytest
 from tools.teaching.grader import cli, nbgrader_course, sandbox
 
 pytest.importorskip("nbgrader", reason=fx.NO_NBGRADER)
-from _nbgrader_fixture import ASSIGNMENT, VENV_BIN, nbgrader  # noqa: E402
+from _nbgrader_fixture import ASSIGNMENT, VENV_BIN, nbgrader, release  # noqa: E402
 from nbgrader.api import Gradebook  # noqa: E402
-
-
-def release(root: Path, timeout: int = 30) -> tuple[Path, Path]:
-    """The fixture course's 01_demo released as nbgrader's ``ASSIGNMENT`` (as test_nbgrader_course.py releases it),
-    cells stopped after ``timeout`` s under plain autograde."""
-    notebooks = fx.build_course(root / "instructor")
-    course = root / "course"
-    (course / "source" / ASSIGNMENT).mkdir(parents=True)
-    (course / "nbgrader_config.py").write_text(
-        "c = get_config()  # noqa: F821\n"
-        'c.CourseDirectory.course_id = "llm-lab-test"\n'
-        f"c.Execute.timeout = {timeout}\n" + fx.student.config_file_text("en").split("\n", 2)[2],
-        encoding="utf-8",
-    )
-    fx.student.write_sources(notebooks, root / "sources", only="01")
-    (course / "source" / ASSIGNMENT / fx.NAME).write_bytes((root / "sources" / "en" / fx.NAME).read_bytes())
-    nbgrader(course, "generate_assignment", ASSIGNMENT, "--force")
-    return course, notebooks
-
 
 BOTH = ("causal_mask", "mask_and_renormalize")
 MASK, RENORM = ("causal_mask",), ("mask_and_renormalize",)
@@ -100,6 +82,14 @@ CARELESS = {
             n,
             causal_mask="print('x' * 3_000_000)\n\n\n"
             + RIGHT_MASK.replace("    return", "    print('y' * 100_000)\n    return"),
+        ),
+        BOTH,
+    ),
+    "debug_look": (
+        lambda n: fx.filled(
+            n,
+            causal_mask=RIGHT_MASK + "\n\nprint(sorted(vars(torch.nn.Linear(2, 2)).keys()))\n"
+            "print(causal_mask.__code__.co_varnames, f'{len(globals())} names')\n",
         ),
         BOTH,
     ),
@@ -173,7 +163,7 @@ def test_make_grade(notebooks, tmp_path):
 
 
 def test_make_grade_nbgrader(tmp_path, alembic_on_path):
-    course, notebooks = release(tmp_path)
+    course, notebooks = release(tmp_path, timeout=30)
     hand_in(course / "submitted", notebooks, nbgrader_layout=True)
     nbgrader_course.run(
         course, ASSIGNMENT, sandboxed=_sandboxed(), echo=lambda *a: None, src=notebooks, cell_timeout=10
@@ -184,7 +174,7 @@ def test_make_grade_nbgrader(tmp_path, alembic_on_path):
 def test_plain_nbgrader_autograde(tmp_path, alembic_on_path):
     """The hidden tests in the learner's own kernel (nbgrader's Execute: errors allowed, a cell stopped at its
     timeout): the same marks kept."""
-    course, notebooks = release(tmp_path)
+    course, notebooks = release(tmp_path, timeout=30)
     hand_in(course / "submitted", notebooks, nbgrader_layout=True)
     nbgrader(course, "autograde", ASSIGNMENT, "--force")
     assert gradebook_scores(course) == want(notebooks)
