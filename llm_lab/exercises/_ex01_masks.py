@@ -139,6 +139,8 @@ RECORDS = [
             ("torch.nn.attention.bias", "causal_upper_left", "uses_torch_mask"),
             ("torch.nn.attention.bias", "causal_lower_right", "uses_torch_mask"),
             ("torch.nn.attention.bias", "CausalBias._materialize", "uses_torch_mask"),
+            ("torch.nn.attention.bias", "CausalBias._upper_left", "uses_torch_mask"),
+            ("torch.nn.attention.bias", "CausalBias._lower_right", "uses_torch_mask"),
         ),
     ),
     Exercise(

@@ -47,6 +47,12 @@ def mask_by_bias(n):
     return ~causal_upper_left(n, n)._materialize()
 
 
+def mask_by_bias_method(n):  # the private method behind _materialize, on a CausalBias built by hand
+    from torch.nn.attention.bias import CausalBias, CausalVariant
+
+    return ~CausalBias(CausalVariant.UPPER_LEFT, n, n)._upper_left("cpu")
+
+
 def renorm_columns(w):
     masked = w * torch.tril(torch.ones(w.shape[-1], w.shape[-1]))
     return masked / masked.sum(dim=-2, keepdim=True)
@@ -90,6 +96,7 @@ PLANTED = [
     ("causal_mask", mask_float, "mask_not_bool"),
     ("causal_mask", mask_by_torch, "uses_torch_mask"),
     ("causal_mask", mask_by_bias, "uses_torch_mask"),
+    ("causal_mask", mask_by_bias_method, "uses_torch_mask"),
     ("renormalize", renorm_columns, "column_sums"),
     ("renormalize", renorm_none, "not_renormalized"),
     ("renormalize", renorm_dim1, "batch_dims"),

@@ -4,6 +4,9 @@ planted mistakes, and the notebook's loop with switches.
 The generic checks (solutions pass, stubs are "not implemented", planted mistakes named, never raises) run over
 these tables in tests/exercises/test_exercises.py (the tables: tests/exercises/_exercise_tables.py)."""
 
+import functools
+import operator
+
 import torch
 
 EOT = 50256
@@ -74,6 +77,24 @@ def loss_by_distribution(logits, targets):
     from torch.distributions import Categorical
 
     return -Categorical(logits=logits).log_prob(targets).mean()
+
+
+def _picked_log_probs(log_probs, targets):
+    return -log_probs.gather(-1, targets.unsqueeze(-1)).mean()
+
+
+# torch's log-softmax reached where no name or bound method is called from Python: the observer sees the op itself
+LOSS_BY_HIDDEN_ROUTES = {
+    "private": lambda logits, targets: _picked_log_probs(torch._log_softmax(logits, -1, False), targets),
+    "partial": lambda logits, targets: _picked_log_probs(
+        functools.partial(torch.Tensor.log_softmax, dim=-1)(logits), targets
+    ),
+    "map": lambda logits, targets: _picked_log_probs(next(map(torch.log_softmax, [logits], [-1])), targets),
+    "methodcaller": lambda logits, targets: _picked_log_probs(
+        operator.methodcaller("log_softmax", -1)(logits), targets
+    ),
+    "aten": lambda logits, targets: _picked_log_probs(torch.ops.aten._log_softmax(logits, -1, False), targets),
+}
 
 
 def docs_factory(
@@ -193,6 +214,7 @@ PLANTED = [
     ("next_token_loss", loss_by_library, "uses_cross_entropy"),
     ("next_token_loss", loss_by_tensor_method, "uses_cross_entropy"),  # x.log_softmax(): a bound method
     ("next_token_loss", loss_by_distribution, "uses_cross_entropy"),  # Categorical(logits).log_prob
+    *(("next_token_loss", f, "uses_cross_entropy") for f in LOSS_BY_HIDDEN_ROUTES.values()),
 ]
 CORRECT_BUT_DIFFERENT = [
     ("next_token_loss", loss_logsumexp),

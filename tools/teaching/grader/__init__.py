@@ -4,7 +4,7 @@ One submission's round trip; each box is a process, the arrows are what crosses 
 
     instructor ── SUBMISSIONS folder (or nbgrader's submitted/) ──▶ grader: this package, the instructor's process
       │  submissions: finds and reads each file safely        matching: its course notebook, the notebook to run
-      │  source_checks, source_names: reads every cell's source (parsed, never run)
+      │  source_checks, source_names, source_tampering, source_looks: reads every cell's source (never run)
       │
       │  cells: the notebook up to each checker cell, a capture cell in its place, then one cell per request
       ▼
@@ -22,7 +22,8 @@ The parts: ``cli`` (the command: grade a folder, in parallel), ``submissions`` (
 trusting it; the ``Submission`` record), ``reading`` (every step that reads a submission, in a bounded process of
 its own), ``matching`` (which course notebook, and the ``ExecutionPlan``),
 ``kernel`` (one submission's kernel and the round trip to it), ``judging`` (each exercise's ``Verdict``),
-``source_checks`` and ``source_names`` (what the source decides before any kernel is asked), ``report`` (what is
+``source_checks``, ``source_names``, ``source_tampering`` and ``source_looks`` (what the source decides before
+any kernel is asked), ``report`` (what is
 written, escaped), ``sandbox`` and ``sandbox_limits`` (where the kernel runs), ``nbgrader_course`` (the same
 grading for an nbgrader course, into its gradebook).
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -53,13 +54,26 @@ MAX_STUDENT_BYTES = 250_000_000  # copied from one student's submitted/<student>
 MAX_CLASS_BYTES = 4_000_000_000  # copied from the whole class at most
 
 
-def collect(course: Path, assignment: str, into: Path) -> tuple[dict[str, str], list[submissions.Submission]]:
+# a student id the gradebook and its exports hold as it is: JupyterHub's usernames, never a line break, a control
+# character or a spreadsheet formula (=, +, -, @ first) in nbgrader's CSV export
+STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")
+NOT_AN_ID = (
+    "the folder name is not a student id the gradebook can hold (1-100 letters, digits and . _ @ + -, starting with "
+    "a letter or digit): not graded, not recorded"
+)
+
+
+def collect(
+    course: Path, assignment: str, into: Path, notebooks: set[str] | None = None
+) -> tuple[dict[str, str], list[submissions.Submission]]:
     """Lay ``submitted/<student>/<assignment>/`` out as the grader's SUBMISSIONS (one folder per student),
     copying only regular files read safely (``submissions.copy``: no link followed, no pipe or device opened,
     in chunks); returns ({student: timestamp}, a problem Result for everything else). What is copied is bounded
     by apparent size, counted while copying (a sparse file counts what reading it gives, never the blocks it
     holds): at most MAX_FILE_BYTES per file, MAX_STUDENT_BYTES per student and MAX_CLASS_BYTES in all; a file
-    past a bound is not copied (nothing of it stays) and is its student's row, with the bound it passed."""
+    past a bound is not copied (nothing of it stays) and is its student's row, with the bound it passed. Only the
+    assignment's ``notebooks`` (file names; all ``.ipynb`` files if None) are copied; a folder whose name is not a
+    ``STUDENT_ID`` is a row of its own, never in the gradebook."""
     submitted = course / "submitted"
     stamps: dict[str, str] = {}
     refused: list[submissions.Submission] = []
@@ -72,13 +86,14 @@ def collect(course: Path, assignment: str, into: Path) -> tuple[dict[str, str], 
         if problem is None:
             continue  # nothing handed in for this assignment
         stamps[student] = ""
+        problem = problem or ("" if STUDENT_ID.fullmatch(student) else NOT_AN_ID)
         if problem:
             refused.append(submissions.Submission(student, folder, problem=problem))
             continue
         before, student_left = len(refused), MAX_STUDENT_BYTES
         (into / student).mkdir(parents=True)  # left empty: "no .ipynb notebook in the folder"
         for name in sorted(os.listdir(folder)):
-            if not name.endswith(".ipynb"):
+            if not name.endswith(".ipynb") or notebooks is not None and name not in notebooks:
                 continue
             limit = min(submissions.MAX_FILE_BYTES, student_left, class_left)
             try:
@@ -272,7 +287,9 @@ def run(
     with tempfile.TemporaryDirectory(prefix="llm-lab-nbgrader-") as tmp:
         subs = Path(tmp) / "submissions"
         subs.mkdir()
-        stamps, refused = collect(course, assignment, subs)
+        stamps, refused = collect(
+            course, assignment, subs, {p.name for p in (course / "release" / assignment).glob("*.ipynb")}
+        )
         if not stamps:
             raise FileNotFoundError(f"no submissions in {course / 'submitted'}/*/{assignment}")
         results = cli.grade(

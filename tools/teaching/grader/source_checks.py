@@ -5,14 +5,15 @@ the learner added) is read the way IPython reads it: through IPython's own ``Tra
 ``?``), then parsed. :class:`Reading` holds the parsed cells; ``Reading.verdict`` says, for one exercise, what
 in the source decides it before any kernel is asked (``None``: nothing, the checkers' verdict stands):
 
-- ``tampered``: code that changes the checkers or the watch on them (``source_names.tampering``: a ``check_*``
+- ``tampered``: code that changes the checkers or the watch on them (``source_tampering.tampering``: a ``check_*``
   redefined, llm_lab's attributes set, its grading machinery, ``sys.modules``, IPython's input hooks,
   ``sys.setprofile``/``settrace`` and the threading hooks, threads and forks);
 - ``error`` (``unreadable``): a learner cell before the exercise's checker that runs code the grader cannot read
   (``exec``, ``globals()``, a computed import, an IPython call other than the magics it writes itself, a magic
   that runs code elsewhere, a module that is not installed, a magic whose Python does not parse): it counts
-  against the submission, so every exercise checked after it scores 0. A debugging look that is only printed
-  (``print(vars(layer))``, ``print(f.__code__.co_varnames)``: ``_printed``) is read, not counted;
+  against the submission, so every exercise checked after it scores 0. A debugging look that is only printed or
+  displayed (``print(vars(layer))``, ``f.__code__.co_varnames`` as a cell's last line: ``source_looks``) is read, not
+  counted;
 - ``error`` (``does_not_compile``): the exercise's own solution cell does not compile, so IPython ran none of it
   (``does_not_compile``: under every ``from __future__`` an earlier cell may have set, and the kernel reported
   the compile error too) and the exercise's name is not the learner's. Such a cell costs that exercise only: it
@@ -37,7 +38,7 @@ import importlib.util
 import re
 from dataclasses import dataclass, field
 
-from tools.teaching.grader import source_names
+from tools.teaching.grader import source_looks, source_names, source_tampering
 from tools.teaching.grader.report import one_line
 
 # IPython magics whose argument is Python run in the notebook's namespace (read in place when they are a statement
@@ -112,13 +113,6 @@ HIDDEN_ATTRIBUTES = {
     "user_global_ns",
     "exec",
 }
-# A debugging look that only prints (``print(vars(layer))``, ``print(f.__code__.co_varnames)``) runs nothing the
-# grader cannot read: these calls and attributes are readable when their value reaches nothing but ``print``, through
-# reads (attributes, subscripts, f-strings), the views below and the dict views
-SHOWN_CALLS = {"vars", "globals", "locals"}
-SHOWN_ATTRIBUTES = {"__code__", "__dict__", "__closure__", "__globals__"}
-VIEWS = {"len", "sorted", "list", "tuple", "set", "repr", "str", "type", "dir"}
-VIEW_METHODS = {"keys", "values", "items"}
 # What the source decides, in the submission's language (one entry per language of tools.course.LANGS).
 UNREADABLE = {
     "en": "cell `{cell}` cannot be read by the grader ({why}): every exercise checked after it scores 0",
@@ -241,8 +235,10 @@ def _inert(method: str, name: str, argument: str) -> bool:
     return name in INERT_LINE_MAGICS or name in INERT_WHEN and bool(INERT_WHEN[name].fullmatch(argument))
 
 
-def hidden(tree: ast.Module) -> str:
-    """The first thing in ``tree`` that runs code the grader cannot read ("" if none)."""
+def hidden(tree: ast.Module, displayed: bool = False) -> str:
+    """The first thing in ``tree`` that runs code the grader cannot read ("" if none). ``displayed``: a look whose
+    value a statement of its own only displays is read too (when no learner cell reads IPython's output history,
+    where a displayed value stays: ``source_looks.reads_history``)."""
     allowed = set()
     for node in ast.walk(tree):
         if _ipython_call(node):
@@ -252,49 +248,12 @@ def hidden(tree: ast.Module) -> str:
                 allowed.add(id(node.func.value.func))
             else:
                 return f"`{ast.unparse(node)[:60]}`"
-    shown = _printed(tree)
+    shown = source_looks.shown(tree, displayed)
     for node in ast.walk(tree):
         found = "" if id(node) in shown else _hidden_node(node, allowed)
         if found:
             return found
     return ""
-
-
-def _printed(tree: ast.Module) -> set[int]:
-    """The ids of the ``SHOWN_CALLS``/``SHOWN_ATTRIBUTES`` nodes in ``tree`` whose value only reaches a ``print``
-    statement (a ``print(...)`` call that is a statement of its own, no keyword arguments): it is printed and
-    dropped, never bound, called or assigned to. Their arguments are read as usual."""
-    shown: set[int] = set()
-    for node in ast.walk(tree):
-        call = node.value if isinstance(node, ast.Expr) else None
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print":
-            if all(isinstance(k.value, ast.Constant) for k in call.keywords):  # sep=", ", end="", flush=True
-                for arg in call.args:
-                    _mark_shown(arg, shown)
-    return shown
-
-
-def _mark_shown(node, shown: set[int]) -> None:
-    """Mark the shown nodes along the read-only paths from ``node`` (see :func:`_printed`)."""
-    if isinstance(node, ast.Call) and not node.keywords:
-        if isinstance(node.func, ast.Name) and node.func.id in SHOWN_CALLS:
-            shown.add(id(node))
-        elif isinstance(node.func, ast.Name) and node.func.id in VIEWS:
-            for arg in node.args:
-                _mark_shown(arg, shown)
-        elif isinstance(node.func, ast.Attribute) and node.func.attr in VIEW_METHODS and not node.args:
-            _mark_shown(node.func.value, shown)
-    elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
-        if node.attr in SHOWN_ATTRIBUTES:
-            shown.add(id(node))
-        _mark_shown(node.value, shown)
-    elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
-        _mark_shown(node.value, shown)
-    elif isinstance(node, ast.JoinedStr):
-        for value in node.values:
-            _mark_shown(value, shown)
-    elif isinstance(node, ast.FormattedValue):
-        _mark_shown(node.value, shown)
 
 
 def _hidden_node(node, allowed: set) -> str:
@@ -355,24 +314,28 @@ class Reading:
 
     def __post_init__(self):
         for cell in self.cells:
-            try:
-                cell.tree = parse(cell.source)
-            except (SyntaxError, ValueError) as exc:  # ValueError: a NUL byte
-                line = f", line {exc.lineno}" if getattr(exc, "lineno", None) else ""
-                cell.unreadable = f"{type(exc).__name__}: {getattr(exc, 'msg', exc)}{line}"
-                if cell.learner:  # a magic's Python that does not parse is unreadable, the cell may run
-                    cell.broken = does_not_compile(cell.source)
-                continue
-            except Exception as exc:  # IPython's transformer on input it does not expect
-                cell.unreadable = f"{type(exc).__name__} in IPython's transformer"
-                continue
-            if cell.learner:
+            self._parse(cell)
+        history = any(c.learner and c.tree is not None and source_looks.reads_history(c.tree) for c in self.cells)
+        for cell in self.cells:
+            if cell.learner and cell.tree is not None:
                 try:
-                    cell.unreadable = hidden(cell.tree)
-                    cell.tampering = source_names.tampering([cell.tree])
+                    cell.unreadable = hidden(cell.tree, displayed=not history)
+                    cell.tampering = source_tampering.tampering([cell.tree])
                 except RecursionError:  # an expression nested past what the reading follows
                     cell.unreadable = "nested too deeply to read"
         self.names = source_names.Names([(c.tree, c.learner) for c in self.cells])
+
+    @staticmethod
+    def _parse(cell: Cell) -> None:
+        try:
+            cell.tree = parse(cell.source)
+        except (SyntaxError, ValueError) as exc:  # ValueError: a NUL byte
+            line = f", line {exc.lineno}" if getattr(exc, "lineno", None) else ""
+            cell.unreadable = f"{type(exc).__name__}: {getattr(exc, 'msg', exc)}{line}"
+            if cell.learner:  # a magic's Python that does not parse is unreadable, the cell may run
+                cell.broken = does_not_compile(cell.source)
+        except Exception as exc:  # IPython's transformer on input it does not expect
+            cell.unreadable = f"{type(exc).__name__} in IPython's transformer"
 
     def verdict(
         self, key: str, exercise: str, until: int, lang: str = "en", errors: dict | None = None, own=()

@@ -1,5 +1,6 @@
 """Stopping the grader cleanly when it is told to (SIGTERM from a scheduler's timeout, ``kill``, a CI job
-cancelled; Ctrl-C): its temporary folders removed and every process it started for a submission ended.
+cancelled; SIGHUP when its terminal or SSH session closes; Ctrl-C): its temporary folders removed and every
+process it started for a submission ended.
 
 SIGTERM's default action ends the process at once: no ``finally``, no ``TemporaryDirectory`` cleanup, no
 ``atexit``, so every temporary folder of the run stayed behind. ``on_sigterm`` (called by the entry points,
@@ -62,11 +63,19 @@ def stop() -> None:
 
 
 def _terminated(signum, frame) -> None:
-    signal.signal(signum, signal.SIG_DFL)  # a second SIGTERM ends the grader at once, as before
+    signal.signal(signum, signal.SIG_DFL)  # a second signal ends the grader at once, as before
     raise SystemExit(128 + signum)
 
 
+# what ends the grader from outside: a kill or a scheduler's timeout (SIGTERM), the terminal or SSH session it
+# ran in closed (SIGHUP); Ctrl-C (SIGINT) is Python's KeyboardInterrupt, which unwinds the same way already
+ENDING = (signal.SIGTERM, signal.SIGHUP)
+
+
 def on_sigterm() -> None:
-    """SIGTERM becomes SystemExit in the main thread (the entry points call it there, before anything starts)."""
+    """SIGTERM and SIGHUP become SystemExit in the main thread (the entry points call it there, before anything
+    starts), unless SIGHUP is ignored (``nohup``: the grader then goes on after the terminal closes)."""
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _terminated)
+        for signum in ENDING:
+            if signal.getsignal(signum) is not signal.SIG_IGN:
+                signal.signal(signum, _terminated)

@@ -1,5 +1,6 @@
-"""make grade stopped by SIGTERM (a scheduler's timeout, ``kill``, a CI job cancelled): the grader ends as after
-an error, so its temporary folders are removed and the sandboxes it started are stopped."""
+"""make grade stopped by SIGTERM (a scheduler's timeout, ``kill``, a CI job cancelled) or SIGHUP (its terminal or
+SSH session closed): the grader ends as after an error, so its temporary folders are removed and the sandboxes it
+started are stopped; under ``nohup`` (SIGHUP ignored) it goes on."""
 
 from __future__ import annotations
 
@@ -56,7 +57,8 @@ def cmdline(pid: int) -> str:
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process tree from /proc")
 @pytest.mark.alone
-def test_sigterm_removes_the_temporary_folders_and_stops_the_kernels(tmp_path, sandbox_required):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_removes_the_temporary_folders_and_stops_the_kernels(tmp_path, sandbox_required, signum):
     subs, tmp = tmp_path / "submissions", tmp_path / "tmp"
     subs.mkdir()
     tmp.mkdir()
@@ -86,7 +88,7 @@ def test_sigterm_removes_the_temporary_folders_and_stops_the_kernels(tmp_path, s
             raise AssertionError(f"the submission's kernel did not start (grader ended: {ended}): {said}")
         time.sleep(2)
         started = descendants(proc.pid)
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signum)
         out, _ = proc.communicate(timeout=ENDED)
         end = time.monotonic() + 15  # a process killed may take a moment to be gone
         while time.monotonic() < end and [p for p in started if alive(p)]:
@@ -95,8 +97,20 @@ def test_sigterm_removes_the_temporary_folders_and_stops_the_kernels(tmp_path, s
         assert sorted(os.listdir(tmp)) == [], said  # TemporaryDirectory's cleanup ran
         left = {p: cmdline(p) for p in started if alive(p)}
         assert left == {}, left
-        assert proc.returncode == 128 + signal.SIGTERM, said  # ended as SystemExit, not by the signal
+        assert proc.returncode == 128 + signum, said  # ended as SystemExit, not by the signal
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def test_nohup_keeps_sighup_ignored():
+    """Under ``nohup`` SIGHUP is ignored before the grader starts: the grader keeps it so, and goes on."""
+    code = (
+        "import signal\nfrom tools.teaching.grader import stopping\n"
+        "signal.signal(signal.SIGHUP, signal.SIG_IGN)\nstopping.on_sigterm()\n"
+        "print(signal.getsignal(signal.SIGHUP) is signal.SIG_IGN,\n"
+        "      signal.getsignal(signal.SIGTERM) is stopping._terminated)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["True", "True"], out.stderr

@@ -16,6 +16,7 @@ from _nbgrader_fixture import ASSIGNMENT, grade_course, release
 from tools.teaching.grader import nbgrader_course, submissions
 
 SPARSE_MB = 49
+EVIL_ID = "s_evil\n=cmd|' -C calc'!A0\u202e"  # a line break, a spreadsheet formula, a right-to-left override
 
 
 def sparse(path, megabytes: int) -> None:
@@ -105,8 +106,12 @@ def course(tmp_path_factory, sandbox_required):
         target = course / "submitted" / student / ASSIGNMENT / fx.NAME
         target.parent.mkdir(parents=True)
         nbformat.write(nb, str(target))
-    for i in range(6):
+    sparse(course / "submitted" / "sam" / ASSIGNMENT / fx.NAME, 300)  # the released notebook's name, 300 MB read
+    for i in range(5):  # notebooks the assignment did not release: never collected
         sparse(course / "submitted" / "sam" / ASSIGNMENT / f"{i:02d}_{fx.NAME}", SPARSE_MB)
+    bad = course / "submitted" / EVIL_ID / ASSIGNMENT / fx.NAME  # a folder name no gradebook should hold
+    bad.parent.mkdir(parents=True)
+    nbformat.write(twice(notebooks, ANSWER, DECOY), str(bad))
     proc = grade_course(course, notebooks)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return course
@@ -130,7 +135,33 @@ def test_the_review_copy_shows_the_cells_that_were_graded(course, student, first
     assert rows[student]["causal_mask"] == "1", rows[student]
 
 
-def test_sparse_copies_past_the_students_bound_are_its_rows_not_the_classs_run(course):
+def test_a_sparse_copy_past_the_file_bound_is_its_row_not_the_classs_run(course):
     report = (course / "llm-lab-grades" / ASSIGNMENT / "report.md").read_text(encoding="utf-8")
     lines = [ln for ln in report.splitlines() if "**sam**" in ln]
-    assert lines and any("student's notebooks for the assignment are more than" in ln for ln in lines), lines
+    assert len(lines) == 1 and "more than 200 MB" in lines[0], lines  # the 5 unreleased notebooks: no rows
+
+
+def test_a_folder_name_that_is_no_student_id_is_a_row_never_in_the_gradebook(course):
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "llm-lab-test") as gb:
+        students = {s.id for s in gb.students}
+    assert {"dora", "vic"} <= students and EVIL_ID not in students, students
+    report = (course / "llm-lab-grades" / ASSIGNMENT / "report.md").read_text(encoding="utf-8")
+    assert report.count("not a student id the gradebook can hold") == 1
+    assert not (course / "autograded" / EVIL_ID).exists()
+
+
+def test_only_the_released_notebooks_are_collected(tmp_path):
+    course, into = tmp_path / "course", tmp_path / "into"
+    into.mkdir()
+    folder = course / "submitted" / "zed" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    for name in ("01_demo.ipynb", *(f"z{i:04d}.ipynb" for i in range(3000))):
+        (folder / name).write_text('{"cells": []}', encoding="utf-8")
+    stamps, refused = nbgrader_course.collect(course, ASSIGNMENT, into, {"01_demo.ipynb"})
+    assert set(stamps) == {"zed"} and refused == []
+    assert [p.name for p in (into / "zed").iterdir()] == ["01_demo.ipynb"]
+    (tmp_path / "all").mkdir()
+    nbgrader_course.collect(course, ASSIGNMENT, tmp_path / "all")  # the control: without the release's names
+    assert len(list((tmp_path / "all" / "zed").iterdir())) == 3001

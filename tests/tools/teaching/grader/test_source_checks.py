@@ -1,4 +1,5 @@
-"""The grader's reading of a submission's source (tools/teaching/grader/source_checks.py, source_names.py): every cell,
+"""The grader's reading of a submission's source (tools/teaching/grader/source_checks.py, source_names.py,
+source_tampering.py): every cell,
 added ones too, read after IPython's own transformation; an exercise scores only when the learner's own
 ``def``/``class`` defines it and nothing rebinds it; llm_lab's answer is found through every import route; code
 the grader cannot read counts against the submission. Parsed, never run: no kernel here, so these run in
@@ -9,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tools import course
-from tools.teaching.grader import matching, source_checks, source_names
+from tools.teaching.grader import matching, source_checks, source_names, source_tampering
 
 # notebook 01's course cell binds both exercises' names before the exercises, as the fixture's does
 COURSE = (
@@ -111,13 +112,36 @@ CASES = [
         None,
     ),
     (
+        "honest, debugging looks displayed as a cell's value",
+        [
+            RIGHT + "causal_mask.__code__.co_varnames\n",
+            "sorted(k for k in globals() if not k.startswith('_'))\n",
+            "vars(torch.nn.Linear(2, 2)).keys()\n",
+        ],
+        None,
+    ),
+    (
+        "a displayed look read back from IPython's output history",
+        [RIGHT + "vars(torch)\n", "f = _['softmax']\n"],
+        "error",
+    ),
+    ("a displayed look that calls what it iterates", [RIGHT + "[f(0) for f in vars(torch).values()]\n"], "error"),
+    (
+        "torch.ops through an alias",
+        ["import torch as T\n\n\n" + RIGHT.replace("torch.ones", "T.ops.aten.ones")],
+        "tampered",
+    ),
+    ("torch.ops through getattr", [RIGHT + "x = getattr(torch, 'ops')\n"], "tampered"),
+    ("torch.distributions through an alias", ["import torch as th\n\n\nd = th.distributions\n" + RIGHT], "tampered"),
+    ("torch.compile through an alias", ["import torch as th\n\n\ng = th.compile(len)\n" + RIGHT], "tampered"),
+    ("honest, re.compile", ["import re\n\n\nPATTERN = re.compile('x')\n" + RIGHT], None),
+    (
         "a printed look that calls what it found",
         [RIGHT + "import llm_lab\nprint(vars(llm_lab)['causal_mask'](3))\n"],
         "error",
     ),
     ("a printed look that writes", [RIGHT + "print(vars(torch).update(x=1))\n"], "error"),
     ("a look kept in a name", [RIGHT + "d = vars(torch)\n"], "error"),
-    ("a look displayed as the cell's value (it becomes `_`)", [RIGHT + "vars(torch)\n"], "error"),
     ("a look printed to a file it picks", [RIGHT + "print(1, file=vars(sys)['stderr'])\n"], "error"),
     ("a code object replaced inside print", [RIGHT + "print(causal_mask.__code__.replace(co_code=b''))\n"], "error"),
     ("a module the notebook wrote itself", ["import mymodule_written_by_the_cell\n" + RIGHT], "error"),
@@ -347,7 +371,7 @@ def test_every_course_notebook_with_its_own_solutions_reads_clean():
 def test_the_machinery_names_come_from_the_package(cell, tampered):
     """Every private module of llm_lab.exercises and the grading package are reached names, found by walking the
     package (a module added later counts at once); a name every nn.Module has (``_modules``) is not."""
-    assert "llm_lab.exercises._harness" in source_names.MACHINERY_MODULES
-    assert "llm_lab.exercises.grading.answering" in source_names.MACHINERY_MODULES
+    assert "llm_lab.exercises._harness" in source_tampering.MACHINERY_MODULES
+    assert "llm_lab.exercises.grading.answering" in source_tampering.MACHINERY_MODULES
     found = verdict([cell + RIGHT])
     assert (found is not None and found.status == "tampered") == tampered, found
