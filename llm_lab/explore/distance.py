@@ -10,6 +10,8 @@ Shape names: B batch, T tokens, L layers, nh heads, V vocabulary size.
 - :func:`grid` moves the repeat as well (``sweep_batch(..., end=...)``): the copy loss and the ideal copier's for
   every distance and every place the repeat ends, so that distance and place are varied one at a time;
   :func:`grid_claims` reads it.
+- :func:`window_losses` scores any rows on the predictions the grid scores for a repeat ending at each ``end``;
+  :func:`length_claims` compares a repeat longer than any training run with the grid's 8-token repeats there.
 - :func:`ideal_copier_losses` is the ideal copier's loss per prediction (``circuit.ideal_copier_loss`` is its mean).
 - :func:`training_point` is one point of the training curve: the probe, the loss split by distance
   (:func:`loss_by_distance`), the in-context-learning score (:func:`icl_score`) and layer 0's previous-token weight;
@@ -24,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import _checks
+from .copy_data import copyable
 from .induction import measure
 
 __all__ = [
@@ -35,6 +38,8 @@ __all__ = [
     "grid_claims",
     "GRID_DISTANCES",
     "GRID_ENDS",
+    "window_losses",
+    "length_claims",
     "ideal_copier_losses",
     "loss_by_distance",
     "icl_score",
@@ -42,6 +47,8 @@ __all__ = [
     "training_claims",
     "trade_claims",
     "SWEEP_LENGTH",
+    "LENGTH_ENDS",
+    "LENGTH_DISTANCE",
 ]
 
 SWEEP_LENGTH = 8
@@ -229,6 +236,57 @@ def grid_claims(result: dict) -> dict:
         "16 back: the excess over the ideal copier larger ending at 63 than at 27": excess(16, 63) > excess(16, 27),
         "the repeat ending at 59: the excess over the ideal copier larger at 48 back than at 8": excess(48, 59)
         > excess(8, 59),
+    }
+
+
+@torch.no_grad()
+def window_losses(model, ids: torch.Tensor, ends, length: int = SWEEP_LENGTH) -> list[float]:
+    """``model``'s mean loss on the copyable predictions (``copy_data.copyable``) of ``ids`` ``(B, T)`` at
+    ``i = end - length + 1 .. end - 1``, one float per ``end``: the predictions :func:`grid` scores for a repeat
+    ending at ``end``, read on other rows (notebook 08: the first probe, whose repeat runs 32 tokens)."""
+    ids = _ids2d(ids)
+    t = ids.shape[1]
+    ends = [_checks.int_range("end", e, length, t - 1) for e in ends]
+    if not ends:
+        raise ValueError("ends must name at least one place")
+    was_training = model.training
+    model.eval()
+    try:
+        logits = model(ids)
+    finally:
+        model.train(was_training)
+    loss = F.cross_entropy(logits[:, :-1].transpose(1, 2).double(), ids[:, 1:], reduction="none")  # (B, T - 1)
+    can = copyable(ids)
+    out = []
+    for e in ends:
+        rows = slice(e - length + 1, e)
+        scored = can[:, rows]
+        if not scored.any():
+            raise ValueError(f"ids have no copyable prediction in {e - length + 1} .. {e - 1}")
+        out.append(float(loss[:, rows][scored].mean()))
+    return out
+
+
+LENGTH_ENDS, LENGTH_DISTANCE = (51, 59, 63), 32
+"""Where :func:`length_claims` compares: the first probe's repeat (positions 32 to 63, copied from 32 back) against
+the grid's 8-token repeats from 32 back ending at 51, 59 and 63: predictions 12 to 30 tokens into the probe's
+repeat, past the 16 of any training run from 17 on."""
+
+
+def length_claims(long_run: list, result: dict, margin: float = 0.2) -> dict:
+    """Whether a repeat longer than any training run costs no more than the grid's 8-token repeat at the same place
+    and distance: ``long_run`` is :func:`window_losses` at :data:`LENGTH_ENDS` on a repeat from
+    :data:`LENGTH_DISTANCE` back, ``result`` a :func:`grid` over :data:`GRID_DISTANCES` and :data:`GRID_ENDS`.
+    ``True`` where the long repeat's loss is at most ``margin`` above the grid's."""
+    if tuple(result["distance"]) != GRID_DISTANCES or tuple(result["end"]) != GRID_ENDS:
+        raise ValueError(f"the grid must cover distances {GRID_DISTANCES} and ends {GRID_ENDS}")
+    if len(long_run) != len(LENGTH_ENDS):
+        raise ValueError(f"long_run must hold one loss per end {LENGTH_ENDS}, got {len(long_run)}")
+    row = result["loss"][GRID_DISTANCES.index(LENGTH_DISTANCE)]
+    return {
+        f"{LENGTH_DISTANCE} back, predictions {e - SWEEP_LENGTH + 1}-{e - 1}: the 32-token repeat at most {margin} "
+        f"above the 8-token one": loss <= row[GRID_ENDS.index(e)] + margin
+        for e, loss in zip(LENGTH_ENDS, long_run, strict=True)
     }
 
 

@@ -138,6 +138,32 @@ def test_each_grid_claim_fails_on_a_grid_without_what_it_checks():
         distance.grid_claims(dict(flat, distance=[8, 16]))
 
 
+def test_window_losses_score_the_grid_s_predictions_on_other_rows(untrained):
+    """On the grid's own rows, window_losses gives the grid's loss (every scored prediction there is copyable)."""
+    ids = distance.sweep_batch(256, CONFIG, 32, seed=0, end=59)
+    g = distance.grid(untrained, (32,), (59,))
+    assert distance.window_losses(untrained, ids, (59,))[0] == pytest.approx(g["loss"][0][0], abs=1e-6)
+    with pytest.raises(ValueError, match="end"):
+        distance.window_losses(untrained, ids, (64,))
+    with pytest.raises(ValueError, match="copyable"):
+        distance.window_losses(untrained, torch.arange(64)[None], (59,))  # no token occurs twice
+
+
+def test_length_claims_hold_on_the_trained_model_and_fail_where_the_long_repeat_costs_more(trained, untrained):
+    """The check: the first probe's 32-token repeat costs no more than the grid's 8-token repeats at the same place
+    and distance. An untrained model fails it; so does a long repeat that costs 0.3 more than the grid's."""
+    probe = copy_data.probe_batch(64, CONFIG, 0, 32, seed=10)
+    g = distance.grid(trained, distance.GRID_DISTANCES, distance.GRID_ENDS)
+    assert all(distance.length_claims(distance.window_losses(trained, probe, distance.LENGTH_ENDS), g).values())
+    untrained_run = distance.window_losses(untrained, probe, distance.LENGTH_ENDS)
+    assert not any(distance.length_claims(untrained_run, g).values())
+    row = g["loss"][distance.GRID_DISTANCES.index(distance.LENGTH_DISTANCE)]
+    worse = [row[distance.GRID_ENDS.index(e)] + 0.3 for e in distance.LENGTH_ENDS]
+    assert not any(distance.length_claims(worse, g).values())
+    with pytest.raises(ValueError, match="one loss per end"):
+        distance.length_claims(worse[:2], g)
+
+
 def test_path_claims_hold_trained_and_fail_untrained(trained, untrained):
     head, probe = _prev_head(trained)
     effects = circuit.path_effects(trained, probe, head)
