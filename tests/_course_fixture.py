@@ -54,8 +54,8 @@ check_causal_mask(causal_mask)
 %% code tags=solution
 def mask_and_renormalize(attn_weights):
     ### BEGIN SOLUTION
-    n = attn_weights.shape[-1]
-    masked = attn_weights.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(diagonal=1), 0.0)
+    q_len, k_len = attn_weights.shape[-2:]
+    masked = attn_weights.masked_fill(torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1), 0.0)
     return masked / masked.sum(dim=-1, keepdim=True)
     ### END SOLUTION
 %% code tags=checker

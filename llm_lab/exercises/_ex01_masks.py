@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import torch
 
-from ..masks import causal_mask, mask_and_renormalize
+from ..masks import causal_mask
 from ._core import Exercise, Fail, LearnerError, as_tensor, compare, diagnose, same, shape_str
 from ._harness import call
-from ._shared import call_unchanged, gen, sizes, tril, triu
+from ._shared import call_unchanged, gen, sizes, tril, triu, unless_reference
 
 
 def body_causal_mask(fn) -> list[str]:
@@ -36,41 +36,61 @@ def _renormalized(w: torch.Tensor, keep: torch.Tensor, dim: int = -1) -> torch.T
     return masked / masked.sum(dim=dim, keepdim=True)
 
 
+def _keep(q_len: int, k_len: int, diagonal: int) -> torch.Tensor:
+    """Bool ``(q_len, k_len)``, True on and below the given diagonal (``torch.tril``'s numbering)."""
+    return torch.tril(torch.ones(q_len, k_len, dtype=torch.bool), diagonal=diagonal)
+
+
 def _renorm_mistakes(w: torch.Tensor) -> list:
-    t = w.shape[-1]
-    keep = ~causal_mask(t)
-    return [
+    """Known wrong answers on ``w`` ``(..., Tq, Tk)``, the rows of the last ``Tq`` queries: row ``r`` is the query
+    at position ``Tk - Tq + r``, so the right mask keeps keys up to the diagonal ``Tk - Tq``."""
+    q_len, k_len = w.shape[-2:]
+    shift = k_len - q_len
+    keep = _keep(q_len, k_len, shift)
+    mistakes = []
+    if shift:
+        mistakes += [
+            ("mask_top_left", lambda: _renormalized(w, _keep(q_len, k_len, 0))),  # the lesson's tril, unshifted
+            ("mask_square_only", lambda: _renormalized(w, _keep(k_len, k_len, 0))),  # tril(Tk, Tk): broadcast rows
+        ]
+    return mistakes + [
         ("column_sums", lambda: _renormalized(w, keep, dim=-2)),
         ("not_renormalized", lambda: w * keep),
         ("sum_over_all", lambda: (w * keep) / (w * keep).sum()),
         ("future_open", lambda: w),
-        ("diagonal_masked", lambda: _renormalized(w, tril(t, -1))),
-        ("mask_inverted", lambda: _renormalized(w, triu(t, 1))),
-        ("mask_transposed", lambda: _renormalized(w, triu(t, 0))),
+        ("diagonal_masked", lambda: _renormalized(w, _keep(q_len, k_len, shift - 1))),
+        ("mask_inverted", lambda: _renormalized(w, ~_keep(q_len, k_len, shift))),
+        ("mask_transposed", lambda: _renormalized(w, ~_keep(q_len, k_len, shift - 1))),
     ]
+
+
+# the square cases first (the lesson's), then the rows of the last queries (q_len < k_len)
+RENORMALIZE_SHAPES = ((5, 5), (1, 1), (8, 8), (2, 6, 6), (2, 3, 4, 4), (2, 6), (1, 7), (2, 3, 5), (2, 2, 3, 6))
 
 
 def body_renormalize(fn) -> list[str]:
     g = gen(101)
     cases = []
-    for shape in ((5, 5), (1, 1), (8, 8), (2, 6, 6), (2, 3, 4, 4)):
+    for shape in RENORMALIZE_SHAPES:
         case = f"attn_weights.shape={shape_str(shape)}"
         w = torch.softmax(torch.randn(*shape, generator=g), dim=-1)
-        batched = len(shape) > 2
+        batched, last_rows = len(shape) > 2, shape[-2] < shape[-1]
         try:
             out = call_unchanged(fn, w, names=("attn_weights",), case=case)
         except LearnerError:
+            if last_rows:  # every square case passed: the rows of the last queries are the problem
+                unless_reference(Fail("mask_square_only", case=case))
+                return cases  # llm_lab's square mask_and_renormalize ran: the check reports "reference"
             if batched:  # every single-matrix case passed: the batch dimensions are the problem
                 raise Fail("batch_dims", case=case) from None
             raise
-        want = mask_and_renormalize(w)
+        want = _renormalized(w, _keep(shape[-2], shape[-1], shape[-1] - shape[-2]))
         mistakes = _renorm_mistakes(w)
         if batched:
-            keep = ~causal_mask(shape[-1])
+            keep = _keep(shape[-2], shape[-1], shape[-1] - shape[-2])
             mistakes = [
                 ("batch_dims", lambda d=d, w=w, keep=keep: _renormalized(w, keep, dim=d)) for d in range(len(shape) - 1)
-            ]
-            mistakes += _renorm_mistakes(w)
+            ] + mistakes
         compare(out, want, case, mistakes)
         cases.append(shape_str(shape))
     return cases
@@ -85,6 +105,14 @@ MODULE_MESSAGES = {
     "uses_torch_mask": {
         "en": "{title}: calls {ref}, torch's ready-made causal mask, which is not allowed here; the exercise is to build the mask yourself. Compare with it after the check.",  # noqa: E501
         "zh": "{title}：调用了 {ref}，这是 torch 现成的因果遮蔽（causal mask），这里不允许使用；这个练习要你自己构造遮蔽矩阵。检查通过后再拿它来对照。",  # noqa: E501
+    },
+    "mask_top_left": {
+        "en": "{title}: your mask keeps the top-left triangle (input: {case}), as if row 0 were the query at position 0. These are the rows of the last Tq queries: row r is the query at position Tk - Tq + r, so it sees keys 0 ... Tk - Tq + r.",  # noqa: E501
+        "zh": "{title}：你的遮蔽保留的是左上角的三角（输入：{case}），好像第 0 行是位置 0 上的查询。这些是最后 Tq 个查询的行：第 r 行是位置 Tk - Tq + r 上的查询，它能看到键 0 … Tk - Tq + r。",  # noqa: E501
+    },
+    "mask_square_only": {
+        "en": "{title}: your function works on square weights but not on the rows of the last queries (input: {case}): the mask must have Tq rows and Tk columns, `attn_weights.shape[-2]` and `attn_weights.shape[-1]`.",  # noqa: E501
+        "zh": "{title}：你的函数对方阵形状的权重是对的，但对最后几个查询的行不对（输入：{case}）：遮蔽矩阵要有 Tq 行、Tk 列，即 `attn_weights.shape[-2]` 和 `attn_weights.shape[-1]`。",  # noqa: E501
     },
     "column_sums": {
         "en": "{title}: you renormalized by column sums (input: {case}). Each row (one query) must sum to 1.",
@@ -103,6 +131,14 @@ MODULE_FIXES = {
     "mask_not_bool": {
         "en": "Build it with `torch.ones(..., dtype=torch.bool)` (or add `.bool()`).",
         "zh": "用 `torch.ones(..., dtype=torch.bool)` 构造（或者加上 `.bool()`）。",
+    },
+    "mask_top_left": {
+        "en": "`torch.tril` takes `diagonal=`: with `diagonal=Tk - Tq` row r keeps keys 0 ... Tk - Tq + r.",
+        "zh": "`torch.tril` 有参数 `diagonal=`：取 `diagonal=Tk - Tq` 时，第 r 行保留键 0 … Tk - Tq + r。",
+    },
+    "mask_square_only": {
+        "en": "Build the mask from `q_len, k_len = attn_weights.shape[-2:]`, a `(q_len, k_len)` triangle.",
+        "zh": "用 `q_len, k_len = attn_weights.shape[-2:]` 构造一个 `(q_len, k_len)` 的三角遮蔽。",
     },
     "column_sums": {
         "en": "Divide by `masked.sum(dim=-1, keepdim=True)`.",
@@ -149,8 +185,13 @@ RECORDS = [
         body=body_renormalize,
         points=2,
         takes="function",
-        signature="``fn(attn_weights (..., T, T)) -> (..., T, T)``: zero the future, divide each row by its sum.",
+        signature=(
+            "``fn(attn_weights (..., Tq, Tk)) -> (..., Tq, Tk)``, the rows of the last Tq <= Tk queries: zero each "
+            "row's future, divide each row by its sum."
+        ),
         hints=(
+            "mask_top_left",
+            "mask_square_only",
             "column_sums",
             "not_renormalized",
             "sum_over_all",

@@ -47,8 +47,8 @@ def check_causal_mask(obj) -> None:
 
 
 def check_renormalize(obj) -> None:
-    """Notebook 01, 2 points: ``fn(attn_weights (..., T, T)) -> (..., T, T)``: zero the future, divide each row by its
-    sum."""
+    """Notebook 01, 2 points: ``fn(attn_weights (..., Tq, Tk)) -> (..., Tq, Tk)``, the rows of the last Tq <= Tk
+    queries: zero each row's future, divide each row by its sum."""
     _package.check("renormalize", obj)
 
 

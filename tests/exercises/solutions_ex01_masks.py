@@ -1,4 +1,5 @@
-"""Notebook 01's exercises (the causal mask, mask-and-renormalize): a correct solution, planted mistakes.
+"""Notebook 01's exercises (the causal mask, mask-and-renormalize for the rows of the last queries): a correct
+solution, planted mistakes, and the lesson's own square answer, which the transfer exercise must reject.
 
 The generic checks (solutions pass, stubs are "not implemented", planted mistakes named, never raises) run over
 these tables in tests/exercises/test_exercises.py (the tables: tests/exercises/_exercise_tables.py)."""
@@ -12,8 +13,26 @@ def causal_mask(num_tokens):
 
 
 def renormalize(attn_weights):
+    q_len, k_len = attn_weights.shape[-2:]
+    masked = attn_weights * torch.tril(torch.ones(q_len, k_len), diagonal=k_len - q_len)
+    return masked / masked.sum(dim=-1, keepdim=True)
+
+
+def renormalize_masked_fill(attn_weights):  # the hidden keys filled with 0, the rows divided in place of a product
+    q_len, k_len = attn_weights.shape[-2:]
+    future = torch.ones(q_len, k_len, dtype=torch.bool).triu(diagonal=k_len - q_len + 1)
+    masked = attn_weights.masked_fill(future, 0.0)
+    return masked / masked.sum(dim=-1, keepdim=True)
+
+
+def renorm_lesson(attn_weights):  # the lesson's cell: a (T, T) triangle of the keys' count
     t = attn_weights.shape[-1]
     masked = attn_weights * torch.tril(torch.ones(t, t))
+    return masked / masked.sum(dim=-1, keepdim=True)
+
+
+def renorm_top_left(attn_weights):  # the lesson's tril with both sizes, not shifted: row 0 taken as position 0
+    masked = attn_weights * torch.tril(torch.ones(attn_weights.shape[-2], attn_weights.shape[-1]))
     return masked / masked.sum(dim=-1, keepdim=True)
 
 
@@ -104,6 +123,12 @@ PLANTED = [
     ("renormalize", renorm_diag, "diagonal_masked"),
     ("renormalize", renorm_total, "sum_over_all"),
     ("renormalize", lambda w: w, "future_open"),
+]
+CORRECT_BUT_DIFFERENT = [("renormalize", renormalize_masked_fill)]
+# graded in both languages: the transfer exercise, the rows of the last queries; the lesson's square answers fail
+TRANSFER_MISTAKES = [
+    ("renormalize", renorm_top_left, "mask_top_left"),
+    ("renormalize", renorm_lesson, "mask_square_only"),
 ]
 # graded: a one-line message naming the hint
 ROUND_MISTAKES = [("causal_mask", causal_mask(4), "not_callable")]
