@@ -168,8 +168,9 @@ class PositionalAttention(FusedMultiHeadAttention):
 class PositionalTransformer(induction.AttentionOnlyTransformer):
     """08's :class:`~llm_lab.explore.induction.AttentionOnlyTransformer` with ``config.scheme`` as its position
     scheme. ``"learned"`` is 08's model itself (built after the same seed, the same weights); the others have no
-    position table and run at any length. ``forward(ids, return_attn_weights=False, ablate=(), window=None)``:
-    08's forward; ``window`` (an int) lets each query read only itself and the ``window - 1`` keys before it."""
+    position table and run at any length. ``forward(ids, return_attn_weights=False, ablate=(), window=None,
+    window_layers=None)``: 08's forward; ``window`` (an int) lets each query read only itself and the ``window - 1``
+    keys before it, in the layers ``window_layers`` names (their indices; every layer unless given)."""
 
     config: PositionConfig
 
@@ -211,16 +212,36 @@ class PositionalTransformer(induction.AttentionOnlyTransformer):
             )
         _checks.token_ids(ids, c.vocab_size, max(c.context_length, ids.shape[-1] if ids.dim() else 1))
 
-    def forward(self, ids: torch.Tensor, return_attn_weights: bool = False, ablate=(), window: int | None = None):
+    def forward(
+        self,
+        ids: torch.Tensor,
+        return_attn_weights: bool = False,
+        ablate=(),
+        window: int | None = None,
+        window_layers=None,
+    ):
         if window is not None:
             _checks.positive_int("window", window)
-        for attn in self.attn:
-            attn.window = window
+        layers = _window_layers(window_layers, len(self.attn))
+        for layer, attn in enumerate(self.attn):
+            attn.window = window if layer in layers else None
         try:
             return super().forward(ids, return_attn_weights=return_attn_weights, ablate=ablate)
         finally:
             for attn in self.attn:
                 attn.window = None
+
+
+def _window_layers(window_layers, num_layers: int) -> set[int]:
+    """The layer indices a window applies to: every layer for ``None``, else the given ones (each checked)."""
+    if window_layers is None:
+        return set(range(num_layers))
+    if isinstance(window_layers, (int, str, bytes)) or not hasattr(window_layers, "__iter__"):
+        raise TypeError(f"window_layers must be a sequence of layer indices such as (0,), got {window_layers!r}")
+    layers = {_checks.int_range("window_layers entry", layer, 0, num_layers - 1) for layer in window_layers}
+    if not layers:
+        raise ValueError(f"window_layers must name at least one layer of 0 .. {num_layers - 1}, got an empty sequence")
+    return layers
 
 
 # ---- training and probing --------------------------------------------------------------------------------------
@@ -276,6 +297,7 @@ def probe(
     batch_size: int = 64,
     seed: int = 0,
     head: int | None = None,
+    window_layers=None,
 ) -> dict:
     """``model`` at ``length`` tokens (any length for the schemes without a table; at most the trained one for
     ``"learned"``, which raises past it). For each distance: 08's sweep rows (:func:`~.distance.sweep_batch`: random
@@ -285,7 +307,8 @@ def probe(
     chance more often). ``"previous"``: layer 0's previous-token head's (``head``, :func:`previous_head` unless
     given) weight on the token just before, per row ``1 .. length - 1``, mean over the rows of the first distance;
     ``"far"``: the same head's weight on keys ``context_length`` or more back, per row. ``window``: passed to the
-    model (each query reads only its last ``window`` keys)."""
+    model (each query reads only its last ``window`` keys), in the layers ``window_layers`` names (every layer unless
+    given)."""
     _checks.positive_int("length", length)
     distances = [_checks.positive_int("distance", d) for d in distances]
     if not distances:
@@ -298,7 +321,8 @@ def probe(
     out = {"length": length, "distance": distances, "loss": [], "ideal": [], "head": head}
     for k, d in enumerate(distances):
         ids = sweep_batch(batch_size, long, d, SWEEP_LENGTH, seed)
-        logits, w = model(ids, return_attn_weights=True, window=window)  # (B, T, V), (B, L, nh, T, T)
+        logits, w = model(ids, return_attn_weights=True, window=window, window_layers=window_layers)
+        # logits (B, T, V), w (B, L, nh, T, T)
         loss = F.cross_entropy(logits[:, rows].transpose(1, 2).double(), ids[:, rows + 1], reduction="none")
         out["loss"].append(float(loss.mean()))
         out["ideal"].append(float(ideal_copier_losses(ids)[:, rows].nanmean()))

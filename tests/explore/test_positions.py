@@ -215,6 +215,33 @@ def test_a_window_cuts_what_a_row_can_read(scheme):
     assert model.attn[0].window is None  # the window is for one call only
 
 
+def test_a_window_in_chosen_layers_only():
+    """``window_layers=(0,)`` hides the far keys in layer 0 and leaves layer 1 reading them; ``(1,)`` the reverse;
+    both layers named is the plain ``window``."""
+    model = _model("rope")
+    ids = torch.randint(0, 16, (1, 30), generator=torch.Generator().manual_seed(4))
+    i = torch.arange(30)
+    far = (i[:, None] - i[None, :]) >= 4
+    with torch.no_grad():
+        _, w_first = model(ids, return_attn_weights=True, window=4, window_layers=(0,))  # (B, L, nh, T, T)
+        _, w_second = model(ids, return_attn_weights=True, window=4, window_layers=[1])
+        both = model(ids, window=4, window_layers=(0, 1))
+        assert torch.equal(both, model(ids, window=4))
+        assert not torch.allclose(model(ids, window=4, window_layers=(0,)), both)
+    assert (w_first[:, 0][..., far] == 0).all() and (w_first[:, 1][..., far] > 0).any()
+    assert (w_second[:, 1][..., far] == 0).all() and (w_second[:, 0][..., far] > 0).any()
+    assert all(attn.window is None for attn in model.attn)  # for one call only
+
+
+@pytest.mark.parametrize(
+    "layers, error, match",
+    [((2,), ValueError, "window_layers entry"), ((), ValueError, "at least one layer"), (0, TypeError, "sequence")],
+)
+def test_window_layers_are_checked(layers, error, match):
+    with pytest.raises(error, match=match):
+        _model("rope")(torch.zeros(1, 5, dtype=torch.long), window=2, window_layers=layers)
+
+
 def test_a_window_is_checked():
     with pytest.raises(ValueError, match="window"):
         _model("rope")(torch.zeros(1, 5, dtype=torch.long), window=0)
