@@ -15,15 +15,17 @@
   ``scores[mask] = float("-inf")`` that put one constant value into chosen positions: how a mask is applied by
   writing, unlike ``out[:, i] = ...``, which writes computed values).
 
-One hook sees every call as written: a ``TorchFunctionMode`` (calls made inside a torch function are not
-seen, so printing a tensor does not count as the ops that format it). The plain calls (``PLAIN``: arithmetic,
-indexing, reductions, creation, layout; each one aten op, or views and copies of its inputs) are only named
-and sized; any other call runs under a ``TorchDispatchMode`` as well, which names every aten op it
-decomposes into and sizes their outputs. Looking inside only where something could hide keeps the cost of
-observing a loop of tiny ops low (``benchmarks/checker_overhead.py``). The hooks never raise into the
-learner's call: a callable they cannot name is recorded by its type. The record is plain data (an int and
-sorted lists of str), so a kernel in another process can send it. Limits: code that disables torch's modes
-itself hides from both hooks; the record is then the word of whatever ran the code (see ``grading.answering``).
+One hook sees every call as written: a ``TorchFunctionMode`` (calls made inside a torch function are not seen, so
+printing a tensor does not count as the ops that format it). The plain calls (``PLAIN``: arithmetic, indexing,
+reductions, creation, layout; each one aten op, or views and copies of its inputs) on arguments that cannot call
+back into Python (``_inert``: tensors, numbers, slices of ints) are only named and sized; any other call runs under
+a ``TorchDispatchMode`` as well, which names every aten op it decomposes into and sizes their outputs, however it
+was reached (a learner's ``__index__`` or ``__torch_function__`` called from inside it). Looking inside only where
+something could hide keeps the cost of observing a loop of tiny ops low (``benchmarks/checker_overhead.py``). The
+hooks never raise into the learner's call: a callable they cannot name is recorded by its type. The record is plain
+data (an int and sorted lists of str), so a kernel in another process can send it. Limits: code that disables
+torch's modes itself hides from both hooks; the record is then the word of whatever ran the code (see
+``grading.answering``).
 """
 
 from __future__ import annotations
@@ -66,6 +68,24 @@ WRITES = {
     "index_fill_": 3,
 }
 _NAMES: dict = {}
+# Arguments that cannot call back into Python while a torch call runs: a plain call on them is only named and
+# sized. Any other argument (a learner's object with ``__index__`` or ``__torch_function__``, a tensor subclass,
+# an int subclass) may run Python from inside the call, where this mode is not active: such a call runs under the
+# dispatch mode, which sees every aten op, whatever route reached it.
+_INERT = frozenset({int, float, bool, complex, type(None), str, torch.dtype, torch.device, type(Ellipsis)})
+
+
+def _inert(args, depth: int = 0) -> bool:
+    for a in args:
+        t = type(a)
+        if t is torch.Tensor or t in _INERT:
+            continue
+        if t is slice and all(type(x) in (int, type(None)) for x in (a.start, a.stop, a.step)):
+            continue
+        if t in (tuple, list) and depth < 4 and len(a) <= 64 and _inert(a, depth + 1):
+            continue
+        return False
+    return True
 
 
 @dataclass
@@ -196,6 +216,7 @@ class _Calls(TorchFunctionMode):
             name, plain, write = f"torch.{type(func).__name__}", False, False
         seen = self.seen
         seen.ops.add(name)
+        plain = plain and _inert(args) and (not kwargs or _inert(kwargs.values()))
         if plain and not write and not kwargs:  # the fast path: most calls of a loop over small tensors
             out = func(*args)
             if type(out) is torch.Tensor and out.numel() > seen.largest and not out._is_view():

@@ -92,8 +92,14 @@ def collect(
             continue
         before, student_left = len(refused), MAX_STUDENT_BYTES
         (into / student).mkdir(parents=True)  # left empty: "no .ipynb notebook in the folder"
-        for name in sorted(os.listdir(folder)):
-            if not name.endswith(".ipynb") or notebooks is not None and name not in notebooks:
+        names = sorted(os.listdir(folder))
+        others = [n for n in names if n.endswith(".ipynb") and notebooks is not None and n not in notebooks]
+        if others:  # a renamed download ("01_x (1).ipynb"), a copy: said, never graded
+            refused.append(
+                submissions.Submission(student, folder / others[0], problem=_not_released(others, notebooks))
+            )
+        for name in names:
+            if not name.endswith(".ipynb") or name in others:
                 continue
             limit = min(submissions.MAX_FILE_BYTES, student_left, class_left)
             try:
@@ -106,6 +112,14 @@ def collect(
             (into / student).rmdir()  # its refused files are its rows
         stamps[student] = small_file(folder / "timestamp.txt", submitted).decode("utf-8", "replace").strip()
     return stamps, refused
+
+
+def _not_released(others: list[str], notebooks) -> str:
+    shown = ", ".join(repr(n) for n in others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+    return (
+        f"not a notebook of this assignment: {shown}; not graded (the assignment's notebooks: "
+        f"{', '.join(sorted(notebooks))}: hand yours in under that name)"
+    )
 
 
 def _over(exc: Exception, limit: int, student_left: int) -> str:
@@ -190,6 +204,20 @@ def as_text(markdown: str) -> str:
     link in it reaches the feedback page or formgrader live (every line is indented: nothing can close the block)."""
     lines = markdown.splitlines() or [""]
     return "\n".join("    " + line for line in lines)
+
+
+def _in_gradebook(course: Path, assignment: str) -> None:
+    from nbgrader.api import Gradebook, MissingEntry
+
+    db_url, course_id = course_config(course)
+    with Gradebook(db_url, course_id) as gradebook:
+        try:
+            gradebook.find_assignment(assignment)
+        except MissingEntry:
+            raise cli.UsageError(
+                f"the gradebook ({db_url}) has no assignment {assignment!r}: run `nbgrader generate_assignment "
+                f"{assignment}` (it records the assignment and its notebooks) first"
+            ) from None
 
 
 def write_gradebook(
@@ -284,6 +312,7 @@ def run(
         raise FileNotFoundError(
             f"{course / 'release' / assignment} does not exist: run `nbgrader generate_assignment {assignment}` first"
         )
+    _in_gradebook(course, assignment)  # before any grading: a missing entry is a usage error, not a traceback
     with tempfile.TemporaryDirectory(prefix="llm-lab-nbgrader-") as tmp:
         subs = Path(tmp) / "submissions"
         subs.mkdir()

@@ -99,7 +99,17 @@ INERT_CELL_MAGICS = {
 SHELL = {"system", "getoutput"}  # what `!cmd` and `x = !cmd` become
 TIMEIT_OPTIONS = re.compile(r"^(\s*-[A-Za-z]+(\s+[\d.]+)?)*\s*")
 HIDDEN_CALLS = {"exec", "eval", "compile", "globals", "vars", "locals", "breakpoint", "__import__"}
+# calls that reach an attribute by a name given as an argument (its index): with a name computed at run time,
+# what they reach is not in the text (getattr(torch, "_" + "C") is torch._C)
+NAMED_BY = {"getattr": 1, "setattr": 1, "delattr": 1, "hasattr": 1, "attrgetter": 0, "methodcaller": 0}
 HIDDEN_ATTRIBUTES = {
+    "__getattribute__",
+    "get_referents",
+    "get_referrers",
+    "get_objects",
+    "InteractiveShell",
+    "history_manager",
+    "run_cell",
     "__globals__",
     "__code__",
     "__closure__",
@@ -132,10 +142,33 @@ FUTURE_FLAGS = functools.reduce(
     lambda a, b: a | b, (getattr(__future__, f).compiler_flag for f in __future__.all_feature_names)
 )
 TAMPERED = {"en": "0 points: the code changes the checkers: {names}", "zh": "0 分：代码改动了检查器：{names}"}
+PRECOMPUTABLE = {"uses_torch_mask"}  # ruled-out answers that depend only on a size
+READY_MADE = {
+    "en": "your code names `{found}`, torch's ready-made answer: not allowed in this exercise (made before the "
+    "check, it is still torch's mask): no credit. Compare with it after the check",
+    "zh": "你的代码用到了 `{found}`，这是 torch 的现成答案：本练习不允许使用"
+    "（在检查之前算好，它仍是 torch 的遮蔽）：不计分。检查通过后再拿它来对照",
+}
 REFERENCE = {
     "en": "the solution uses {found}, llm_lab's own code for this exercise: no credit",
     "zh": "解答用了 {found}，即 llm_lab 自带的代码：不计分",
 }
+
+
+def ready_made(exercise: str, trees: list) -> tuple[str, str] | None:
+    """(name, hint) of a callable the exercise rules out whose answer depends only on a size (``PRECOMPUTABLE``:
+    torch's ready-made causal masks), named anywhere in the learner's cells before the check (``trees``): called
+    at cell level or in a default argument it runs where the watch on the learner's call cannot see it, and the
+    call only slices what it made. ``None`` if none is named."""
+    from llm_lab import exercises
+
+    record = exercises.REGISTRY.get(exercise)
+    ruled_out = {q.rpartition(".")[2]: (q, h) for _, q, h in getattr(record, "forbidden", ()) if h in PRECOMPUTABLE}
+    for node in (n for tree in trees for n in ast.walk(tree)):
+        name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
+        if name in ruled_out:
+            return ruled_out[name]
+    return None
 
 
 @dataclass(frozen=True)
@@ -235,10 +268,10 @@ def _inert(method: str, name: str, argument: str) -> bool:
     return name in INERT_LINE_MAGICS or name in INERT_WHEN and bool(INERT_WHEN[name].fullmatch(argument))
 
 
-def hidden(tree: ast.Module, displayed: bool = False) -> str:
-    """The first thing in ``tree`` that runs code the grader cannot read ("" if none). ``displayed``: a look whose
-    value a statement of its own only displays is read too (when no learner cell reads IPython's output history,
-    where a displayed value stays: ``source_looks.reads_history``)."""
+def hidden(tree: ast.Module, looks: bool = False) -> str:
+    """The first thing in ``tree`` that runs code the grader cannot read ("" if none). ``looks``: a debugging look
+    whose value is only printed or displayed is read too (when no learner cell could catch a shown value:
+    ``source_looks.trusted``)."""
     allowed = set()
     for node in ast.walk(tree):
         if _ipython_call(node):
@@ -248,7 +281,7 @@ def hidden(tree: ast.Module, displayed: bool = False) -> str:
                 allowed.add(id(node.func.value.func))
             else:
                 return f"`{ast.unparse(node)[:60]}`"
-    shown = source_looks.shown(tree, displayed)
+    shown = source_looks.shown(tree, displayed=True) if looks else set()
     for node in ast.walk(tree):
         found = "" if id(node) in shown else _hidden_node(node, allowed)
         if found:
@@ -257,10 +290,14 @@ def hidden(tree: ast.Module, displayed: bool = False) -> str:
 
 
 def _hidden_node(node, allowed: set) -> str:
+    if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+        at = NAMED_BY.get(_name_of(node.func))
+        if at is not None and not (len(node.args) > at and isinstance(node.args[at], ast.Constant)):
+            return f"a name computed at run time (`{ast.unparse(node)[:50]}`)"
     if isinstance(node, ast.Name) and node.id == "get_ipython" and id(node) not in allowed:
         return "`get_ipython`"
-    if isinstance(node, ast.Name) and node.id == "__builtins__":
-        return "`__builtins__`"
+    if isinstance(node, ast.Name) and node.id in ("__builtins__", "InteractiveShell"):
+        return f"`{node.id}`"
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in HIDDEN_CALLS:
         if node.func.id != "__import__" or not _constant_str(node.args[:1]):
             return f"`{node.func.id}(...)`"
@@ -315,11 +352,11 @@ class Reading:
     def __post_init__(self):
         for cell in self.cells:
             self._parse(cell)
-        history = any(c.learner and c.tree is not None and source_looks.reads_history(c.tree) for c in self.cells)
+        looks = source_looks.trusted([c.tree for c in self.cells if c.learner and c.tree is not None])
         for cell in self.cells:
             if cell.learner and cell.tree is not None:
                 try:
-                    cell.unreadable = hidden(cell.tree, displayed=not history)
+                    cell.unreadable = hidden(cell.tree, looks=looks)
                     cell.tampering = source_tampering.tampering([cell.tree])
                 except RecursionError:  # an expression nested past what the reading follows
                     cell.unreadable = "nested too deeply to read"
@@ -355,6 +392,9 @@ class Reading:
                 return Finding(
                     "error", "unreadable", UNREADABLE[lang].format(cell=one_line(cell.source, 60), why=cell.unreadable)
                 )
+        ready = ready_made(exercise, [c.tree for _, c in learner if c.tree is not None])
+        if ready:
+            return Finding("fail", ready[1], READY_MADE[lang].format(found=ready[0]))
         try:
             found, why = self.names.reference(key, exercise, until), self.names.not_defined(key, until, lang)
         except RecursionError:

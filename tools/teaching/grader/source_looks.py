@@ -17,29 +17,92 @@ VIEWS = {"len", "sorted", "list", "tuple", "set", "repr", "str", "type", "dir"}
 VIEW_METHODS = {"keys", "values", "items"}
 STRING_TESTS = {"startswith", "endswith", "isidentifier", "islower", "isupper"}
 HISTORY = re.compile(r"_{1,3}|_\d+|Out|_oh")  # where IPython keeps what it displayed
+CATCHERS = {"displayhook", "history_manager", "output_hist", "InteractiveShell", "user_ns"}  # ... and its hooks
+PRINTERS = {"print", "pprint", "display"}
 
 
-def reads_history(tree: ast.Module) -> bool:
-    """Does ``tree`` read IPython's output history (``_``, ``__``, ``___``, ``_3``, ``Out``, ``_oh``)?"""
-    names = (n for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
-    return any(HISTORY.fullmatch(n.id) for n in names)
+def trusted(trees: list[ast.Module]) -> bool:
+    """May the learner's looks be read at all? Not when a learner cell (``trees``) could catch a shown value:
+    reads IPython's output history (``_``, ``__``, ``___``, ``_3``, ``Out``, ``_oh``), reaches the display hook
+    or the history manager, or binds a name the looks pass through (``print``, ``pprint``, ``sorted``, ...)."""
+    nodes = [n for tree in trees for n in ast.walk(tree)]
+    own = {id(a) for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom)) for a in _printer_imports(n)}
+    for node in nodes:
+        if id(node) in own:
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and HISTORY.fullmatch(node.id):
+            return False
+        if isinstance(node, (ast.Attribute, ast.Name)) and (getattr(node, "attr", None) or node.id) in CATCHERS:
+            return False
+        if _binds(node) & (PRINTERS | VIEWS):
+            return False
+    return True
+
+
+def _printer_imports(node) -> list:
+    """The aliases of ``import pprint``, ``from pprint import pprint``, ``from IPython.display import display``
+    (no ``as``): they bind a printer to itself."""
+    module = node.module if isinstance(node, ast.ImportFrom) else ""
+    return [
+        a
+        for a in node.names
+        if a.asname is None
+        and (module, a.name) in (("", "pprint"), ("pprint", "pprint"), ("IPython.display", "display"))
+    ]
+
+
+def _binds(node) -> set[str]:
+    """The names ``node`` binds (or declares global): assignments, ``def``/``class``, imports, ``global``."""
+    if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        return {node.id}
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, ast.alias):
+        return {(node.asname or node.name).split(".")[0]}
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return set(node.names)
+    if isinstance(node, ast.arg):
+        return {node.arg}
+    return set()
 
 
 def shown(tree: ast.Module, displayed: bool) -> set[int]:
-    """The ids of the ``SHOWN_CALLS``/``SHOWN_ATTRIBUTES`` nodes in ``tree`` whose value only reaches a ``print``
-    statement (a ``print(...)`` call that is a statement of its own, its keyword arguments constants) or, with
-    ``displayed``, a statement that is only an expression (IPython displays it): it is shown and dropped, never
-    bound, called or assigned to. Their arguments are read as usual."""
+    """The ids of the ``SHOWN_CALLS``/``SHOWN_ATTRIBUTES`` nodes in ``tree`` whose value only reaches a printing
+    statement (``print(...)``, ``pprint(...)`` or ``display(...)`` as a statement of its own, its keyword
+    arguments plain: ``sep=", "``, ``file=sys.stderr``) or, with ``displayed``, a statement that is only an
+    expression (IPython displays it): it is shown and dropped, never bound, called or assigned to. Their
+    arguments are read as usual. Only for ``trusted`` notebooks."""
     shown: set[int] = set()
     for node in ast.walk(tree):
         call = node.value if isinstance(node, ast.Expr) else None
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print":
-            if all(isinstance(k.value, ast.Constant) for k in call.keywords):  # sep=", ", end="", flush=True
-                for arg in call.args:
-                    _mark_shown(arg, shown)
+        if _printing(call):
+            for arg in call.args:
+                _mark_shown(arg, shown)
         elif call is not None and displayed:
             _mark_shown(call, shown)
     return shown
+
+
+def _printing(call) -> bool:
+    if not isinstance(call, ast.Call):
+        return False
+    func = call.func
+    named = isinstance(func, ast.Name) and func.id in PRINTERS
+    dotted = (
+        isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.attr == func.value.id == "pprint"
+    )
+    return (named or dotted) and all(_plain_keyword(k.value) for k in call.keywords)
+
+
+def _plain_keyword(value) -> bool:  # a constant, a name (sep=SEP), sys.stdout or sys.stderr
+    if isinstance(value, (ast.Constant, ast.Name)):
+        return True
+    return (
+        isinstance(value, ast.Attribute)
+        and isinstance(value.value, ast.Name)
+        and value.value.id == "sys"
+        and value.attr in ("stdout", "stderr")
+    )
 
 
 def _mark_shown(node, shown: set[int]) -> None:
@@ -56,7 +119,7 @@ def _mark_shown(node, shown: set[int]) -> None:
         if isinstance(node, ast.Attribute) and node.attr in SHOWN_ATTRIBUTES:
             shown.add(id(node))
         _mark_shown(node.value, shown)
-    elif isinstance(node, (ast.JoinedStr, ast.Compare, ast.BoolOp)):
+    elif isinstance(node, (ast.JoinedStr, ast.BoolOp)):  # not Compare: `==` may call the other side's __eq__
         for value in ast.iter_child_nodes(node):
             _mark_shown(value, shown)
     elif isinstance(node, ast.FormattedValue):
@@ -67,8 +130,11 @@ def _mark_shown(node, shown: set[int]) -> None:
 
 
 def _only_reads(node) -> bool:
-    """Does the comprehension ``node`` call nothing with what it iterates but ``VIEWS`` and string tests?"""
+    """Does the comprehension ``node`` call nothing with what it iterates but ``VIEWS`` and string tests, and
+    bind nothing outside it (no ``:=``)?"""
     parts = [node.elt, *(c for g in node.generators for c in (g.target, *g.ifs))]
+    if any(isinstance(c, ast.NamedExpr) for part in parts for c in ast.walk(part)):
+        return False
     return all(
         isinstance(c.func, ast.Name)
         and c.func.id in VIEWS

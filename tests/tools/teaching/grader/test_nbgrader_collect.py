@@ -160,8 +160,31 @@ def test_only_the_released_notebooks_are_collected(tmp_path):
     for name in ("01_demo.ipynb", *(f"z{i:04d}.ipynb" for i in range(3000))):
         (folder / name).write_text('{"cells": []}', encoding="utf-8")
     stamps, refused = nbgrader_course.collect(course, ASSIGNMENT, into, {"01_demo.ipynb"})
-    assert set(stamps) == {"zed"} and refused == []
+    assert set(stamps) == {"zed"} and len(refused) == 1  # one row says what was left, not 3,000
+    assert "'z0000.ipynb', 'z0001.ipynb', 'z0002.ipynb' and 2997 more" in refused[0].problem, refused[0].problem
     assert [p.name for p in (into / "zed").iterdir()] == ["01_demo.ipynb"]
     (tmp_path / "all").mkdir()
     nbgrader_course.collect(course, ASSIGNMENT, tmp_path / "all")  # the control: without the release's names
     assert len(list((tmp_path / "all" / "zed").iterdir())) == 3001
+
+
+def test_a_renamed_download_is_named_in_its_row(tmp_path):
+    course, into = tmp_path / "course", tmp_path / "into"
+    into.mkdir()
+    folder = course / "submitted" / "ren" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    (folder / "01_demo (1).ipynb").write_text('{"cells": []}', encoding="utf-8")
+    stamps, refused = nbgrader_course.collect(course, ASSIGNMENT, into, {"01_demo.ipynb"})
+    assert [r.student for r in refused] == ["ren"]
+    assert "'01_demo (1).ipynb'" in refused[0].problem and "01_demo.ipynb" in refused[0].problem
+
+
+def test_an_assignment_missing_from_the_gradebook_is_a_usage_error_before_grading(tmp_path, monkeypatch):
+    pytest.importorskip("nbgrader", reason="nbgrader is an instructor tool: make instructor-setup installs it")
+    from _nbgrader_fixture import VENV_BIN
+
+    monkeypatch.setenv("PATH", VENV_BIN + os.pathsep + os.environ.get("PATH", ""))  # nbgrader's migrations
+    course, _ = release(tmp_path)
+    (course / "gradebook.db").unlink()  # generate_assignment's record gone: a release copied by hand
+    with pytest.raises(nbgrader_course.cli.UsageError, match="no assignment"):
+        nbgrader_course.run(course, ASSIGNMENT, sandboxed=False)

@@ -134,6 +134,56 @@ CASES = [
     ("torch.ops through getattr", [RIGHT + "x = getattr(torch, 'ops')\n"], "tampered"),
     ("torch.distributions through an alias", ["import torch as th\n\n\nd = th.distributions\n" + RIGHT], "tampered"),
     ("torch.compile through an alias", ["import torch as th\n\n\ng = th.compile(len)\n" + RIGHT], "tampered"),
+    (
+        "torch's mask made at cell level, sliced in the call",
+        [
+            "M = torch.nn.Transformer.generate_square_subsequent_mask(2048) != 0\n\n\n"
+            "def causal_mask(n):\n    return M[:n, :n]\n"
+        ],
+        "fail",
+    ),
+    (
+        "torch's mask made in a default argument",
+        [
+            "from torch.nn.attention.bias import causal_upper_left\n\n\n"
+            "def causal_mask(n, m=~causal_upper_left(64, 64)._materialize()):\n    return m[:n, :n]\n"
+        ],
+        "fail",
+    ),
+    ("a name computed at run time", [RIGHT + "c = getattr(torch, ''.join(['_', 'C']))\n"], "error"),
+    ("operator.attrgetter with a computed name", [RIGHT + "import operator\n\nf = operator.attrgetter(n)\n"], "error"),
+    ("honest, getattr with a written name", [RIGHT + "w = getattr(torch.nn.Linear(2, 2), 'weight')\n"], None),
+    ("gc's referents", [RIGHT + "import gc\n\nd = gc.get_referents(torch)\n"], "error"),
+    (
+        "IPython's shell runs a string",
+        [
+            RIGHT + "from IPython.core.interactiveshell import InteractiveShell\n\n"
+            "InteractiveShell.instance().run_cell('x = 1')\n"
+        ],
+        "error",
+    ),
+    ("print rebound, then a printed look", [RIGHT + "print = list.append\nprint(vars(torch))\n"], "error"),
+    (
+        "sorted redefined, then a printed look",
+        [RIGHT + "def sorted(x):\n    return x\n\n\nprint(sorted(vars(torch)))\n"],
+        "error",
+    ),
+    ("a walrus inside a printed look", [RIGHT + "print([k for k, v in vars(torch).items() if (t := v)])\n"], "error"),
+    ("a printed look compared with an object of the learner's", [RIGHT + "print(vars(torch) == object())\n"], "error"),
+    (
+        "the display hook replaced, then a displayed look",
+        [RIGHT + "import sys\n\nsys.displayhook = print\nvars(torch)\n"],
+        "error",
+    ),
+    (
+        "honest, looks printed to stderr, with a separator, by pprint",
+        [
+            RIGHT + "import sys\nfrom pprint import pprint\n\nSEP = ', '\n"
+            "print(vars(torch.nn.Linear(2, 2)), file=sys.stderr)\n"
+            "print(causal_mask.__code__.co_varnames, sep=SEP)\npprint(causal_mask.__code__.co_varnames)\n"
+        ],
+        None,
+    ),
     ("honest, re.compile", ["import re\n\n\nPATTERN = re.compile('x')\n" + RIGHT], None),
     (
         "a printed look that calls what it found",
