@@ -404,7 +404,10 @@ def test_07_submit_collect_and_grade_every_learner(hub):
 
 
 # ---- the report ---------------------------------------------------------------------------------------------------
-def test_08_report(hub):
-    """build/hub/load.json: this run's figures under its N (earlier runs at other N kept), the largest N held."""
-    data = write_report(passed=True)
+def test_08_report(hub, request):
+    """build/hub/load.json: this run's figures under its N (earlier runs at other N kept), the largest N held.
+    The run is marked passed only when every test before this one passed (a failed class run is not a held N)."""
+    failed = request.session.testsfailed
+    data = write_report(passed=failed == 0)
+    assert failed == 0, f"{failed} test(s) of this run failed: N = {N} is not held"
     assert data["runs"][str(N)]["passed"] and data["largest_n_held"] >= N
