@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from llm_lab.explore import induction, positions
 
@@ -175,6 +176,25 @@ def test_without_positions_one_layer_sees_its_past_as_a_set_and_two_layers_do_no
         assert not torch.allclose(two(ids)[:, -1], two(shuffled)[:, -1], atol=1e-3)
         rope = _model("rope", num_layers=1)
         assert not torch.allclose(rope(ids)[:, -1], rope(shuffled)[:, -1], atol=1e-3)
+
+
+def test_a_causal_row_keeps_its_output_exactly_where_it_keeps_its_set_of_tokens():
+    """Notebook 09's first check: shuffle the past, and a causal row's output is unchanged exactly where the row sees
+    the same set of tokens as before (only the last row here). With RoPE on the queries and keys the order is
+    visible, the last row changes although it sees the same set, and the check fails."""
+    torch.manual_seed(0)
+    q, k, v = torch.randn(3, 1, 1, 6, 8).unbind(0)  # as in the notebook
+    past = torch.tensor([3, 0, 4, 1, 2, 5])
+    same_set = [set(past[: r + 1].tolist()) == set(range(int(past[r]) + 1)) for r in range(6)]
+    assert same_set == [False] * 5 + [True]
+
+    def unchanged(turn):
+        before = F.scaled_dot_product_attention(turn(q), turn(k), v, is_causal=True)
+        after = F.scaled_dot_product_attention(turn(q[:, :, past]), turn(k[:, :, past]), v[:, :, past], is_causal=True)
+        return [torch.allclose(after[..., r, :], before[..., int(past[r]), :], atol=1e-6) for r in range(6)]
+
+    assert unchanged(lambda x: x) == same_set
+    assert unchanged(positions.apply_rope) != same_set
 
 
 def test_rope_rotates_queries_and_keys_not_values():
