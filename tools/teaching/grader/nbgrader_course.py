@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import stat
 import sys
 import tempfile
+import unicodedata
 from pathlib import Path
 
 import nbformat
@@ -54,13 +54,19 @@ MAX_STUDENT_BYTES = 250_000_000  # copied from one student's submitted/<student>
 MAX_CLASS_BYTES = 4_000_000_000  # copied from the whole class at most
 
 
-# a student id the gradebook and its exports hold as it is: JupyterHub's usernames, never a line break, a control
-# character or a spreadsheet formula (=, +, -, @ first) in nbgrader's CSV export
-STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")
+# a student id the gradebook and its exports hold as it is: never a control character or line break (a CSV row of
+# its own in nbgrader export), nor a spreadsheet formula (=, +, -, @ first); look-alike and zero-width ids are
+# graded and named by the report instead (report.look_alikes)
 NOT_AN_ID = (
-    "the folder name is not a student id the gradebook can hold (1-100 letters, digits and . _ @ + -, starting with "
-    "a letter or digit): not graded, not recorded"
+    "the folder name is not a student id the gradebook can hold (a control character or line break, a formula's "
+    "first character = + - @, or more than 100 characters): not graded, not recorded"
 )
+
+
+def student_id(name: str) -> bool:
+    """Can the gradebook, and nbgrader's CSV export, hold ``name`` as it is?"""
+    bad = any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in name)
+    return 0 < len(name) <= 100 and not bad and name[0] not in "=+-@"
 
 
 def collect(
@@ -73,7 +79,7 @@ def collect(
     holds): at most MAX_FILE_BYTES per file, MAX_STUDENT_BYTES per student and MAX_CLASS_BYTES in all; a file
     past a bound is not copied (nothing of it stays) and is its student's row, with the bound it passed. Only the
     assignment's ``notebooks`` (file names; all ``.ipynb`` files if None) are copied; a folder whose name is not a
-    ``STUDENT_ID`` is a row of its own, never in the gradebook."""
+    ``student_id`` is a row of its own, never in the gradebook."""
     submitted = course / "submitted"
     stamps: dict[str, str] = {}
     refused: list[submissions.Submission] = []
@@ -86,7 +92,7 @@ def collect(
         if problem is None:
             continue  # nothing handed in for this assignment
         stamps[student] = ""
-        problem = problem or ("" if STUDENT_ID.fullmatch(student) else NOT_AN_ID)
+        problem = problem or ("" if student_id(student) else NOT_AN_ID)
         if problem:
             refused.append(submissions.Submission(student, folder, problem=problem))
             continue
