@@ -5,12 +5,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from llm_lab.explore.plotting import (
-    causal_attention_shapes,
-    head_split_diagram,
-    induction_circuit_diagram,
-    tile_diagram,
-)
+from llm_lab.explore.circuit_diagram import induction_circuit_diagram
+from llm_lab.explore.plotting import causal_attention_shapes, head_split_diagram, tile_diagram
 
 
 def test_tile_diagram_skips_the_tiles_wholly_in_the_future():

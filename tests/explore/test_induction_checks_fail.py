@@ -1,6 +1,6 @@
 """Notebook 08's printed checks, each run with the notebook's own computation on the trained default model, where it
 holds, and on a model or input that lacks what it checks, where it must fail. A check that no model could fail
-would prove nothing. (The sweep, path and weight claims: test_induction_reach.py.)
+would prove nothing. (The stripe, sweep, path and weight claims: test_induction_reach.py.)
 
 Functions the notebook defines itself (the by-hand model, loop and decoding step, the loss bands) are read from
 the learner notebook, so a change in a cell is a change in the test."""
@@ -177,30 +177,6 @@ def test_no_better_than_a_guess_elsewhere_fails_for_a_model_that_predicts_withou
     counted = {"counting, told again": torch.cat([rows, rows], dim=1)}  # (64, 64)
     assert copies_and_guesses(counting, counted) == {"counting, told again": (True, False)}
     assert not copies_and_guesses(counting, probes)[FIRST][0]  # on random tokens it predicts nothing
-
-
-def stripe_claims(model, probe):
-    """Section 6's picture checks: the highest layer-1 induction score above 0.3; that head's mean weight on the
-    stripe (row i, key i - 31) more than 20 times its mean weight on another key of the same rows."""
-    with torch.no_grad():
-        _, weights = model(probe, return_attn_weights=True)
-    scores = induction.induction_scores(weights)
-    head = int(scores[1].argmax())
-    rows = torch.arange(32, 64)
-    stripe = weights[:, 1, head, rows, rows - 31]
-    other = (1 - stripe) / rows
-    return bool(scores[1].max() > 0.3), bool(stripe.mean() > 20 * other.mean())
-
-
-def test_the_induction_stripe_holds_trained_and_fails_untrained_or_without_the_previous_token_head(
-    trained, untrained, probes
-):
-    """The stripe checks hold for the trained model; an untrained model spreads its weight (score near 0.02, the
-    stripe no heavier than any other key); with the previous-token head switched off, layer 1 loses the stripe."""
-    probe = probes[FIRST]
-    assert stripe_claims(trained, probe) == (True, True)
-    assert stripe_claims(untrained, probe) == (False, False)
-    assert stripe_claims(rebuild(trained, zero_heads(0, [per_row_of(trained, probe)[1]])), probe) == (False, False)
 
 
 # ---- section 7: the previous-token head, row by row -----------------------------------------------------------
