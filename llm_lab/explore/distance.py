@@ -6,7 +6,7 @@ Shape names: B batch, T tokens, L layers, nh heads, V vocabulary size.
   the histogram of what the training data teaches.
 - :func:`sweep_batch` holds a repeated segment at the end of the window and moves its source back by ``distance``.
 - :func:`sweep` measures a model on those rows at each distance: its copy loss, the ideal one-token copier's loss
-  on the same predictions, and layer 1's weight on the right key.
+  on the same predictions, and layer 1's induction score at that distance (its weight on the right key).
 - :func:`grid` moves the repeat as well (``sweep_batch(..., end=...)``): the copy loss and the ideal copier's for
   every distance and every place the repeat ends, so that distance and place are varied one at a time;
   :func:`grid_claims` reads it.
@@ -131,8 +131,8 @@ def _scored(logits: torch.Tensor, ids: torch.Tensor, rows: torch.Tensor) -> tupl
 def sweep(model, distances, batch_size: int = 256, length: int = SWEEP_LENGTH, seed: int = 0) -> dict:
     """``model`` on :func:`sweep_batch` rows at each distance (the same random tokens at every distance, then the
     copy). Returns lists, one entry per distance: ``"loss"``, the model's mean loss on the scored predictions;
-    ``"ideal"``, the ideal one-token copier's on the same predictions; ``"weight"``, layer 1's weight on the right
-    key (``i - distance + 1``), mean over its heads and the scored rows."""
+    ``"ideal"``, the ideal one-token copier's on the same predictions; ``"weight"``, layer 1's induction score at
+    that distance: its weight on the right key (``i - distance + 1``), mean over its heads and the scored rows."""
     distances = [_checks.positive_int("distance", d) for d in distances]
     if not distances:
         raise ValueError("distances must name at least one distance")

@@ -28,6 +28,20 @@ FIGURE_WORDS = {
     "time min": {"en": "forward + backward (ms, fastest round)", "zh": "前向 + 反向（毫秒，最快的一轮）"},
     "saved": {"en": "saved for backward (MiB)", "zh": "为反向传播保存（MiB）"},
     "dashed": {"en": "dashed: builds T×T weights", "zh": "虚线：构造 T×T 的权重"},
+    "circuit title": {"en": "two layers copy: … A B … A → B", "zh": "两层如何复制：… A B … A → B"},
+    "circuit layer 0": {
+        "en": "layer 0, previous-token head:\nB's position reads A",
+        "zh": "第 0 层，前一个词元头：\nB 的位置读取 A",
+    },
+    "circuit writes": {
+        "en": 'at B the stream now holds:\n"the token before me was A"',
+        "zh": "B 处的残差流多了一条：\n“我前面的词元是 A”",
+    },
+    "circuit layer 1": {
+        "en": 'layer 1, induction head: the query "I am A" matches that key',
+        "zh": "第 1 层，归纳头：查询“我是 A”与这个键匹配",
+    },
+    "circuit copies": {"en": "copies B:\npredicts B next", "zh": "复制 B：\n预测下一个是 B"},
 }
 FIGURE_LANGUAGES = tuple(FIGURE_WORDS["key"])
 

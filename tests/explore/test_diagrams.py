@@ -1,10 +1,11 @@
 """llm_lab.explore.plotting's pictures of the mechanism: the tensors of CausalAttention.forward (04), the head split
-and merge (05), blocked attention's tiles (07)."""
+and merge (05), blocked attention's tiles (07), the induction circuit (08)."""
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
+from llm_lab.explore.circuit_diagram import induction_circuit_diagram
 from llm_lab.explore.plotting import causal_attention_shapes, head_split_diagram, tile_diagram
 
 
@@ -64,3 +65,18 @@ def test_diagrams_reject_bad_sizes(kwargs, match):
         tile_diagram(block_size=0)
     with pytest.raises(ValueError, match="d_out must be a positive int, got 0"):
         causal_attention_shapes(d_out=0)
+
+
+def test_induction_circuit_diagram_draws_both_steps_and_the_copied_token():
+    """The row ... A B ... A, the layer-0 step (B reads A), the layer-1 step (the query at the last A), the
+    prediction B; in Chinese the same steps with the layers numbered 第 N 层."""
+    ax = induction_circuit_diagram()
+    texts = [t.get_text() for t in ax.texts]
+    assert texts[:6] == ["…", "A", "B", "…", "A", "B"]
+    joined = " ".join(texts)
+    for words in ("layer 0, previous-token head", "the token before me was A", "layer 1, induction head", "copies B"):
+        assert words in joined, words
+    assert len(ax.patches) + len(ax.texts) > 6 and ax.get_title() == "two layers copy: … A B … A → B"
+    zh = " ".join(t.get_text() for t in induction_circuit_diagram(lang="zh").texts)
+    assert "第 0 层" in zh and "第 1 层" in zh and "layer" not in zh
+    plt.close("all")

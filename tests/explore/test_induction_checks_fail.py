@@ -1,6 +1,6 @@
 """Notebook 08's printed checks, each run with the notebook's own computation on the trained default model, where it
 holds, and on a model or input that lacks what it checks, where it must fail. A check that no model could fail
-would prove nothing. (The sweep, path and weight claims: test_induction_reach.py.)
+would prove nothing. (The stripe, sweep, path and weight claims: test_induction_reach.py.)
 
 Functions the notebook defines itself (the by-hand model, loop and decoding step, the loss bands) are read from
 the learner notebook, so a change in a cell is a change in the test."""

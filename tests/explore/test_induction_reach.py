@@ -1,5 +1,6 @@
-"""Notebook 08's distance sweep, path effects and weight circuits: the measures on hand-made rows, the claims the
-notebook prints on the trained default model, and each claim failing on a model that lacks what it checks."""
+"""Notebook 08's induction stripe, distance sweep, path effects and weight circuits: the measures on hand-made rows,
+the claims the notebook prints on the trained default model, and each claim failing on a model that lacks what it
+checks."""
 
 import math
 
@@ -162,6 +163,29 @@ def test_length_claims_hold_on_the_trained_model_and_fail_where_the_long_repeat_
     assert not any(distance.length_claims(worse, g).values())
     with pytest.raises(ValueError, match="one loss per end"):
         distance.length_claims(worse[:2], g)
+
+
+def stripe_claims(model, probe, ablate=()):
+    """Section 6's picture checks: the highest layer-1 induction score above 0.3; that head's mean weight on the
+    stripe (row i, key i - 31) more than 20 times its mean weight on another key of the same rows."""
+    with torch.no_grad():
+        _, weights = model(probe, return_attn_weights=True, ablate=ablate)
+    scores = induction.induction_scores(weights)
+    head = int(scores[1].argmax())
+    rows = torch.arange(32, 64)
+    stripe = weights[:, 1, head, rows, rows - 31]
+    other = (1 - stripe) / rows
+    return bool(scores[1].max() > 0.3), bool(stripe.mean() > 20 * other.mean())
+
+
+def test_stripe_claims_hold_trained_and_fail_untrained_or_without_the_previous_token_head(trained, untrained):
+    """The stripe checks hold for the trained model; an untrained model spreads its weight (its stripe no heavier
+    than any other key); with the previous-token head switched off, layer 1 loses the stripe."""
+    head, probe = _prev_head(trained)
+    trained.eval()
+    assert stripe_claims(trained, probe) == (True, True)
+    assert stripe_claims(untrained, probe) == (False, False)
+    assert stripe_claims(trained, probe, ablate=[(0, head)]) == (False, False)
 
 
 def test_path_claims_hold_trained_and_fail_untrained(trained, untrained):

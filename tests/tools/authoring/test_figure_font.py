@@ -19,7 +19,7 @@ from matplotlib import font_manager
 
 from llm_lab import resources
 from llm_lab.bench import benchmark
-from llm_lab.explore import plotting
+from llm_lab.explore import circuit_diagram, plotting
 from tools.authoring import figure_font, nbtool
 
 FONT = resources.verified_path(*resources.FIGURE_FONT)
@@ -83,11 +83,12 @@ def test_the_helpers_draw_their_chinese_words_with_no_missing_glyph():
     }
 
     def draw(fig):
-        axes = fig.subplots(1, 4)
+        axes = fig.subplots(1, 5)
         plotting.heatmap(torch.rand(3, 3), labels=["a", "b", "c"], title="分数", ax=axes[0], lang="zh")
         plotting.tile_diagram(8, 4, ax=axes[1], lang="zh")
         plotting.head_split_diagram(4, 6, 2, ax=axes[2], lang="zh")
         plotting.causal_attention_shapes(2, 6, 3, 2, ax=axes[3], lang="zh")
+        circuit_diagram.induction_circuit_diagram(ax=axes[4], lang="zh")
         assert axes[0].get_xlabel() == "键" and axes[0].get_ylabel() == "查询"
         assert axes[1].get_title() == "T=8，block_size=4：4 个块中计算 3 个"
         assert axes[3].get_title(loc="left").startswith("CausalAttention.forward 中的张量：B = 2，")
@@ -111,7 +112,14 @@ def test_english_stays_the_default():
 
 
 @pytest.mark.parametrize(
-    "helper", [plotting.heatmap, plotting.tile_diagram, plotting.head_split_diagram, plotting.causal_attention_shapes]
+    "helper",
+    [
+        plotting.heatmap,
+        plotting.tile_diagram,
+        plotting.head_split_diagram,
+        plotting.causal_attention_shapes,
+        circuit_diagram.induction_circuit_diagram,
+    ],
 )
 @pytest.mark.parametrize("lang,error", [("fr", ValueError), ("ZH", ValueError), (None, TypeError)])
 def test_an_unknown_language_is_refused_by_name(helper, lang, error):
@@ -158,6 +166,7 @@ HELPERS = {
     "tile_diagram",
     "head_split_diagram",
     "causal_attention_shapes",
+    "induction_circuit_diagram",
     "plot_sweep",
 }  # the helpers that draw words
 TEXT_CALLS = {"set_title", "set_xlabel", "set_ylabel", "suptitle", "text", "annotate"}
