@@ -322,9 +322,7 @@ def run(
     with tempfile.TemporaryDirectory(prefix="llm-lab-nbgrader-") as tmp:
         subs = Path(tmp) / "submissions"
         subs.mkdir()
-        stamps, refused = collect(
-            course, assignment, subs, {p.name for p in (course / "release" / assignment).glob("*.ipynb")}
-        )
+        stamps, refused = collect(course, assignment, subs)  # every notebook handed in: each is its own row
         if not stamps:
             raise FileNotFoundError(f"no submissions in {course / 'submitted'}/*/{assignment}")
         results = cli.grade(
