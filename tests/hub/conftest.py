@@ -30,7 +30,23 @@ HUB_TESTS = ("tests/hub/test_hub.py", "tests/hub/test_hub_cull.py")
 LOAD_TEST = "tests/hub/test_hub_load.py"
 
 
+def modules_split(paths: list[str]) -> list[str]:
+    """The test modules whose tests are not all next to each other in the run order ``paths``. Each module here
+    holds one hub (a module-scoped fixture) through its tests in order; a test of another module between two of
+    them tears that hub down and starts a new one mid-semester (a plugin that parametrizes a fixture name, as
+    pytest-playwright does ``browser``, makes pytest regroup tests by that parameter across modules)."""
+    seen: list[str] = []
+    for path in paths:
+        if seen and seen[-1] == path:
+            continue
+        seen.append(path)
+    return sorted({p for p in seen if seen.count(p) > 1})
+
+
 def pytest_collection_modifyitems(config, items):
+    split = modules_split([str(item.fspath) for item in items])
+    if split:
+        raise pytest.UsageError(f"tests/hub: the tests of {', '.join(split)} are not run one after another")
     reason = hub_missing()
     load = reason or (
         None
@@ -46,8 +62,9 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="module")
-def browser():
-    """Headless Chromium (playwright), one per test module."""
+def hub_browser():
+    """Headless Chromium (playwright), one per test module. Not named ``browser``: pytest-playwright (installed
+    for tests/e2e/) parametrizes that name, and pytest then regroups the tests of every module that uses it."""
     from _hub_client import CHROMIUM, CHROMIUM_ARGS
     from playwright.sync_api import sync_playwright
 

@@ -107,8 +107,8 @@ def hub(tmp_path_factory):
 
 
 # ---- the semester, in order -------------------------------------------------------------------------------
-def test_01_learners_and_instructor_see_different_labs(hub, browser):
-    ctx, page = login(browser, hub, ALICE)
+def test_01_learners_and_instructor_see_different_labs(hub, hub_browser):
+    ctx, page = login(hub_browser, hub, ALICE)
     STATE["alice"] = (ctx, page)
     page.get_by_text("Nbgrader", exact=True).first.click()
     items = page.locator(".lm-Menu-itemLabel").all_inner_texts()
@@ -116,7 +116,7 @@ def test_01_learners_and_instructor_see_different_labs(hub, browser):
     assert "Assignment List" in items and "Formgrader" not in items, items
     assert page.request.get(f"{hub.url}/user/{ALICE}/formgrader").status == 404
     record("alice_lab_open_no_kernel", memory_of(ALICE))
-    tctx, tpage = login(browser, hub, TEACHER)
+    tctx, tpage = login(hub_browser, hub, TEACHER)
     STATE["teacher"] = (tctx, tpage)
     tpage.get_by_text("Nbgrader", exact=True).first.click()
     items = tpage.locator(".lm-Menu-itemLabel").all_inner_texts()

@@ -150,7 +150,7 @@ def hub():
 
 
 # ---- 1. log in and spawn ----------------------------------------------------------------------------------------
-def test_01_the_class_logs_in_and_every_server_starts(hub, browser):
+def test_01_the_class_logs_in_and_every_server_starts(hub, hub_browser):
     passwords = hub.passwords
     clients = {u: Client(hub.url, u) for u in [*LEARNERS, HOSTILE]}
 
@@ -166,7 +166,7 @@ def test_01_the_class_logs_in_and_every_server_starts(hub, browser):
     handle = run_async(everyone())
     pages, usable = {}, {}
     for user in BROWSER:  # the login page, then the server the hub starts for them
-        ctx = browser.new_context(viewport={"width": 1366, "height": 900})
+        ctx = hub_browser.new_context(viewport={"width": 1366, "height": 900})
         ctx.set_default_timeout(SPAWN_TIMEOUT * 1000)
         page = ctx.new_page()
         page.goto(f"{hub.url}/hub/login")

@@ -268,10 +268,10 @@ def _inert(method: str, name: str, argument: str) -> bool:
     return name in INERT_LINE_MAGICS or name in INERT_WHEN and bool(INERT_WHEN[name].fullmatch(argument))
 
 
-def hidden(tree: ast.Module, looks: bool = False) -> str:
+def hidden(tree: ast.Module, looks: bool = False, kept: frozenset[str] = frozenset()) -> str:
     """The first thing in ``tree`` that runs code the grader cannot read ("" if none). ``looks``: a debugging look
     whose value is only printed or displayed is read too (when no learner cell could catch a shown value:
-    ``source_looks.trusted``)."""
+    ``source_looks.trusted``), and one kept in a name that is only ever shown (``kept``: ``source_looks.kept``)."""
     allowed = set()
     for node in ast.walk(tree):
         if _ipython_call(node):
@@ -281,7 +281,7 @@ def hidden(tree: ast.Module, looks: bool = False) -> str:
                 allowed.add(id(node.func.value.func))
             else:
                 return f"`{ast.unparse(node)[:60]}`"
-    shown = source_looks.shown(tree, displayed=True) if looks else set()
+    shown = source_looks.shown(tree, displayed=True, kept=kept) if looks else set()
     for node in ast.walk(tree):
         found = "" if id(node) in shown else _hidden_node(node, allowed)
         if found:
@@ -353,10 +353,14 @@ class Reading:
         for cell in self.cells:
             self._parse(cell)
         looks = source_looks.trusted([c.tree for c in self.cells if c.learner and c.tree is not None])
+        try:
+            kept = source_looks.kept([(c.tree, c.learner) for c in self.cells if c.tree is not None]) if looks else ()
+        except RecursionError:
+            kept = frozenset()
         for cell in self.cells:
             if cell.learner and cell.tree is not None:
                 try:
-                    cell.unreadable = hidden(cell.tree, looks=looks)
+                    cell.unreadable = hidden(cell.tree, looks=looks, kept=frozenset(kept))
                     cell.tampering = source_tampering.tampering([cell.tree])
                 except RecursionError:  # an expression nested past what the reading follows
                     cell.unreadable = "nested too deeply to read"

@@ -1,5 +1,6 @@
 """A debugging look in a learner's cell that only shows a value: ``print(vars(layer))``,
-``print(f.__code__.co_varnames)``, ``sorted(k for k in globals() if k.startswith("W"))`` as a cell's last line.
+``print(f.__code__.co_varnames)``, ``sorted(k for k in globals() if k.startswith("W"))`` as a cell's last line,
+``d = vars(layer)`` then ``print(d)`` (a name that holds a look and is only ever shown: ``kept``).
 ``vars``, ``globals``, ``__code__`` and their kin can reach what the grader cannot read
 (``source_checks.HIDDEN_CALLS``); a value that is only printed or displayed is never bound, called or assigned
 to, so such a look is read like any other code. Used by ``source_checks.hidden``; parsed, never run."""
@@ -66,21 +67,68 @@ def _binds(node) -> set[str]:
     return set()
 
 
-def shown(tree: ast.Module, displayed: bool) -> set[int]:
+def kept(trees: list[tuple[ast.Module, bool]]) -> frozenset[str]:
+    """The names that hold only a look (``d = vars(layer)`` in a learner cell) and are only ever shown: every
+    binding of the name, in every cell (``trees``: each cell's tree and whether the learner wrote it), is such a
+    plain assignment in a learner cell (no ``+=``, ``for``, ``def``, ``del``, ``global``, import or argument of
+    that name), and every read of it is where a look may be (printed, displayed, or the value of another kept
+    name). Only for ``trusted`` notebooks. A name read anywhere else (``d["x"] = 1``, ``d.update(...)``,
+    ``print(d.pop("x"))``, ``f(d)``) is not kept, and its look is read as what it is."""
+    assigns = {}  # name -> ids of the Name targets of its plain assignments in learner cells
+    for tree, learner in trees:
+        for node in ast.walk(tree):
+            if learner and isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+                if isinstance(target, ast.Name) and not _reserved(target.id):
+                    assigns.setdefault(target.id, set()).add(id(target))
+    names = set(assigns)
+    for tree, _ in trees:  # a binding of any other kind
+        for node in ast.walk(tree):
+            names -= {n for n in _binds(node) & names if id(node) not in assigns[n]}
+    while names:
+        reads = [n for tree, _ in trees for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in names]
+        marked = set().union(*(shown(tree, displayed=True, kept=frozenset(names)) for tree, _ in trees))
+        stray = {n.id for n in reads if isinstance(n.ctx, ast.Load) and id(n) not in marked}
+        if not stray:
+            break
+        names -= stray
+    return frozenset(names)
+
+
+def _reserved(name: str) -> bool:
+    return bool(HISTORY.fullmatch(name)) or name in CATCHERS | PRINTERS | VIEWS | SHOWN_CALLS | {
+        "get_ipython",
+        "__builtins__",
+    }
+
+
+def shown(tree: ast.Module, displayed: bool, kept: frozenset[str] = frozenset()) -> set[int]:
     """The ids of the ``SHOWN_CALLS``/``SHOWN_ATTRIBUTES`` nodes in ``tree`` whose value only reaches a printing
     statement (``print(...)``, ``pprint(...)`` or ``display(...)`` as a statement of its own, its keyword
     arguments plain: ``sep=", "``, ``file=sys.stderr``) or, with ``displayed``, a statement that is only an
     expression (IPython displays it): it is shown and dropped, never bound, called or assigned to. Their
-    arguments are read as usual. Only for ``trusted`` notebooks."""
+    arguments are read as usual. ``kept``: names that hold a look (:func:`kept`): their reads on those paths are
+    marked too, and the value assigned to them is followed like a printed one. Only for ``trusted`` notebooks."""
     shown: set[int] = set()
     for node in ast.walk(tree):
         call = node.value if isinstance(node, ast.Expr) else None
         if _printing(call):
             for arg in call.args:
-                _mark_shown(arg, shown)
+                _mark_shown(arg, shown, kept)
         elif call is not None and displayed:
-            _mark_shown(call, shown)
+            _mark_shown(call, shown, kept)
+        elif _keeps(node, kept):
+            _mark_shown(node.value, shown, kept)
     return shown
+
+
+def _keeps(node, kept: frozenset[str]) -> bool:  # `d = <look>` with d kept
+    return (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id in kept
+    )
 
 
 def _printing(call) -> bool:
@@ -105,28 +153,30 @@ def _plain_keyword(value) -> bool:  # a constant, a name (sep=SEP), sys.stdout o
     )
 
 
-def _mark_shown(node, shown: set[int]) -> None:
+def _mark_shown(node, shown: set[int], kept: frozenset[str] = frozenset()) -> None:
     """Mark the shown nodes along the read-only paths from ``node`` (see :func:`shown`)."""
-    if isinstance(node, ast.Call) and not node.keywords:
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in kept:
+        shown.add(id(node))
+    elif isinstance(node, ast.Call) and not node.keywords:
         if isinstance(node.func, ast.Name) and node.func.id in SHOWN_CALLS:
             shown.add(id(node))
         elif isinstance(node.func, ast.Name) and node.func.id in VIEWS:
             for arg in node.args:
-                _mark_shown(arg, shown)
+                _mark_shown(arg, shown, kept)
         elif isinstance(node.func, ast.Attribute) and node.func.attr in VIEW_METHODS and not node.args:
-            _mark_shown(node.func.value, shown)
+            _mark_shown(node.func.value, shown, kept)
     elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Load):
         if isinstance(node, ast.Attribute) and node.attr in SHOWN_ATTRIBUTES:
             shown.add(id(node))
-        _mark_shown(node.value, shown)
+        _mark_shown(node.value, shown, kept)
     elif isinstance(node, (ast.JoinedStr, ast.BoolOp)):  # not Compare: `==` may call the other side's __eq__
         for value in ast.iter_child_nodes(node):
-            _mark_shown(value, shown)
+            _mark_shown(value, shown, kept)
     elif isinstance(node, ast.FormattedValue):
-        _mark_shown(node.value, shown)
+        _mark_shown(node.value, shown, kept)
     elif isinstance(node, (ast.GeneratorExp, ast.ListComp, ast.SetComp)) and _only_reads(node):
         for comprehension in node.generators:
-            _mark_shown(comprehension.iter, shown)
+            _mark_shown(comprehension.iter, shown, kept)
 
 
 def _only_reads(node) -> bool:

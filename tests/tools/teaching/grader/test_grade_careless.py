@@ -4,7 +4,8 @@ plain ``nbgrader autograde``, whose hidden tests run in the learner's kernel).
 
 The class hands in the fixture course's 01_demo (two autograded exercises, tests/_course_fixture.py), each
 student with one mistake: a typo that does not compile, a crash, an endless loop, a huge print, cells run twice
-or copied, a notebook half finished; and one with a debugging look that prints ``vars(...)`` and ``f.__code__``
+or copied, a notebook half finished; and one with debugging looks that print ``vars(...)`` and ``f.__code__``
+and keep ``vars(...)`` in a name it prints
 (it costs nothing). The grader's paths run in the bubblewrap sandbox where it can run, and
 without it elsewhere (``--no-sandbox``: these students are honest, and what is tested is what a mistake costs,
 the same code either way; the sandbox itself is tested in test_cli.py and test_sandbox.py).
@@ -89,7 +90,8 @@ CARELESS = {
         lambda n: fx.filled(
             n,
             causal_mask=RIGHT_MASK + "\n\nprint(sorted(vars(torch.nn.Linear(2, 2)).keys()))\n"
-            "print(causal_mask.__code__.co_varnames, f'{len(globals())} names')\n",
+            "print(causal_mask.__code__.co_varnames, f'{len(globals())} names')\n"
+            "layer = vars(torch.nn.Linear(2, 2))\nprint(layer['in_features'], sorted(layer))\n",
         ),
         BOTH,
     ),
