@@ -158,10 +158,12 @@ class Client:
         )
         return out["kernel"]["id"]
 
-    async def channels(self, kernel: str):
+    async def channels(self, kernel: str, session: str | None = None):
+        """The kernel's websocket. ``session``: the client's session id; a connection that reopens with the same
+        id gets the messages the server buffered while it was closed (jupyter_server; JupyterLab reconnects so)."""
         ws_url = self.url.replace("http://", "ws://")
         req = HTTPRequest(
-            f"{ws_url}/user/{self.user}/api/kernels/{kernel}/channels?session_id={uuid.uuid4().hex}",
+            f"{ws_url}/user/{self.user}/api/kernels/{kernel}/channels?session_id={session or uuid.uuid4().hex}",
             headers={"Authorization": f"token {self.token}"},
             # the server answers once the kernel has answered (or after its 60 s kernel_info timeout), and a
             # kernel that starts while the whole class starts theirs takes minutes
@@ -173,12 +175,14 @@ class Client:
     async def run_notebook(self, path: str, cell_timeout: float = 900) -> dict:
         """Every code cell of ``path`` in order, in a kernel of the learner's own (stop at the first error); the
         outputs saved into the notebook. Returns seconds (from the kernel's start to the last reply), the
-        error if any, the number of cells run, and the outputs' text."""
+        error if any, the number of cells run, the outputs' text, and the websocket's reconnections: a closed
+        websocket is opened again with the same session id, as JupyterLab does, at most ``RECONNECTS`` times, and
+        the messages the server buffered meanwhile arrive on the new one (each close's code and reason kept)."""
         nb = await self.get_notebook(path)
         t0 = time.monotonic()
         kernel = await self.session(path)
-        ws = await self.channels(kernel)
-        session, error, ran = uuid.uuid4().hex, None, 0
+        session, error, ran, closes = uuid.uuid4().hex, None, 0, []
+        ws = await self.channels(kernel, session)
         try:
             for cell in nb.cells:
                 if cell.cell_type != "code":
@@ -193,7 +197,12 @@ class Client:
                         raise AssertionError(f"{self.user}: {path}: a cell ran past {cell_timeout} s")
                     raw = await asyncio.wait_for(ws.read_message(), left)
                     if raw is None:
-                        raise AssertionError(f"{self.user}: {path}: the kernel's websocket closed")
+                        closes.append(f"{ws.close_code} {ws.close_reason or ''}".strip())
+                        if len(closes) > RECONNECTS:
+                            raise AssertionError(f"{self.user}: {path}: the kernel's websocket closed: {closes}")
+                        await asyncio.sleep(min(2 ** len(closes), 10))
+                        ws = await self.channels(kernel, session)
+                        continue
                     msg = decode(raw)
                     if msg.get("parent_header", {}).get("msg_id") != msg_id:
                         continue
@@ -214,7 +223,7 @@ class Client:
             ws.close()
         await self.put_notebook(path, nb)
         text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
-        return {"seconds": seconds, "error": error, "cells": ran, "kernel": kernel, "text": text}
+        return {"seconds": seconds, "error": error, "cells": ran, "kernel": kernel, "text": text, "closes": closes}
 
     async def execute(self, kernel: str, code: str) -> None:
         """Send ``code`` to ``kernel`` and return without waiting for it (the hostile cells never finish)."""
@@ -222,6 +231,9 @@ class Client:
         ws.write_message(json.dumps(execute_request(code, uuid.uuid4().hex, uuid.uuid4().hex, self.user)))
         await asyncio.sleep(1)
         ws.close()
+
+
+RECONNECTS = 5  # a websocket closed more often than this in one notebook run fails the run
 
 
 def decode(raw: str | bytes) -> dict:
