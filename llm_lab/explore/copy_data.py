@@ -192,7 +192,8 @@ PROBES = {
 }
 """Probe placements ``name: (start, length)``: random tokens, and the segment at ``start`` told again right after
 itself. Training never holds a segment of 8 or more tokens told twice in a row (:class:`CopyTask`), so each of
-these is a placement the model never saw; the first is also longer than any copied run (16)."""
+these is a placement the model never saw; the first is also longer than any planted run (16) and than any stretch
+that repeats one fixed distance back in notebook 08's 2,000 training rows (21: ``distance.longest_stretches``)."""
 
 
 def probe_batch(batch_size: int, config: Sizes, start: int, length: int, seed: int = 0) -> torch.Tensor:

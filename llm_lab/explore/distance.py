@@ -4,6 +4,8 @@ Shape names: B batch, T tokens, L layers, nh heads, V vocabulary size.
 
 - :func:`source_distances` is, for every prediction a copier can make, how far back its nearest earlier copy is:
   the histogram of what the training data teaches.
+- :func:`longest_stretches` is, for every row, the longest stretch of tokens that repeats one fixed distance back:
+  how long the copies the training data shows can be.
 - :func:`sweep_batch` holds a repeated segment at the end of the window and moves its source back by ``distance``.
 - :func:`sweep` measures a model on those rows at each distance: its copy loss, the ideal one-token copier's loss
   on the same predictions, and layer 1's induction score at that distance (its weight on the right key).
@@ -31,6 +33,7 @@ from .induction import measure
 
 __all__ = [
     "source_distances",
+    "longest_stretches",
     "sweep_batch",
     "sweep",
     "sweep_claims",
@@ -82,6 +85,22 @@ def source_distances(ids: torch.Tensor) -> torch.Tensor:
     gap = torch.where(match, i[:, None] - i[None, :], torch.full_like(match, t, dtype=torch.long))  # (B, i, j)
     nearest = gap.min(dim=-1).values  # (B, T - 1)
     return nearest[match.any(dim=-1)]
+
+
+def longest_stretches(ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(B, T)`` ids -> ``(B,)`` int64 lengths and ``(B,)`` int64 distances: for each row, the most consecutive
+    positions ``i`` with ``ids[i] == ids[i - d]`` for one ``d``, and that ``d`` (the smallest, on a tie; 0 with the
+    length where no token repeats). Chance matches count too: it is what a copier sees, not how the row was made."""
+    ids = _ids2d(ids)
+    b, t = ids.shape
+    i = torch.arange(t, device=ids.device)  # (T,)
+    d = torch.arange(1, t, device=ids.device)[:, None]  # (T - 1, 1): every distance
+    same = (ids[:, (i - d).clamp(min=0)] == ids[:, None, :]) & (i >= d)  # (B, T - 1, T): ids[i] == ids[i - d]
+    breaks = torch.where(same, torch.full_like(same, -1, dtype=torch.long), i.expand_as(same))  # (B, T - 1, T)
+    runs = i - breaks.cummax(dim=-1).values  # (B, T - 1, T): the stretch ending at i, at distance d
+    per_distance = runs.max(dim=-1).values  # (B, T - 1)
+    length, k = per_distance.max(dim=-1)  # (B,), (B,): the first maximum is the smallest distance
+    return length, torch.where(length > 0, k + 1, torch.zeros_like(k))
 
 
 def ideal_copier_losses(ids: torch.Tensor) -> torch.Tensor:
@@ -270,7 +289,8 @@ def window_losses(model, ids: torch.Tensor, ends, length: int = SWEEP_LENGTH) ->
 LENGTH_ENDS, LENGTH_DISTANCE = (51, 59, 63), 32
 """Where :func:`length_claims` compares: the first probe's repeat (positions 32 to 63, copied from 32 back) against
 the grid's 8-token repeats from 32 back ending at 51, 59 and 63: predictions 12 to 30 tokens into the probe's
-repeat, past the 16 of any training run from 17 on."""
+repeat, past the 16 of any planted run from 17 on (and the 21 of the longest stretch in notebook 08's training rows
+from 22 on: :func:`longest_stretches`)."""
 
 
 def length_claims(long_run: list, result: dict, margin: float = 0.2) -> dict:

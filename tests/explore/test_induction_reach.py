@@ -44,6 +44,25 @@ def test_source_distances_finds_the_nearest_earlier_pair():
     assert distance.source_distances(torch.tensor([[1, 2, 3, 4]])).numel() == 0
 
 
+def test_longest_stretches_finds_the_longest_repeat_at_one_distance():
+    ids = torch.tensor([[1, 2, 3, 1, 2, 3, 9], [5, 6, 7, 8, 9, 10, 11], [4, 4, 4, 4, 0, 1, 2], [7, 8, 9, 7, 8, 3, 7]])
+    length, back = distance.longest_stretches(ids)
+    assert length.tolist() == [3, 0, 3, 2]  # 1 2 3 again 3 back; nothing; 4 4 4 from 1 back; 7 8 again 3 back
+    assert back.tolist() == [3, 0, 1, 3]  # on a tie (4 4 4: 3 at 1 back, 2 at 2 back) the longest, then the smallest
+    with pytest.raises(ValueError, match="int64"):
+        distance.longest_stretches(ids.float())
+
+
+def test_training_rows_repeat_a_stretch_longer_than_a_planted_run_only_where_copies_line_up():
+    rows = copy_data.copy_batch(2000, CONFIG, torch.Generator().manual_seed(1))  # notebook 08's section 1
+    length, back = distance.longest_stretches(rows)
+    assert int((length > copy_data.CopyTask().max_run).sum()) == 11  # the count the notebook prints
+    assert int(length.max()) == 21 and int(back[length.argmax()]) == 29
+    assert int(length.max()) < 32  # the first probe's repeat is longer than any of them
+    probe_length, probe_back = distance.longest_stretches(copy_data.repeated_sequences(4, CONFIG))
+    assert (probe_length >= 32).all() and (probe_back == 32).all()  # the notebook's check fails on rows like the probe
+
+
 def test_ideal_copier_losses_per_prediction_average_to_circuit_s():
     ids = copy_data.copy_batch(50, CONFIG, torch.Generator().manual_seed(4))
     per = distance.ideal_copier_losses(ids)
