@@ -361,17 +361,24 @@ class Kernel:
         finally:
             self.client.timeout = math.ceil(self.cell_timeout)
         text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
-        replies = [line[len(nonce) :] for line in text.splitlines() if line.startswith(nonce)]
-        if not replies:
-            if cell_error(cell) == "timeout":
-                raise TimeoutError
-            raise proxies.RemoteFailed(
-                "the kernel did not answer" + (f" ({cell_error(cell)})" if cell_error(cell) else "")
-            )
-        try:
-            return wire.parse(base64.b64decode(replies[-1], validate=True))
-        except (wire.WireError, ValueError, binascii.Error) as exc:
-            raise proxies.RemoteFailed(f"the kernel's reply was not readable ({exc})"[:300]) from None
+        return reply_of(text, nonce, cell_error(cell))
+
+
+def reply_of(text: str, nonce: str, error: str = "") -> object:
+    """The kernel's one reply in ``text`` (the request cell's printed output), parsed. More than one line with the
+    nonce is a reply the learner's code printed itself (it read the nonce from the kernel): RemoteFailed, never
+    the last or the first of them. ``error``: the cell's error, for the message when there is no reply."""
+    replies = [line[len(nonce) :] for line in text.splitlines() if line.startswith(nonce)]
+    if len(replies) > 1:
+        raise proxies.RemoteFailed(f"the kernel answered {len(replies)} times to one request: a forged reply")
+    if not replies:
+        if error == "timeout":
+            raise TimeoutError
+        raise proxies.RemoteFailed("the kernel did not answer" + (f" ({error})" if error else ""))
+    try:
+        return wire.parse(base64.b64decode(replies[0], validate=True))
+    except (wire.WireError, ValueError, binascii.Error) as exc:
+        raise proxies.RemoteFailed(f"the kernel's reply was not readable ({exc})"[:300]) from None
 
 
 def _tolerate_the_seal(plan, notebooks) -> None:

@@ -102,8 +102,43 @@ HIDDEN_CALLS = {"exec", "eval", "compile", "globals", "vars", "locals", "breakpo
 # calls that reach an attribute by a name given as an argument (its index): with a name computed at run time,
 # what they reach is not in the text (getattr(torch, "_" + "C") is torch._C)
 NAMED_BY = {"getattr": 1, "setattr": 1, "delattr": 1, "hasattr": 1, "attrgetter": 0, "methodcaller": 0}
+# the reflective built-ins above, and their kin in the standard library: handed around as a value (``ga =
+# getattr``, ``functools.partial(getattr, torch)``, ``map(vars, ...)``, ``[getattr][0]``) what they reach is not in
+# the text either; only a direct call with its name written (``getattr(x, "shape")``) is read
+REFLECTIVE = HIDDEN_CALLS | set(NAMED_BY) | {"import_module", "getattr_static", "getmembers", "locate", "resolve_name"}
+# the modules a learner cell may import: what the lessons use and the usual company of a notebook (numbers,
+# tables, plots, time, text). Any other (inspect, builtins, importlib, gc, types, pickle, ctypes, threading,
+# subprocess, asyncio, pty, socket, ...) reaches objects, frames, code or processes by routes the text does not
+# name, so a cell that imports one is unreadable; the message names this list
+READABLE_MODULES = frozenset(
+    {
+        "torch", "numpy", "math", "cmath", "random", "time", "timeit", "collections", "itertools", "functools",
+        "typing", "dataclasses", "matplotlib", "tiktoken", "string", "re", "json", "textwrap", "statistics", "copy",
+        "pprint", "IPython", "tqdm", "llm_lab", "sys", "os", "warnings", "abc", "enum", "heapq", "bisect",
+        "contextlib", "fractions", "decimal", "datetime", "pathlib", "einops", "operator", "numbers",
+        "unicodedata", "pandas", "seaborn", "__future__",
+    }
+)  # fmt: skip
 HIDDEN_ATTRIBUTES = {
     "__getattribute__",
+    # frames and what leads to them: a frame's locals are the grader's own (the reply under way)
+    "_getframe",
+    "_current_frames",
+    "currentframe",
+    "tb_frame",
+    "tb_next",
+    "gi_frame",
+    "cr_frame",
+    "ag_frame",
+    "f_code",
+    "__traceback__",
+    # from any object to every class, module or function: the classic ways out of a restricted namespace
+    "__subclasses__",
+    "__self__",
+    "__reduce__",
+    "__reduce_ex__",
+    "__loader__",
+    "__spec__",
     "get_referents",
     "get_referrers",
     "get_objects",
@@ -282,14 +317,15 @@ def hidden(tree: ast.Module, looks: bool = False, kept: frozenset[str] = frozens
             else:
                 return f"`{ast.unparse(node)[:60]}`"
     shown = source_looks.shown(tree, displayed=True, kept=kept) if looks else set()
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     for node in ast.walk(tree):
-        found = "" if id(node) in shown else _hidden_node(node, allowed)
+        found = "" if id(node) in shown else _hidden_node(node, allowed, called)
         if found:
             return found
     return ""
 
 
-def _hidden_node(node, allowed: set) -> str:
+def _hidden_node(node, allowed: set, called: set) -> str:
     if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
         at = NAMED_BY.get(_name_of(node.func))
         if at is not None and not (len(node.args) > at and isinstance(node.args[at], ast.Constant)):
@@ -301,6 +337,9 @@ def _hidden_node(node, allowed: set) -> str:
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in HIDDEN_CALLS:
         if node.func.id != "__import__" or not _constant_str(node.args[:1]):
             return f"`{node.func.id}(...)`"
+    if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+        if _name_of(node.func) in ("__import__", "import_module") and _constant_str(node.args[:1]):
+            return _unreadable_module(node.args[0].value)
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, (ast.Name, ast.Attribute))
@@ -312,25 +351,40 @@ def _hidden_node(node, allowed: set) -> str:
         return f"`.{node.attr}`"
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return _unreadable_import(node)
+    if isinstance(node, (ast.Name, ast.Attribute)) and _name_of(node) in REFLECTIVE and id(node) not in called:
+        return f"`{_name_of(node)}` used as a value (its target is not in the text)"
     return ""
 
 
 def _unreadable_import(node) -> str:
     if isinstance(node, ast.ImportFrom) and (
-        node.level or any(a.name in HIDDEN_CALLS | {"get_ipython"} for a in node.names)
+        node.level or any(a.name in REFLECTIVE | {"get_ipython"} for a in node.names)
     ):
         return f"`{ast.unparse(node)[:60]}`"
     names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
     for name in names:
-        top = name.split(".")[0]
-        if top == "__main__":
-            return "`import __main__`"
-        try:
-            found = importlib.util.find_spec(top) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:  # a module written by the notebook itself: its code is not read
-            return f"`{top}` is not an installed module"
+        found = _unreadable_module(name)
+        if found:
+            return found
+    return ""
+
+
+def _unreadable_module(name: str) -> str:
+    """Why importing the module ``name`` makes a cell unreadable ("" if it does not)."""
+    top = name.split(".")[0]
+    if top == "__main__":
+        return "`import __main__`"
+    if top == "IPython" and not (name == "IPython.display" or name.startswith("IPython.display.")):
+        return f"`{name}` is not a module the grader reads (of IPython, a learner cell may import IPython.display)"
+    if top not in READABLE_MODULES:
+        allowed = ", ".join(sorted(READABLE_MODULES - {"__future__"}))
+        return f"`{top}` is not a module the grader reads (a learner cell may import {allowed})"
+    try:
+        found = importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:  # a module written by the notebook itself: its code is not read
+        return f"`{top}` is not an installed module"
     return ""
 
 
@@ -357,11 +411,12 @@ class Reading:
             kept = source_looks.kept([(c.tree, c.learner) for c in self.cells if c.tree is not None]) if looks else ()
         except RecursionError:
             kept = frozenset()
+        checks = source_tampering.course_checks([c.tree for c in self.cells if not c.learner and c.tree is not None])
         for cell in self.cells:
             if cell.learner and cell.tree is not None:
                 try:
                     cell.unreadable = hidden(cell.tree, looks=looks, kept=frozenset(kept))
-                    cell.tampering = source_tampering.tampering([cell.tree])
+                    cell.tampering = source_tampering.tampering([cell.tree], checks)
                 except RecursionError:  # an expression nested past what the reading follows
                     cell.unreadable = "nested too deeply to read"
         self.names = source_names.Names([(c.tree, c.learner) for c in self.cells])

@@ -35,9 +35,21 @@ def trusted(trees: list[ast.Module]) -> bool:
             return False
         if isinstance(node, (ast.Attribute, ast.Name)) and (getattr(node, "attr", None) or node.id) in CATCHERS:
             return False
-        if _binds(node) & (PRINTERS | VIEWS):
+        if _binds(node) & (PRINTERS | VIEWS) or _rebinds(node):
             return False
     return True
+
+
+def _rebinds(node) -> bool:
+    """Does ``node`` set an attribute named like a printer, a view or a hook on some object (``pprint.pprint =
+    f``, ``IPython.display.display = f``, ``setattr(sys, "displayhook", f)``)?"""
+    names = PRINTERS | VIEWS | CATCHERS | {"stdout", "stderr", "write"}
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        return node.attr in names
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr"):
+        name = node.args[1] if len(node.args) > 1 else None
+        return not (isinstance(name, ast.Constant) and name.value not in names)
+    return False
 
 
 def _printer_imports(node) -> list:
@@ -82,7 +94,7 @@ def kept(trees: list[tuple[ast.Module, bool]]) -> frozenset[str]:
                 if isinstance(target, ast.Name) and not _reserved(target.id):
                     assigns.setdefault(target.id, set()).add(id(target))
     names = set(assigns)
-    for tree, _ in trees:  # a binding of any other kind
+    for tree, _ in trees:  # a binding of any other kind (every route to the module's globals is unreadable)
         for node in ast.walk(tree):
             names -= {n for n in _binds(node) & names if id(node) not in assigns[n]}
     while names:

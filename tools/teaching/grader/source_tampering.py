@@ -61,10 +61,24 @@ HOOKS = (
 INTERNALS = MACHINERY_NAMES | set(HOOKS)
 # doors to torch's answers under other names, in no lesson: torch.ops.aten.*, the compiler, Categorical.log_prob
 # (``.ops`` and ``.distributions`` on anything, ``compile`` on torch and the names bound to it)
-TORCH_DOORS, ANY_DOORS = ("ops", "compile", "distributions"), ("ops", "distributions")
+# and torch.library (a custom operator's kernel runs below both modes), torch.multiprocessing and torch.distributed
+# (other processes)
+TORCH_DOORS = ("ops", "compile", "distributions", "library", "multiprocessing", "distributed", "cpp_extension")
+ANY_DOORS = ("ops", "distributions", "custom_op", "cpp_extension", "load_inline")
 # threads and processes: what runs there is outside the watch on the learner's call
 THREADS = ("threading", "_thread", "multiprocessing", "concurrent")
-FORKS = ("fork", "forkpty", "register_at_fork")
+FORKS = (
+    "fork",
+    "forkpty",
+    "register_at_fork",
+    *("system", "popen", "posix_spawn", "posix_spawnp", "startfile"),
+    *("execv", "execve", "execl", "execle", "execlp", "execlpe", "execvp", "execvpe"),
+    *("spawnv", "spawnve", "spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnvp", "spawnvpe"),
+)
+# where the kernel's replies to the grader are printed: a learner object put there would read (and could rewrite)
+# every reply on its way out
+STREAMS = ("stdout", "stderr", "stdin", "__stdout__", "__stderr__", "displayhook", "excepthook")
+REDIRECTS = ("redirect_stdout", "redirect_stderr")
 
 
 def _dynamic_import(node) -> str:
@@ -82,13 +96,29 @@ def _dynamic_import(node) -> str:
     return ""
 
 
-def tampering(trees: list[ast.Module]) -> list[str]:
+def course_checks(trees: list[ast.Module]) -> frozenset[str]:
+    """The checkers' names: every ``check_*`` of ``llm_lab.exercises.checkers`` and every one the course's cells
+    (``trees``) define or call. A learner's own ``check_window`` helper is none of them."""
+    from llm_lab.exercises import checkers
+
+    named = {n for n in dir(checkers) if n.startswith("check_")}
+    for tree in trees:
+        for node in ast.walk(tree):
+            name = node.id if isinstance(node, ast.Name) else getattr(node, "name", None)
+            if isinstance(name, str) and name.startswith("check_"):
+                named.add(name)
+    return frozenset(named)
+
+
+def tampering(trees: list[ast.Module], checks: frozenset[str] | None = None) -> list[str]:
     """What the learner's code does to the checkers, read from its text: a ``check_*`` redefined, an attribute
     of llm_lab set or deleted, the grading internals, ``sys.modules``, the profile/trace hooks, threads or forks.
     The verdicts are computed outside the kernel, so none of this can change them; it is reported (and scores 0)
     because it has no honest use, and because a kernel whose answering code is patched, or whose watch is off,
-    could hand in llm_lab's own results."""
+    could hand in llm_lab's own results. ``checks``: the checkers' names (``course_checks``); None: every
+    ``check_*``."""
     found: list[str] = []
+    checker = (lambda name: name.startswith("check_")) if checks is None else checks.__contains__
     for tree in trees:
         names = Names([(tree, True)])
         roots, torches = (
@@ -101,13 +131,15 @@ def tampering(trees: list[ast.Module]) -> list[str]:
             return isinstance(node, ast.Name) and node.id in roots
 
         for node in ast.walk(tree):
-            door = isinstance(node, ast.Attribute) and _on(node, torches | {"torch"}, *TORCH_DOORS)
-            found += [f"`{node.attr}` reached"] if door else _tampered(node, rooted)
+            door = isinstance(node, ast.Attribute) and (
+                _on(node, torches | {"torch"}, *TORCH_DOORS) or _private(node, torches | {"torch"})
+            )
+            found += [f"`{node.attr}` reached"] if door else _tampered(node, rooted, checker) + _workers(node)
     return list(dict.fromkeys(found))
 
 
-def _tampered(node, rooted) -> list[str]:
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name.startswith("check_"):
+def _tampered(node, rooted, checker) -> list[str]:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and checker(node.name):
         return [f"`{node.name}` redefined"]
     if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
         targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
@@ -115,7 +147,7 @@ def _tampered(node, rooted) -> list[str]:
             f"`{t.id}` replaced" if isinstance(t, ast.Name) else f"`{ast.unparse(t)}` replaced"
             for t in targets
             if isinstance(t, ast.Name)
-            and t.id.startswith("check_")
+            and checker(t.id)
             or isinstance(t, (ast.Attribute, ast.Subscript))
             and (rooted(t) or _hook(t))
         ]
@@ -124,9 +156,15 @@ def _tampered(node, rooted) -> list[str]:
         and isinstance(node.func, ast.Name)
         and node.func.id in ("setattr", "delattr")
         and node.args
-        and rooted(node.args[0])
+        and (rooted(node.args[0]) or isinstance(node.args[0], ast.Name) and node.args[0].id == "sys")
     ):
         return [f"`{ast.unparse(node)[:80]}`"]
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) and _on(node, "sys", *STREAMS):
+        return [f"`sys.{node.attr}` replaced"]
+    if isinstance(node, (ast.Name, ast.Attribute)) and (getattr(node, "id", None) or node.attr) in REDIRECTS:
+        return [f"`{getattr(node, 'id', None) or node.attr}` (the kernel's replies are printed there)"]
+    if isinstance(node, ast.alias) and node.name in REDIRECTS:
+        return [f"`{node.name}` imported (the kernel's replies are printed there)"]
     if isinstance(node, ast.Attribute) and (
         node.attr in INTERNALS
         or _on(node, "sys", "modules", "monitoring")
@@ -156,9 +194,22 @@ def _tampered(node, rooted) -> list[str]:
     return []
 
 
-def _torch_door(module: str, names) -> bool:  # torch.ops, torch.distributions.x, from torch import ops
+def _private(node: ast.Attribute, torches: set) -> bool:  # torch._anything (torch's internals, in no lesson)
+    return _on(node, torches, node.attr) and node.attr.startswith("_") and not node.attr.startswith("__")
+
+
+def _workers(node) -> list[str]:
+    """A ``DataLoader``'s worker processes (``num_workers`` other than a written 0): they run outside the watch."""
+    if isinstance(node, ast.keyword) and node.arg == "num_workers":
+        if not (isinstance(node.value, ast.Constant) and node.value.value == 0):
+            return [f"`num_workers={ast.unparse(node.value)[:20]}` (worker processes run outside the checks' watch)"]
+    return []
+
+
+def _torch_door(module: str, names) -> bool:  # torch.ops, torch.distributions.x, from torch import ops, torch._C
     door = module.split(".")[1:2] or [a.name for a in names]
-    return module.split(".")[0] == "torch" and any(d in TORCH_DOORS for d in door)
+    private = [d for d in door if d.startswith("_") and not d.startswith("__")]
+    return module.split(".")[0] == "torch" and (any(d in TORCH_DOORS for d in door) or bool(private))
 
 
 def _machinery(module: str) -> bool:

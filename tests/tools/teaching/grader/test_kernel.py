@@ -15,7 +15,7 @@ from _remote_loopback import loopback
 from torch import nn
 
 from llm_lab import exercises as ex
-from llm_lab.exercises.grading import answering, wire
+from llm_lab.exercises.grading import answering, proxies, wire
 from tools.teaching.grader import kernel as grader_kernel
 
 
@@ -148,3 +148,41 @@ def test_the_grader_receives_no_frame_past_the_cap():
     assert socket.getsockopt(zmq.MAXMSGSIZE) == grader_kernel.MAX_FRAME
     socket.close()
     kc.context.term()
+
+
+def _reply_line(nonce: str, value) -> str:
+    import base64
+
+    return nonce + base64.b64encode(json.dumps(wire.encode(value)).encode()).decode()
+
+
+def test_one_reply_is_read_and_a_second_one_is_a_forgery():
+    nonce = "LLMLAB-REPLY-0123456789abcdef "
+    real = _reply_line(nonce, {"hit": None, "value": 1})
+    want = wire.parse(json.dumps(wire.encode({"hit": None, "value": 1})).encode())
+    assert grader_kernel.reply_of("learner output\n" + real + "\n", nonce) == want
+    forged = _reply_line(nonce, {"hit": None, "value": 2})
+    for text in (forged + "\n" + real, real + "\n" + forged):
+        with pytest.raises(proxies.RemoteFailed, match="2 times"):
+            grader_kernel.reply_of(text, nonce)
+    with pytest.raises(proxies.RemoteFailed, match="did not answer"):
+        grader_kernel.reply_of("no reply here", nonce)
+
+
+def test_the_kernel_takes_the_nonce_out_before_the_learners_code_runs(capsys):
+    import base64
+
+    seen = {}
+
+    def spy(request):  # stands in for the learner's call: it sees the request the answering side works on
+        seen.update(request)
+        return {"value": 0}
+
+    request = {"op": "call", "nonce": "LLMLAB-REPLY-x "}
+    original = answering.answer_call
+    answering.answer_call = spy
+    try:
+        answering.serve(base64.b64encode(json.dumps(request).encode()).decode())
+    finally:
+        answering.answer_call = original
+    assert "nonce" not in seen and capsys.readouterr().out.startswith("LLMLAB-REPLY-x ")

@@ -317,6 +317,11 @@ REACHING = {
 }
 
 
+# the routes whose module the source check does not read (threads and processes run outside the watch on a call,
+# where an exercise whose answer is torch's own built-in could call it unseen)
+UNREAD = {"subprocess": "subprocess", "executor_thread": "asyncio"}
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     import _sandbox_gate
@@ -342,9 +347,14 @@ def test_an_honest_submission_keeps_full_marks_in_the_sealed_sandbox(graded):
 
 
 @pytest.mark.parametrize("student", sorted(REACHING))
-def test_reaching_for_the_answer_scores_zero_for_that_exercise_only(graded, student):
+def test_reaching_for_the_answer_scores_zero(graded, student):
     row = graded[student]
     verdicts = {v.key: v for v in row.verdicts}
     assert not row.problem, row.problem
     assert verdicts["causal_mask"].points == 0 and verdicts["causal_mask"].status != "pass", verdicts["causal_mask"]
-    assert verdicts["mask_and_renormalize"].status == "pass", verdicts["mask_and_renormalize"]
+    if student in UNREAD:  # a module the grader does not read: the cell is unreadable, and so is what follows it
+        later = verdicts["mask_and_renormalize"]
+        assert (later.status, later.mistake, later.points) == ("error", "unreadable", 0), later
+        assert f"`{UNREAD[student]}` is not a module the grader reads" in later.message, later.message
+    else:
+        assert verdicts["mask_and_renormalize"].status == "pass", verdicts["mask_and_renormalize"]

@@ -70,7 +70,7 @@ CASES = [
             "import importlib\nm = importlib.import_module('llm_lab.masks')\n\n"
             "def causal_mask(n):\n    return m.causal_mask(n)\n"
         ],
-        "reference",
+        "error",  # importlib is not a module a learner cell may import
     ),
     (
         "getattr with a written name",
@@ -173,7 +173,7 @@ CASES = [
     (
         "the display hook replaced, then a displayed look",
         [RIGHT + "import sys\n\nsys.displayhook = print\nvars(torch)\n"],
-        "error",
+        "tampered",
     ),
     (
         "honest, looks printed to stderr, with a separator, by pprint",
@@ -191,6 +191,107 @@ CASES = [
         "error",
     ),
     ("a printed look that writes", [RIGHT + "print(vars(torch).update(x=1))\n"], "error"),
+    # the reflective built-ins handed around as values, and the modules that reach frames, objects or processes
+    ("getattr bound to another name", [RIGHT + "ga = getattr\nx = ga(torch, '_' + 'C')\n"], "error"),
+    ("getattr in a list", [RIGHT + "x = [getattr][0](torch, 'nn')\n"], "error"),
+    ("getattr handed to partial", [RIGHT + "import functools\nf = functools.partial(getattr, torch)\n"], "error"),
+    ("getattr handed to reduce", [RIGHT + "import functools\nx = functools.reduce(getattr, ['nn'], torch)\n"], "error"),
+    ("vars bound to another name", [RIGHT + "v = vars\nx = v(torch)\n"], "error"),
+    ("__import__ bound to another name", [RIGHT + "imp = __import__\nx = imp('torch')\n"], "error"),
+    ("import_module as a value", [RIGHT + "import operator\nf = operator.attrgetter\n"], "error"),
+    ("attrgetter imported under another name", ["from operator import attrgetter as ag\n" + RIGHT], "error"),
+    ("inspect imported", ["import inspect\n" + RIGHT], "error"),
+    ("builtins imported", ["import builtins\n" + RIGHT], "error"),
+    ("pydoc imported", ["from pydoc import locate\n" + RIGHT], "error"),
+    ("pty imported", ["import pty\n" + RIGHT], "error"),
+    ("subprocess imported", ["import subprocess\n" + RIGHT], "error"),
+    ("asyncio imported", ["import asyncio\n" + RIGHT], "error"),
+    ("__import__ of a module not read", [RIGHT + "x = __import__('inspect')\n"], "error"),
+    (
+        "a frame reached through a traceback",
+        [RIGHT + "try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    f = e.__traceback__\n"],
+        "error",
+    ),
+    ("sys._getframe", [RIGHT + "import sys\nf = sys._getframe(1)\n"], "tampered"),
+    ("every class from an empty tuple", [RIGHT + "x = ().__class__.__bases__[0].__subclasses__()\n"], "error"),
+    ("a bound method's module", [RIGHT + "x = print.__self__\n"], "error"),
+    ("honest, getattr with a written name", [RIGHT + "x = torch.ones(2)\nprint(getattr(x, 'shape'))\n"], None),
+    (
+        "honest, the usual imports",
+        [
+            "import math\nimport random\nimport time\nfrom collections import Counter\nimport numpy as np\nimport matplotlib.pyplot as plt\n"
+            + RIGHT
+        ],
+        None,
+    ),
+    (
+        "print rebound as an attribute, then a look",
+        [RIGHT + "import sys\nsys.modules['builtins'].print = len\nprint(vars(torch))\n"],
+        "tampered",
+    ),
+    (
+        "pprint.pprint rebound, then a look",
+        [RIGHT + "import pprint\npprint.pprint = len\npprint.pprint(vars(torch))\n"],
+        "error",
+    ),
+    (
+        "display rebound on its module, then a look",
+        [
+            RIGHT
+            + "import IPython.display\nIPython.display.display = len\nfrom IPython.display import display\ndisplay(vars(torch))\n"
+        ],
+        "error",
+    ),
+    (
+        "the display hook set by setattr, then a look",
+        [RIGHT + "import sys\nsetattr(sys, 'displayhook', len)\nvars(torch)\n"],
+        "tampered",
+    ),
+    (
+        "a kept look read as an attribute of a module",
+        [RIGHT + "d = vars(torch)\nprint(d)\nimport inspect\nx = inspect.getmodule(causal_mask).d\n"],
+        "error",
+    ),
+    (
+        "honest, a check helper of the learner's own",
+        ["def check_window(x):\n    assert x.shape[0] == 3\n\n\n" + RIGHT],
+        None,
+    ),
+    ("a checker redefined", ["def check_causal_mask(fn):\n    print('ok')\n\n\n" + RIGHT], "tampered"),
+    (
+        "a custom operator",
+        [
+            RIGHT
+            + "import torch\n\n\n@torch.library.custom_op('x::f', mutates_args=())\ndef f(t: torch.Tensor) -> torch.Tensor:\n    return t\n"
+        ],
+        "tampered",
+    ),
+    ("torch.library imported", ["from torch import library\n" + RIGHT], "tampered"),
+    ("a custom_op imported by name", ["from torch.library import custom_op\n" + RIGHT], "tampered"),
+    ("torch's internals by a private name", [RIGHT + "x = torch._refs\n"], "tampered"),
+    ("a private torch module imported", ["import torch._prims\n" + RIGHT], "tampered"),
+    (
+        "a DataLoader with worker processes",
+        [RIGHT + "from torch.utils.data import DataLoader\nd = DataLoader([1, 2], num_workers=1)\n"],
+        "tampered",
+    ),
+    (
+        "honest, a DataLoader in the kernel's own process",
+        [RIGHT + "from torch.utils.data import DataLoader\nd = DataLoader([1, 2], num_workers=0)\n"],
+        None,
+    ),
+    ("the kernel's stdout replaced", [RIGHT + "import sys\nsys.stdout = open('/dev/null', 'w')\n"], "tampered"),
+    (
+        "the kernel's stdout redirected",
+        [RIGHT + "import contextlib\nr = contextlib.redirect_stdout(None)\n"],
+        "tampered",
+    ),
+    ("redirect_stdout imported", ["from contextlib import redirect_stdout\n" + RIGHT], "tampered"),
+    ("a shell through os.system", [RIGHT + "import os\nos.system('python3 -c 1')\n"], "tampered"),
+    ("a process through os.posix_spawn", [RIGHT + "import os\nos.posix_spawn('/bin/true', [], {})\n"], "tampered"),
+    ("IPython beyond its display", ["from IPython.lib import backgroundjobs\n" + RIGHT], "error"),
+    ("scipy (its workers= runs a process pool)", ["import scipy\n" + RIGHT], "error"),
+    ("honest, IPython's display", ["from IPython.display import display\n" + RIGHT], None),
     ("a look kept in a name and never read", [RIGHT + "d = vars(torch)\n"], None),
     ("honest, a look kept in a name, then printed", [RIGHT + "d = vars(torch.nn.Linear(2, 2))\nprint(d)\n"], None),
     (
