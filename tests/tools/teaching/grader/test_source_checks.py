@@ -219,8 +219,8 @@ CASES = [
     (
         "honest, the usual imports",
         [
-            "import math\nimport random\nimport time\nfrom collections import Counter\nimport numpy as np\nimport matplotlib.pyplot as plt\n"
-            + RIGHT
+            "import math\nimport random\nimport time\nfrom collections import Counter\n"
+            "import numpy as np\nimport matplotlib.pyplot as plt\n" + RIGHT
         ],
         None,
     ),
@@ -237,8 +237,8 @@ CASES = [
     (
         "display rebound on its module, then a look",
         [
-            RIGHT
-            + "import IPython.display\nIPython.display.display = len\nfrom IPython.display import display\ndisplay(vars(torch))\n"
+            RIGHT + "import IPython.display\nIPython.display.display = len\n"
+            "from IPython.display import display\ndisplay(vars(torch))\n"
         ],
         "error",
     ),
@@ -261,8 +261,8 @@ CASES = [
     (
         "a custom operator",
         [
-            RIGHT
-            + "import torch\n\n\n@torch.library.custom_op('x::f', mutates_args=())\ndef f(t: torch.Tensor) -> torch.Tensor:\n    return t\n"
+            RIGHT + "import torch\n\n\n@torch.library.custom_op('x::f', mutates_args=())\n"
+            "def f(t: torch.Tensor) -> torch.Tensor:\n    return t\n"
         ],
         "tampered",
     ),
