@@ -38,6 +38,7 @@ import importlib.util
 import re
 from dataclasses import dataclass, field
 
+import llm_lab.exercises as exercises
 from tools.teaching.grader import source_looks, source_names, source_tampering
 from tools.teaching.grader.report import one_line
 
@@ -102,6 +103,10 @@ HIDDEN_CALLS = {"exec", "eval", "compile", "globals", "vars", "locals", "breakpo
 # calls that reach an attribute by a name given as an argument (its index): with a name computed at run time,
 # what they reach is not in the text (getattr(torch, "_" + "C") is torch._C)
 NAMED_BY = {"getattr": 1, "setattr": 1, "delattr": 1, "hasattr": 1, "attrgetter": 0, "methodcaller": 0}
+# llm_lab's answers by the names getattr would take: a loop over strings that names one is not read as its strings
+ANSWER_NAMES = frozenset(
+    {d.rpartition(".")[2] for ex in exercises.REGISTRY.values() for d in ex.references} | {"exercises"}
+)
 # the reflective built-ins above, and their kin in the standard library: handed around as a value (``ga =
 # getattr``, ``functools.partial(getattr, torch)``, ``map(vars, ...)``, ``[getattr][0]``) what they reach is not in
 # the text either; only a direct call with its name written (``getattr(x, "shape")``) is read
@@ -303,10 +308,14 @@ def _inert(method: str, name: str, argument: str) -> bool:
     return name in INERT_LINE_MAGICS or name in INERT_WHEN and bool(INERT_WHEN[name].fullmatch(argument))
 
 
-def hidden(tree: ast.Module, looks: bool = False, kept: frozenset[str] = frozenset()) -> str:
+def hidden(
+    tree: ast.Module, looks: bool = False, kept: frozenset[str] = frozenset(), looped: frozenset[str] = frozenset()
+) -> str:
     """The first thing in ``tree`` that runs code the grader cannot read ("" if none). ``looks``: a debugging look
     whose value is only printed or displayed is read too (when no learner cell could catch a shown value:
-    ``source_looks.trusted``), and one kept in a name that is only ever shown (``kept``: ``source_looks.kept``)."""
+    ``source_looks.trusted``), and one kept in a name that is only ever shown (``kept``: ``source_looks.kept``).
+    ``looped``: names that only ever hold a string written in the text (:func:`string_loops`), read as that
+    string where ``getattr`` and its kin take a name."""
     allowed = set()
     for node in ast.walk(tree):
         if _ipython_call(node):
@@ -319,16 +328,17 @@ def hidden(tree: ast.Module, looks: bool = False, kept: frozenset[str] = frozens
     shown = source_looks.shown(tree, displayed=True, kept=kept) if looks else set()
     called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     for node in ast.walk(tree):
-        found = "" if id(node) in shown else _hidden_node(node, allowed, called)
+        found = "" if id(node) in shown else _hidden_node(node, allowed, called, looped)
         if found:
             return found
     return ""
 
 
-def _hidden_node(node, allowed: set, called: set) -> str:
+def _hidden_node(node, allowed: set, called: set, looped: frozenset[str] = frozenset()) -> str:
     if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
         at = NAMED_BY.get(_name_of(node.func))
-        if at is not None and not (len(node.args) > at and isinstance(node.args[at], ast.Constant)):
+        name = node.args[at] if at is not None and len(node.args) > at else None
+        if at is not None and not (isinstance(name, ast.Constant) or isinstance(name, ast.Name) and name.id in looped):
             return f"a name computed at run time (`{ast.unparse(node)[:50]}`)"
     if isinstance(node, ast.Name) and node.id == "get_ipython" and id(node) not in allowed:
         return "`get_ipython`"
@@ -354,6 +364,35 @@ def _hidden_node(node, allowed: set, called: set) -> str:
     if isinstance(node, (ast.Name, ast.Attribute)) and _name_of(node) in REFLECTIVE and id(node) not in called:
         return f"`{_name_of(node)}` used as a value (its target is not in the text)"
     return ""
+
+
+def string_loops(trees: list[ast.Module]) -> frozenset[str]:
+    """The names that only ever hold a string written in the text: every binding of the name, in every cell
+    (``trees``), is the variable of a ``for`` over a written tuple or list of string constants
+    (``for a in ("shape", "dtype"): print(a, getattr(x, a))``), and none of those strings names llm_lab's answer
+    to an exercise (``getattr(llm_lab, a)`` stays unreadable). Any other binding of the name (an assignment, a
+    parameter, ``global``, ``del``, another loop, a comprehension) keeps it out."""
+    loops, names = set(), set()
+    nodes = [n for tree in trees for n in ast.walk(tree)]
+    for node in nodes:
+        if (
+            isinstance(node, ast.For)
+            and isinstance(node.target, ast.Name)
+            and isinstance(node.iter, (ast.Tuple, ast.List))
+            and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.iter.elts)
+            and not {e.value for e in node.iter.elts} & ANSWER_NAMES
+        ):
+            loops.add(id(node.target))
+            names.add(node.target.id)
+    for node in nodes:
+        if id(node) not in loops:
+            bound = (
+                getattr(node, "name", None)
+                if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar))
+                else None
+            )
+            names -= source_looks._binds(node) | {bound, getattr(node, "rest", None)}
+    return frozenset(names)
 
 
 def _unreadable_import(node) -> str:
@@ -411,11 +450,12 @@ class Reading:
             kept = source_looks.kept([(c.tree, c.learner) for c in self.cells if c.tree is not None]) if looks else ()
         except RecursionError:
             kept = frozenset()
+        looped = string_loops([c.tree for c in self.cells if c.tree is not None])
         checks = source_tampering.course_checks([c.tree for c in self.cells if not c.learner and c.tree is not None])
         for cell in self.cells:
             if cell.learner and cell.tree is not None:
                 try:
-                    cell.unreadable = hidden(cell.tree, looks=looks, kept=frozenset(kept))
+                    cell.unreadable = hidden(cell.tree, looks=looks, kept=frozenset(kept), looped=looped)
                     cell.tampering = source_tampering.tampering([cell.tree], checks)
                 except RecursionError:  # an expression nested past what the reading follows
                     cell.unreadable = "nested too deeply to read"

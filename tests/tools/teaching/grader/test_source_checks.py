@@ -7,6 +7,7 @@ milliseconds (the sandboxed grading of the same attacks is in tests/tools/teachi
 
 from __future__ import annotations
 
+import _loss_attacks as rt
 import pytest
 
 from tools import course
@@ -366,6 +367,67 @@ CASES = [
     ("from torch import ops", ["from torch import ops\n" + RIGHT], "tampered"),
     ("sys.settrace called", ["import sys\nsys.settrace(None)\n" + RIGHT], "tampered"),
     ("threading.setprofile", ["from threading import setprofile\n" + RIGHT], "tampered"),
+    # the third red team's class (tests/_loss_attacks.py), each cell as handed in, before a right causal_mask
+    *[
+        (f"torch's modes switched off, reached by {route}", [rt.off_loss(p), RIGHT], "error")
+        for route, p in rt.ROUTES.items()
+    ],
+    (
+        "the display hook set by setattr catches a look",
+        [*rt.DISPLAYHOOK, rt.off_loss("Off = _got[1]"), RIGHT],
+        "tampered",
+    ),
+    ("a kept look read through the main module from inspect", [rt.KEPT_MAIN, RIGHT], "error"),
+    ("a custom operator around log_softmax", [rt.CUSTOM_OP_LOSS, RIGHT], "tampered"),
+    ("a custom operator around cross_entropy", [rt.CUSTOM_OP_CE_PY, RIGHT], "tampered"),
+    ("a custom operator around SDPA", [rt.BLOCKED_CUSTOM_OP, RIGHT], "tampered"),
+    ("a custom operator around dropout", [rt.DROPOUT_CUSTOM_OP, RIGHT], "tampered"),
+    ("an executor thread started at cell level", [rt.EXECUTOR, RIGHT], "error"),
+    ("an executor thread running SDPA", [rt.BLOCKED_EXECUTOR, RIGHT], "error"),
+    ("a subprocess serving the loss", [rt.SERVICE, RIGHT], "error"),
+    ("a pty-forked worker serving the loss", [rt.PTY_FORK, RIGHT], "error"),
+    ("a reply forged from the frames inspect finds", [rt.WIRE_FORGE, RIGHT], "error"),
+    ("a DataLoader worker serving the loss", [rt.LOADER, RIGHT], "tampered"),
+    ("an autograd.Function (the checks decide)", [rt.AUTOGRAD_FN, RIGHT], None),
+    ("dropout through an __index__ hook (the checks decide)", [rt.DROPOUT_INDEX, RIGHT], None),
+    ("escape codes and bidi marks printed (the checks decide)", [rt.ANSI_FORGE, RIGHT], None),
+    ("honest, a check_window helper of the learner's", [rt.CHECK_HELPER, RIGHT], None),
+    ("honest, getattr over a written tuple of names", [rt.GETATTR_LOOP, RIGHT], None),
+    (
+        "honest, getattr and hasattr over a written list of names",
+        ["x = torch.zeros(2)\nfor a in ['shape', 'dtype']:\n    print(a, getattr(x, a), hasattr(x, a))\n", RIGHT],
+        None,
+    ),
+    (
+        "getattr over a tuple with a computed name",
+        ["n = '_' + 'C'\nfor a in ('shape', n):\n    getattr(torch, a)\n", RIGHT],
+        "error",
+    ),
+    (
+        "getattr over a tuple, the name rebound in the loop",
+        ["for a in ('shape',):\n    a = a + 'x'\n    getattr(torch, a)\n", RIGHT],
+        "error",
+    ),
+    (
+        "getattr over a tuple, the name rebound by a function",
+        [
+            "def f():\n    global a\n    a = 'o' + 'ps'\n",
+            "for a in ('shape',):\n    f()\n    getattr(torch, a)\n",
+            RIGHT,
+        ],
+        "error",
+    ),
+    (
+        "getattr over a tuple, the name rebound after a lambda",
+        ["for a in ('shape',):\n    f = lambda: getattr(torch, a)\na = 'o' + 'ps'\n", RIGHT],
+        "error",
+    ),
+    (
+        "getattr over a tuple naming llm_lab's answer",
+        ["import llm_lab\nfor a in ('causal_mask',):\n    r = getattr(llm_lab, a)\n", RIGHT],
+        "error",
+    ),
+    ("getattr over a tuple naming torch._C", ["for a in ('_C',):\n    c = getattr(torch, a)\n", RIGHT], "tampered"),
 ]
 
 
@@ -393,6 +455,13 @@ def verdict(
 def test_what_the_source_decides(name, learner, status):
     found = verdict(learner)
     assert (found.status if found else None) == status, found
+
+
+@pytest.mark.xfail(strict=True, reason="vars(self) inside an f-string is not read as a look (source_looks.shown)")
+def test_honest_vars_of_self_in_a_repr_f_string_is_read():
+    """The third red team's careless student: ``__repr__`` returning ``f'Batch({vars(self)})'`` (the look turned
+    into text at once) loses the exercises checked after it."""
+    assert verdict([rt.VARS_IN_REPR, RIGHT]) is None
 
 
 def test_an_unreadable_cell_is_named_with_its_reason_in_the_submissions_language():
