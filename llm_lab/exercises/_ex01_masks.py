@@ -177,6 +177,9 @@ RECORDS = [
             ("torch.nn.attention.bias", "CausalBias._materialize", "uses_torch_mask"),
             ("torch.nn.attention.bias", "CausalBias._upper_left", "uses_torch_mask"),
             ("torch.nn.attention.bias", "CausalBias._lower_right", "uses_torch_mask"),
+            # SDPA with is_causal applies the same mask, which zeros and the identity read off
+            ("torch.nn.functional", "scaled_dot_product_attention", "uses_torch_mask"),
+            ("torch._C._nn", "scaled_dot_product_attention", "uses_torch_mask"),
         ),
     ),
     Exercise(

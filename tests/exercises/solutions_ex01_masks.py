@@ -72,6 +72,14 @@ def mask_by_bias_method(n):  # the private method behind _materialize, on a Caus
     return ~CausalBias(CausalVariant.UPPER_LEFT, n, n)._upper_left("cpu")
 
 
+def mask_by_sdpa(n):  # read off SDPA's own causal mask: attention of zeros over the identity's rows
+    import torch.nn.functional as F
+
+    eye = torch.eye(n).view(1, 1, n, n)
+    zeros = torch.zeros(1, 1, n, 1)
+    return (F.scaled_dot_product_attention(zeros, zeros, eye, is_causal=True) == 0).view(n, n)
+
+
 def renorm_columns(w):
     masked = w * torch.tril(torch.ones(w.shape[-1], w.shape[-1]))
     return masked / masked.sum(dim=-2, keepdim=True)
@@ -116,6 +124,7 @@ PLANTED = [
     ("causal_mask", mask_by_torch, "uses_torch_mask"),
     ("causal_mask", mask_by_bias, "uses_torch_mask"),
     ("causal_mask", mask_by_bias_method, "uses_torch_mask"),
+    ("causal_mask", mask_by_sdpa, "uses_torch_mask"),
     ("renormalize", renorm_columns, "column_sums"),
     ("renormalize", renorm_none, "not_renormalized"),
     ("renormalize", renorm_dim1, "batch_dims"),

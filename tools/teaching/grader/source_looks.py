@@ -129,6 +129,8 @@ def shown(tree: ast.Module, displayed: bool, kept: frozenset[str] = frozenset())
                 _mark_shown(arg, shown, kept)
         elif call is not None and displayed:
             _mark_shown(call, shown, kept)
+        elif isinstance(node, ast.JoinedStr):  # an f-string turns its values into text at once
+            _mark_shown(node, shown, kept)
         elif _keeps(node, kept):
             _mark_shown(node.value, shown, kept)
     return shown

@@ -457,11 +457,11 @@ def test_what_the_source_decides(name, learner, status):
     assert (found.status if found else None) == status, found
 
 
-@pytest.mark.xfail(strict=True, reason="vars(self) inside an f-string is not read as a look (source_looks.shown)")
 def test_honest_vars_of_self_in_a_repr_f_string_is_read():
     """The third red team's careless student: ``__repr__`` returning ``f'Batch({vars(self)})'`` (the look turned
-    into text at once) loses the exercises checked after it."""
+    into text at once) keeps the exercises checked after it; the same look kept as an object does not."""
     assert verdict([rt.VARS_IN_REPR, RIGHT]) is None
+    assert verdict([rt.VARS_IN_REPR.replace("f'Batch({vars(self)})'", "vars(self)"), RIGHT]).status == "error"
 
 
 def test_an_unreadable_cell_is_named_with_its_reason_in_the_submissions_language():
