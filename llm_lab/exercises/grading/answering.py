@@ -30,6 +30,7 @@ from torch import nn
 from .. import _harness
 from .._core import LearnerError, NotImplementedYet, TimedOut
 from .._watch import codes_run_first
+from . import wire
 from .wire import clean_name, decode, encode, type_name
 
 _LLM_LAB_DIR = str(Path(__file__).resolve().parents[2])  # this llm_lab's files: its own code, not a notebook's
@@ -143,6 +144,29 @@ def watch_of(request: dict) -> _harness.Watch:
     return watch
 
 
+PLAIN = (bool, int, float, str, type(None))
+
+
+def plain(value, depth: int = 0):
+    """``value`` in exact built-in types, made inside the check (under its time limit and watch): a learner's
+    subclass of a tensor, list, tuple, dict, int, float or str runs its own methods here, where they are watched,
+    never later while the reply is encoded (``wire.encode`` takes exact types only). Deeper than the wire
+    allows, or another type: left as it is (the wire makes it opaque)."""
+    if type(value) in PLAIN or type(value) is torch.Tensor or depth > wire.MAX_DEPTH:
+        return value
+    if isinstance(value, torch.Tensor):
+        return torch.Tensor.as_subclass(value, torch.Tensor)
+    for kind in (bool, int, float, str):
+        if isinstance(value, kind):
+            return kind(value)
+    if isinstance(value, (list, tuple)):
+        items = [plain(v, depth + 1) for v in list(value)[: wire.MAX_ITEMS]]
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, dict):
+        return {str(k): plain(v, depth + 1) for k, v in list(dict(value).items())[: wire.MAX_ITEMS]}
+    return value
+
+
 def answer_call(request: dict) -> dict:
     """A ``call`` request answered: the learner's object (by its handle) run on the decoded inputs inside one
     check (the harness's time limit and watch on that exercise's references), and what came out: ``value`` or
@@ -162,8 +186,8 @@ def answer_call(request: dict) -> dict:
             if isinstance(out, nn.Module):
                 reply["value"] = {"__module__": describe(out)}
             else:
-                reply["value"] = out
-            reply["after"] = [a if isinstance(a, torch.Tensor) else None for a in args]
+                reply["value"] = plain(out)
+            reply["after"] = [plain(a) if isinstance(a, torch.Tensor) else None for a in args]
             reply["observed"] = _harness.last_observed() if observe else None
         except NotImplementedYet:
             reply["error"] = {"kind": "not_implemented"}

@@ -56,18 +56,21 @@ def encode(value, _depth: int = 0, _count: list | None = None):
     count[0] += 1
     if count[0] > MAX_ITEMS or _depth > MAX_DEPTH:
         return {"__opaque__": "TooLarge"}
-    if value is None or isinstance(value, (bool, int, str)) and not isinstance(value, torch.Tensor):
-        return value if not isinstance(value, int) or abs(value) < 2**62 else {"__float__": str(float(value))}
-    if isinstance(value, float):
+    # exact types only: a subclass's own methods (``__abs__``, ``items``, a tensor's ``detach``) would run here,
+    # after the check and outside its watch (the kernel's ``answering.plain`` converts them inside it)
+    kind = type(value)
+    if value is None or kind in (bool, int, str):
+        return value if kind is not int or abs(value) < 2**62 else {"__float__": str(float(value))}
+    if kind is float:
         return value if math.isfinite(value) else {"__float__": str(value)}
-    if isinstance(value, torch.Tensor):
+    if kind in (torch.Tensor, nn.Parameter):
         return _encode_tensor(value)
-    if isinstance(value, (list, tuple)):
+    if kind in (list, tuple):
         items = [encode(v, _depth + 1, count) for v in value[:MAX_ITEMS]]
-        return items if isinstance(value, list) else {"__tuple__": items}
-    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return items if kind is list else {"__tuple__": items}
+    if kind is dict and all(type(k) is str for k in value):
         return {"__dict__": [[k, encode(v, _depth + 1, count)] for k, v in list(value.items())[:MAX_ITEMS]]}
-    if isinstance(value, nn.Embedding):
+    if kind is nn.Embedding:
         return {"__embedding__": _encode_tensor(value.weight)}
     return {"__opaque__": type_name(value)}
 

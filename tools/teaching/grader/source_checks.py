@@ -120,12 +120,16 @@ READABLE_MODULES = frozenset(
         "torch", "numpy", "math", "cmath", "random", "time", "timeit", "collections", "itertools", "functools",
         "typing", "dataclasses", "matplotlib", "tiktoken", "string", "re", "json", "textwrap", "statistics", "copy",
         "pprint", "IPython", "tqdm", "llm_lab", "sys", "os", "warnings", "abc", "enum", "heapq", "bisect",
-        "contextlib", "fractions", "decimal", "datetime", "pathlib", "einops", "operator", "numbers",
+        "contextlib", "fractions", "decimal", "datetime", "pathlib", "einops", "operator", "numbers", "gc", "logging",
         "unicodedata", "pandas", "seaborn", "__future__",
     }
 )  # fmt: skip
 HIDDEN_ATTRIBUTES = {
     "__getattribute__",
+    # sys under other modules' names (os.sys, torch.sys, warnings.sys, collections._sys): sys.modules holds the
+    # kernel's answering side
+    "sys",
+    "_sys",
     # frames and what leads to them: a frame's locals are the grader's own (the reply under way)
     "_getframe",
     "_current_frames",
@@ -451,12 +455,14 @@ class Reading:
         except RecursionError:
             kept = frozenset()
         looped = string_loops([c.tree for c in self.cells if c.tree is not None])
+        trees = [c.tree for c in self.cells if c.tree is not None]
         checks = source_tampering.course_checks([c.tree for c in self.cells if not c.learner and c.tree is not None])
+        modules = source_tampering.module_names(trees)
         for cell in self.cells:
             if cell.learner and cell.tree is not None:
                 try:
                     cell.unreadable = hidden(cell.tree, looks=looks, kept=frozenset(kept), looped=looped)
-                    cell.tampering = source_tampering.tampering([cell.tree], checks)
+                    cell.tampering = source_tampering.tampering([cell.tree], checks, modules)
                 except RecursionError:  # an expression nested past what the reading follows
                     cell.unreadable = "nested too deeply to read"
         self.names = source_names.Names([(c.tree, c.learner) for c in self.cells])

@@ -110,13 +110,41 @@ def course_checks(trees: list[ast.Module]) -> frozenset[str]:
     return frozenset(named)
 
 
-def tampering(trees: list[ast.Module], checks: frozenset[str] | None = None) -> list[str]:
+def module_names(trees: list[ast.Module]) -> frozenset[str]:
+    """The names that hold a module or something imported from one, in any cell (``trees``): what ``import`` and
+    ``from ... import`` bind, and the names assigned an attribute chain of one (``F = torch.nn.functional``)."""
+    names: set[str] = set()
+    nodes = [n for tree in trees for n in ast.walk(tree)]
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            names |= {a.asname or a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            names |= {a.asname or a.name for a in node.names if a.name != "*"}
+    for _ in range(3):
+        for node in nodes:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                if isinstance(node.value, (ast.Attribute, ast.Name)) and _root(node.value) in names:
+                    names.add(node.targets[0].id)
+    return frozenset(names)
+
+
+def _root(node) -> str:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def tampering(
+    trees: list[ast.Module], checks: frozenset[str] | None = None, modules: frozenset[str] = frozenset()
+) -> list[str]:
     """What the learner's code does to the checkers, read from its text: a ``check_*`` redefined, an attribute
     of llm_lab set or deleted, the grading internals, ``sys.modules``, the profile/trace hooks, threads or forks.
     The verdicts are computed outside the kernel, so none of this can change them; it is reported (and scores 0)
     because it has no honest use, and because a kernel whose answering code is patched, or whose watch is off,
     could hand in llm_lab's own results. ``checks``: the checkers' names (``course_checks``); None: every
-    ``check_*``."""
+    ``check_*``. ``modules``: the names holding a module or what was imported from one (``module_names``): an
+    attribute set on one (``json.loads = f``, ``sys.stdout.write = f``, ``nn.Linear.forward = f``) patches code the
+    kernel's answering side or a checker may run."""
     found: list[str] = []
     checker = (lambda name: name.startswith("check_")) if checks is None else checks.__contains__
     for tree in trees:
@@ -135,6 +163,7 @@ def tampering(trees: list[ast.Module], checks: frozenset[str] | None = None) -> 
                 _on(node, torches | {"torch"}, *TORCH_DOORS) or _private(node, torches | {"torch"})
             )
             found += [f"`{node.attr}` reached"] if door else _tampered(node, rooted, checker) + _workers(node)
+            found += _patched(node, modules)
     return list(dict.fromkeys(found))
 
 
@@ -191,6 +220,16 @@ def _tampered(node, rooted, checker) -> list[str]:
         return [f"`{module}` imported"]
     if isinstance(node, ast.ImportFrom) and node.module == "os" and any(a.name in FORKS for a in node.names):
         return [f"`{ast.unparse(node)}`"]
+    return []
+
+
+def _patched(node, modules: frozenset[str]) -> list[str]:
+    """An attribute of a module (or of a class or function imported from one) set or deleted, or any object's
+    ``__class__`` replaced."""
+    if not (isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del))):
+        return []
+    if node.attr == "__class__" or _root(node) in modules:
+        return [f"`{ast.unparse(node)[:60]}` replaced (code the grader's side of the kernel may run)"]
     return []
 
 

@@ -186,3 +186,37 @@ def test_the_kernel_takes_the_nonce_out_before_the_learners_code_runs(capsys):
     finally:
         answering.answer_call = original
     assert "nonce" not in seen and capsys.readouterr().out.startswith("LLMLAB-REPLY-x ")
+
+
+class _LazyTensor(torch.Tensor):
+    def detach(self):  # what the fourth red team ran after the check: the forbidden call, outside the watch
+        raise AssertionError("a subclass's method ran while the reply was encoded")
+
+
+class _LazyList(list):
+    def __getitem__(self, i):
+        raise AssertionError("a subclass's method ran while the reply was encoded")
+
+
+class _LazyInt(int):
+    def __abs__(self):
+        raise AssertionError("a subclass's method ran while the reply was encoded")
+
+
+def test_the_wire_runs_no_method_of_a_learners_subclass():
+    for value in (torch.ones(2).as_subclass(_LazyTensor), _LazyList([1, 2]), _LazyInt(3), {"k": _LazyInt(1)}):
+        encoded = wire.encode(value)  # no AssertionError: never called
+        assert "__opaque__" in json.dumps(encoded), encoded
+
+
+def test_plain_turns_subclasses_into_exact_types_inside_the_check():
+    t = answering.plain(torch.ones(2).as_subclass(_LazyTensor))
+    assert type(t) is torch.Tensor and t.tolist() == [1.0, 1.0]
+    assert answering.plain(_LazyInt(3)) == 3 and type(answering.plain(_LazyInt(3))) is int
+    got = answering.plain((_LazyInt(1), [2.5, "x"], {"a": torch.zeros(1).as_subclass(_LazyTensor)}))
+    assert type(got) is tuple and type(got[0]) is int and type(got[2]["a"]) is torch.Tensor
+    assert wire.encode(got)["__tuple__"][0] == 1
+    lazy = _LazyList([1])
+    with pytest.raises(AssertionError, match="subclass's method"):  # plain runs them: inside the check
+        lazy[0]
+    assert answering.plain(lazy) == [1]

@@ -25,6 +25,7 @@ THREAD = (
 )
 
 # (name, the learner's cells before the checker, the status the source decides; None: the checkers decide)
+PATCHING = dict.fromkeys(("kept_vars_print_rebound", "kept_pprint_rebound", "kept_display_rebound"), "tampered")
 CASES = [
     ("honest", [RIGHT], None),
     ("honest with magics and shell lines", ["%who\n!ls\nx = !pwd\n%matplotlib inline\n" + RIGHT], None),
@@ -233,7 +234,7 @@ CASES = [
     (
         "pprint.pprint rebound, then a look",
         [RIGHT + "import pprint\npprint.pprint = len\npprint.pprint(vars(torch))\n"],
-        "error",
+        "tampered",
     ),
     (
         "display rebound on its module, then a look",
@@ -241,7 +242,7 @@ CASES = [
             RIGHT + "import IPython.display\nIPython.display.display = len\n"
             "from IPython.display import display\ndisplay(vars(torch))\n"
         ],
-        "error",
+        "tampered",
     ),
     (
         "the display hook set by setattr, then a look",
@@ -293,6 +294,36 @@ CASES = [
     ("IPython beyond its display", ["from IPython.lib import backgroundjobs\n" + RIGHT], "error"),
     ("scipy (its workers= runs a process pool)", ["import scipy\n" + RIGHT], "error"),
     ("honest, IPython's display", ["from IPython.display import display\n" + RIGHT], None),
+    (
+        "json.loads patched",
+        [RIGHT + "import json\n_loads = json.loads\njson.loads = lambda s: _loads(s)\n"],
+        "tampered",
+    ),
+    ("a decoder class patched", ["import json\njson.decoder.JSONDecoder.decode = print\n" + RIGHT], "tampered"),
+    (
+        "a module patched through an alias",
+        ["import torch.nn.functional\nG = torch.nn.functional\nG.softmax = print\n" + RIGHT],
+        "tampered",
+    ),
+    ("a class's method patched", ["from torch import nn\nnn.Linear.forward = print\n" + RIGHT], "tampered"),
+    ("stdout's write patched", ["import sys\nsys.stdout.write = print\n" + RIGHT], "tampered"),
+    ("an object's class replaced", [RIGHT + "class A:\n    pass\n\n\na = A()\na.__class__ = object\n"], "tampered"),
+    ("sys.modules through os", ["import os\nm = os.sys.modules\n" + RIGHT], "error"),
+    ("sys.modules through torch", ["x = torch.sys.modules\n" + RIGHT], "error"),
+    ("sys.modules through collections", ["import collections\nx = collections._sys\n" + RIGHT], "error"),
+    (
+        "honest, gc and logging",
+        ["import gc\nimport logging\n\ngc.collect()\nlogging.basicConfig(level=logging.INFO)\n" + RIGHT],
+        None,
+    ),
+    (
+        "honest, attributes of the learner's own objects",
+        [
+            RIGHT
+            + "class A:\n    pass\n\n\na = A()\na.x = torch.ones(2)\nlayer = torch.nn.Linear(2, 2)\nlayer.extra = 1\n"
+        ],
+        None,
+    ),
     ("a look kept in a name and never read", [RIGHT + "d = vars(torch)\n"], None),
     ("honest, a look kept in a name, then printed", [RIGHT + "d = vars(torch.nn.Linear(2, 2))\nprint(d)\n"], None),
     (
@@ -369,7 +400,8 @@ CASES = [
     ("threading.setprofile", ["from threading import setprofile\n" + RIGHT], "tampered"),
     # the third red team's class (tests/_loss_attacks.py), each cell as handed in, before a right causal_mask
     *[
-        (f"torch's modes switched off, reached by {route}", [rt.off_loss(p), RIGHT], "error")
+        # a printer rebound on its module is tampering (the module's attribute set), the other routes unreadable
+        (f"torch's modes switched off, reached by {route}", [rt.off_loss(p), RIGHT], PATCHING.get(route, "error"))
         for route, p in rt.ROUTES.items()
     ],
     (
