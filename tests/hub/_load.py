@@ -236,6 +236,12 @@ class Client:
 RECONNECTS = 5  # a websocket closed more often than this in one notebook run fails the run
 
 
+def reconnects(results: dict) -> dict:
+    """The kernel websockets that closed mid-run and were opened again (as JupyterLab does): "user notebook" ->
+    each close's code and reason, from ``run_notebook``'s results per learner."""
+    return {f"{u} {k}": r[k]["closes"] for u, r in results.items() for k in r if r[k]["closes"]}
+
+
 def decode(raw: str | bytes) -> dict:
     """A message from the kernel's websocket: JSON text, or jupyter_server's binary frame (a message with buffers:
     a count and offsets as big-endian uint32, the JSON first)."""

@@ -62,6 +62,7 @@ from _load import (
     Client,
     MemorySampler,
     hub_pids,
+    reconnects,
     run_async,
     stop_server,
     summary,
@@ -311,10 +312,7 @@ def test_04_the_class_runs_at_once_a_hostile_learner_among_them(hub):
             "01_browser_run_all": browser_s,
         },
     )
-    # a kernel websocket that closed mid-run and was opened again (as JupyterLab does): who, and the close codes
-    record(
-        "websocket_reconnects", {f"{u} {k}": r[k]["closes"] for u, r in results.items() for k in r if r[k]["closes"]}
-    )
+    record("websocket_reconnects", reconnects(results))
 
 
 def test_05_every_learner_ran_without_an_error_and_got_the_verdicts_their_answers_deserve(hub):

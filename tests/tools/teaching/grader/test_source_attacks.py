@@ -1,0 +1,251 @@
+"""The red teams' routes around the grader, read from the source alone (tools/teaching/grader/source_hidden.py,
+source_tampering.py, source_looks.py): the reflective built-ins handed around as values, the modules a learner cell
+may not import, frames, torch's doors, workers and streams, a module's attributes patched, the looks kept in names;
+then the third red team's class as handed in (tests/_loss_attacks.py). Each attack is named for its route; the
+honest cells beside them are read clean. Parsed, never run (the graded class: test_grade_loss_attacks.py)."""
+
+from __future__ import annotations
+
+import _loss_attacks as rt
+import pytest
+from _source_cases import RIGHT, verdict
+
+# a printer rebound on its module is tampering (the module's attribute set), the other routes unreadable
+PATCHING = dict.fromkeys(("kept_vars_print_rebound", "kept_pprint_rebound", "kept_display_rebound"), "tampered")
+CASES = [
+    # the reflective built-ins handed around as values, and the modules that reach frames, objects or processes
+    ("getattr bound to another name", [RIGHT + "ga = getattr\nx = ga(torch, '_' + 'C')\n"], "error"),
+    ("getattr in a list", [RIGHT + "x = [getattr][0](torch, 'nn')\n"], "error"),
+    ("getattr handed to partial", [RIGHT + "import functools\nf = functools.partial(getattr, torch)\n"], "error"),
+    ("getattr handed to reduce", [RIGHT + "import functools\nx = functools.reduce(getattr, ['nn'], torch)\n"], "error"),
+    ("vars bound to another name", [RIGHT + "v = vars\nx = v(torch)\n"], "error"),
+    ("__import__ bound to another name", [RIGHT + "imp = __import__\nx = imp('torch')\n"], "error"),
+    ("import_module as a value", [RIGHT + "import operator\nf = operator.attrgetter\n"], "error"),
+    ("attrgetter imported under another name", ["from operator import attrgetter as ag\n" + RIGHT], "error"),
+    ("inspect imported", ["import inspect\n" + RIGHT], "error"),
+    ("builtins imported", ["import builtins\n" + RIGHT], "error"),
+    ("pydoc imported", ["from pydoc import locate\n" + RIGHT], "error"),
+    ("pty imported", ["import pty\n" + RIGHT], "error"),
+    ("subprocess imported", ["import subprocess\n" + RIGHT], "error"),
+    ("asyncio imported", ["import asyncio\n" + RIGHT], "error"),
+    ("__import__ of a module not read", [RIGHT + "x = __import__('inspect')\n"], "error"),
+    (
+        "a frame reached through a traceback",
+        [RIGHT + "try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    f = e.__traceback__\n"],
+        "error",
+    ),
+    ("sys._getframe", [RIGHT + "import sys\nf = sys._getframe(1)\n"], "tampered"),
+    ("every class from an empty tuple", [RIGHT + "x = ().__class__.__bases__[0].__subclasses__()\n"], "error"),
+    ("a bound method's module", [RIGHT + "x = print.__self__\n"], "error"),
+    ("honest, getattr with a written name", [RIGHT + "x = torch.ones(2)\nprint(getattr(x, 'shape'))\n"], None),
+    (
+        "honest, the usual imports",
+        [
+            "import math\nimport random\nimport time\nfrom collections import Counter\n"
+            "import numpy as np\nimport matplotlib.pyplot as plt\n" + RIGHT
+        ],
+        None,
+    ),
+    (
+        "print rebound as an attribute, then a look",
+        [RIGHT + "import sys\nsys.modules['builtins'].print = len\nprint(vars(torch))\n"],
+        "tampered",
+    ),
+    (
+        "pprint.pprint rebound, then a look",
+        [RIGHT + "import pprint\npprint.pprint = len\npprint.pprint(vars(torch))\n"],
+        "tampered",
+    ),
+    (
+        "display rebound on its module, then a look",
+        [
+            RIGHT + "import IPython.display\nIPython.display.display = len\n"
+            "from IPython.display import display\ndisplay(vars(torch))\n"
+        ],
+        "tampered",
+    ),
+    (
+        "the display hook set by setattr, then a look",
+        [RIGHT + "import sys\nsetattr(sys, 'displayhook', len)\nvars(torch)\n"],
+        "tampered",
+    ),
+    (
+        "a kept look read as an attribute of a module",
+        [RIGHT + "d = vars(torch)\nprint(d)\nimport inspect\nx = inspect.getmodule(causal_mask).d\n"],
+        "error",
+    ),
+    (
+        "honest, a check helper of the learner's own",
+        ["def check_window(x):\n    assert x.shape[0] == 3\n\n\n" + RIGHT],
+        None,
+    ),
+    ("a checker redefined", ["def check_causal_mask(fn):\n    print('ok')\n\n\n" + RIGHT], "tampered"),
+    (
+        "a custom operator",
+        [
+            RIGHT + "import torch\n\n\n@torch.library.custom_op('x::f', mutates_args=())\n"
+            "def f(t: torch.Tensor) -> torch.Tensor:\n    return t\n"
+        ],
+        "tampered",
+    ),
+    ("torch.library imported", ["from torch import library\n" + RIGHT], "tampered"),
+    ("a custom_op imported by name", ["from torch.library import custom_op\n" + RIGHT], "tampered"),
+    ("torch's internals by a private name", [RIGHT + "x = torch._refs\n"], "tampered"),
+    ("a private torch module imported", ["import torch._prims\n" + RIGHT], "tampered"),
+    (
+        "a DataLoader with worker processes",
+        [RIGHT + "from torch.utils.data import DataLoader\nd = DataLoader([1, 2], num_workers=1)\n"],
+        "tampered",
+    ),
+    (
+        "honest, a DataLoader in the kernel's own process",
+        [RIGHT + "from torch.utils.data import DataLoader\nd = DataLoader([1, 2], num_workers=0)\n"],
+        None,
+    ),
+    ("the kernel's stdout replaced", [RIGHT + "import sys\nsys.stdout = open('/dev/null', 'w')\n"], "tampered"),
+    (
+        "the kernel's stdout redirected",
+        [RIGHT + "import contextlib\nr = contextlib.redirect_stdout(None)\n"],
+        "tampered",
+    ),
+    ("redirect_stdout imported", ["from contextlib import redirect_stdout\n" + RIGHT], "tampered"),
+    ("a shell through os.system", [RIGHT + "import os\nos.system('python3 -c 1')\n"], "tampered"),
+    ("a process through os.posix_spawn", [RIGHT + "import os\nos.posix_spawn('/bin/true', [], {})\n"], "tampered"),
+    ("IPython beyond its display", ["from IPython.lib import backgroundjobs\n" + RIGHT], "error"),
+    ("scipy (its workers= runs a process pool)", ["import scipy\n" + RIGHT], "error"),
+    ("honest, IPython's display", ["from IPython.display import display\n" + RIGHT], None),
+    (
+        "json.loads patched",
+        [RIGHT + "import json\n_loads = json.loads\njson.loads = lambda s: _loads(s)\n"],
+        "tampered",
+    ),
+    ("a decoder class patched", ["import json\njson.decoder.JSONDecoder.decode = print\n" + RIGHT], "tampered"),
+    (
+        "a module patched through an alias",
+        ["import torch.nn.functional\nG = torch.nn.functional\nG.softmax = print\n" + RIGHT],
+        "tampered",
+    ),
+    ("a class's method patched", ["from torch import nn\nnn.Linear.forward = print\n" + RIGHT], "tampered"),
+    ("stdout's write patched", ["import sys\nsys.stdout.write = print\n" + RIGHT], "tampered"),
+    ("an object's class replaced", [RIGHT + "class A:\n    pass\n\n\na = A()\na.__class__ = object\n"], "tampered"),
+    ("sys.modules through os", ["import os\nm = os.sys.modules\n" + RIGHT], "error"),
+    ("sys.modules through torch", ["x = torch.sys.modules\n" + RIGHT], "error"),
+    ("sys.modules through collections", ["import collections\nx = collections._sys\n" + RIGHT], "error"),
+    (
+        "honest, gc and logging",
+        ["import gc\nimport logging\n\ngc.collect()\nlogging.basicConfig(level=logging.INFO)\n" + RIGHT],
+        None,
+    ),
+    (
+        "honest, attributes of the learner's own objects",
+        [
+            RIGHT
+            + "class A:\n    pass\n\n\na = A()\na.x = torch.ones(2)\nlayer = torch.nn.Linear(2, 2)\nlayer.extra = 1\n"
+        ],
+        None,
+    ),
+    ("a look kept in a name and never read", [RIGHT + "d = vars(torch)\n"], None),
+    ("honest, a look kept in a name, then printed", [RIGHT + "d = vars(torch.nn.Linear(2, 2))\nprint(d)\n"], None),
+    (
+        "honest, a look kept, passed on and displayed",
+        [
+            RIGHT + "d = vars(torch.nn.Linear(2, 2))\n",
+            "keys = sorted(d.keys())\nprint(len(keys), d['in_features'])\nkeys\n",
+        ],
+        None,
+    ),
+    ("a kept look written to", [RIGHT + "d = vars(torch)\nd['x'] = 1\n"], "error"),
+    ("a kept look's method that writes", [RIGHT + "d = vars(torch)\nd.update(x=1)\n"], "error"),
+    ("a kept look popped inside print", [RIGHT + "d = vars(torch)\nprint(d.pop('x'))\n"], "error"),
+    (
+        "a kept look called inside print",
+        [RIGHT + "import llm_lab\nd = vars(llm_lab)\nprint(d['causal_mask'](3))\n"],
+        "error",
+    ),
+    ("a kept look handed to a function", [RIGHT + "d = vars(torch)\nlen(d)\nsorted(d, key=str)\n"], "error"),
+    ("a kept look returned by a function", [RIGHT + "d = vars(torch)\n\n\ndef g():\n    return d\n"], "error"),
+    ("a kept look bound again by a loop", [RIGHT + "d = vars(torch)\nfor d in [1]:\n    pass\nprint(d)\n"], "error"),
+    ("a kept look bound again with +=", [RIGHT + "d = vars(torch)\nd += 1\nprint(d)\n"], "error"),
+    ("a kept look next to a read of the output history", [RIGHT + "d = vars(torch)\nprint(d)\nx = _\n"], "error"),
+    # the third red team's class (tests/_loss_attacks.py), each cell as handed in, before a right causal_mask
+    *[
+        # a printer rebound on its module is tampering (the module's attribute set), the other routes unreadable
+        (f"torch's modes switched off, reached by {route}", [rt.off_loss(p), RIGHT], PATCHING.get(route, "error"))
+        for route, p in rt.ROUTES.items()
+    ],
+    (
+        "the display hook set by setattr catches a look",
+        [*rt.DISPLAYHOOK, rt.off_loss("Off = _got[1]"), RIGHT],
+        "tampered",
+    ),
+    ("a kept look read through the main module from inspect", [rt.KEPT_MAIN, RIGHT], "error"),
+    ("a custom operator around log_softmax", [rt.CUSTOM_OP_LOSS, RIGHT], "tampered"),
+    ("a custom operator around cross_entropy", [rt.CUSTOM_OP_CE_PY, RIGHT], "tampered"),
+    ("a custom operator around SDPA", [rt.BLOCKED_CUSTOM_OP, RIGHT], "tampered"),
+    ("a custom operator around dropout", [rt.DROPOUT_CUSTOM_OP, RIGHT], "tampered"),
+    ("an executor thread started at cell level", [rt.EXECUTOR, RIGHT], "error"),
+    ("an executor thread running SDPA", [rt.BLOCKED_EXECUTOR, RIGHT], "error"),
+    ("a subprocess serving the loss", [rt.SERVICE, RIGHT], "error"),
+    ("a pty-forked worker serving the loss", [rt.PTY_FORK, RIGHT], "error"),
+    ("a reply forged from the frames inspect finds", [rt.WIRE_FORGE, RIGHT], "error"),
+    ("a DataLoader worker serving the loss", [rt.LOADER, RIGHT], "tampered"),
+    ("an autograd.Function (the checks decide)", [rt.AUTOGRAD_FN, RIGHT], None),
+    ("dropout through an __index__ hook (the checks decide)", [rt.DROPOUT_INDEX, RIGHT], None),
+    ("escape codes and bidi marks printed (the checks decide)", [rt.ANSI_FORGE, RIGHT], None),
+    ("honest, a check_window helper of the learner's", [rt.CHECK_HELPER, RIGHT], None),
+    ("honest, getattr over a written tuple of names", [rt.GETATTR_LOOP, RIGHT], None),
+    (
+        "honest, getattr and hasattr over a written list of names",
+        ["x = torch.zeros(2)\nfor a in ['shape', 'dtype']:\n    print(a, getattr(x, a), hasattr(x, a))\n", RIGHT],
+        None,
+    ),
+    (
+        "getattr over a tuple with a computed name",
+        ["n = '_' + 'C'\nfor a in ('shape', n):\n    getattr(torch, a)\n", RIGHT],
+        "error",
+    ),
+    (
+        "getattr over a tuple, the name rebound in the loop",
+        ["for a in ('shape',):\n    a = a + 'x'\n    getattr(torch, a)\n", RIGHT],
+        "error",
+    ),
+    (
+        "getattr over a tuple, the name rebound by a function",
+        [
+            "def f():\n    global a\n    a = 'o' + 'ps'\n",
+            "for a in ('shape',):\n    f()\n    getattr(torch, a)\n",
+            RIGHT,
+        ],
+        "error",
+    ),
+    (
+        "getattr over a tuple, the name rebound after a lambda",
+        ["for a in ('shape',):\n    f = lambda: getattr(torch, a)\na = 'o' + 'ps'\n", RIGHT],
+        "error",
+    ),
+    (
+        "getattr over a tuple naming llm_lab's answer",
+        ["import llm_lab\nfor a in ('causal_mask',):\n    r = getattr(llm_lab, a)\n", RIGHT],
+        "error",
+    ),
+    ("getattr over a tuple naming torch._C", ["for a in ('_C',):\n    c = getattr(torch, a)\n", RIGHT], "tampered"),
+]
+
+
+@pytest.mark.parametrize(("name", "learner", "status"), CASES, ids=[c[0] for c in CASES])
+def test_what_the_source_decides_on_each_route(name, learner, status):
+    found = verdict(learner)
+    assert (found.status if found else None) == status, found
+
+
+def test_a_mask_read_off_sdpa_fails_in_the_source_and_in_the_checker():
+    """The third red team's fall on 01: ``causal_mask`` read off SDPA's ``is_causal`` mask. SDPA is on 01's
+    forbidden list (``_ex01_masks``), so the source names it before the check, and the checker names the call."""
+    import llm_lab.exercises as exercises
+
+    found = verdict([rt.MASK_SDPA])
+    assert (found.status, found.hint) == ("fail", "uses_torch_mask"), found
+    namespace: dict = {}
+    exec(rt.MASK_SDPA, namespace)
+    result = exercises.grade("causal_mask", namespace["causal_mask"])
+    assert (result.status, result.hint) == ("fail", "uses_torch_mask"), result
