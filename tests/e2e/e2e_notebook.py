@@ -10,6 +10,7 @@ learner version, a checker's verdict on a stub that is not 🚧, or a solution f
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -26,6 +27,20 @@ def tag_of(rel: str) -> str:
     return rel.replace("/", "-").removesuffix(".ipynb")
 
 
+def shows_explorer(source: str) -> bool:
+    """Does the cell show an explorer: is its last statement a call of a ``*_explorer`` (which the notebook then
+    displays)? A cell that only builds one to read its numbers (02's sweep) shows none."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return False
+    last = body[-1] if body else None
+    call = last.value if isinstance(last, ast.Expr) else None
+    func = call.func if isinstance(call, ast.Call) else None
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+    return name.endswith("_explorer")
+
+
 def check_stored(nb, rel: str, tag: str, shots: Path) -> tuple[list[str], int]:
     """The stored outputs as a learner first sees them; returns the problems and the number of explorer cells."""
     page, problems = nb.page, []
@@ -33,7 +48,7 @@ def check_stored(nb, rel: str, tag: str, shots: Path) -> tuple[list[str], int]:
     stored = "\n".join(o["text"] for c in before["cells"] for o in c["outputs"])
     if "VBox(children" in stored or "HBox(children" in stored:
         problems.append("a stored output shows a bare VBox(children=...) text instead of a hint")
-    explorer_cells = [c for c in before["cells"] if "_explorer(" in c["source"]]
+    explorer_cells = [c for c in before["cells"] if shows_explorer(c["source"])]
     hints = [c for c in explorer_cells if c["outputs"]]
     for cell in hints:
         if not any(HINT.search(o["text"]) for o in cell["outputs"]):
