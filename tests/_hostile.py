@@ -214,7 +214,7 @@ STATUS = {
     "hidden_thread_import": "tampered",
     "prestarted_worker": "tampered",
     "dunder_import": "reference",
-    "importlib_base": "reference",
+    "importlib_base": "error",  # importlib is not a module a learner cell may import
     "who_hides_import": "reference",
     "capture_hides_import": "reference",
     "course_binding_renamed": "reference",
