@@ -3,6 +3,8 @@ test_source_checks.py, test_source_attacks.py)."""
 
 from __future__ import annotations
 
+import nbformat
+
 from tools.teaching.grader import source_checks
 
 # notebook 01's course cell binds both exercises' names before the exercises, as the fixture's does
@@ -13,21 +15,32 @@ COURSE = (
 RIGHT = "def causal_mask(num_tokens):\n    return torch.ones(num_tokens, num_tokens, dtype=torch.bool).triu(1)\n"
 
 
-def verdict(
-    learner: list[str],
-    key: str = "causal_mask",
-    exercise: str = "causal_mask",
-    lang: str = "en",
-    errors: dict | None = None,
-    own=(),
-):
-    """``errors``: the kernel's error per learner cell (0: the first learner cell), ``own``: which learner cells
-    are the exercise's solution cells."""
-    cells = [
-        source_checks.Cell(COURSE, False),
-        *(source_checks.Cell(c, True) for c in learner),
-        source_checks.Cell(f"_llm_lab_kernel.capture({key!r}, lambda: {key})", False),
-    ]
-    errors = {i + 1: e for i, e in (errors or {}).items()}
-    own = [i + 1 for i in own]
-    return source_checks.Reading(cells).verdict(key, exercise, len(cells) - 1, lang, errors, own)
+def read(learner: list[str], key: str = "causal_mask", exercise: str = "causal_mask", lang: str = "en", own=None):
+    """The grader's reading of notebook 01's course cell, the ``learner`` cells and the exercise's capture cell, as
+    ``reading.read_submission`` makes it (``source_checks.runnable`` first: the cells it cannot vouch for are not
+    run): (what the source decides for the exercise, ``{learner cell (0: the first): Skipped}``). ``own``: which
+    learner cells are the exercise's solution cells (default: all of them)."""
+    sources = [COURSE, *learner, f"_llm_lab_kernel.capture({key!r}, lambda: {key})"]
+    cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    reading = source_checks.runnable(cells, list(range(1, len(learner) + 1)))
+    own = range(len(learner)) if own is None else own
+    found = reading.verdict(key, exercise, len(cells) - 1, lang, [i + 1 for i in own])
+    return found, {i - 1: s for i, s in reading.skipped.items()}
+
+
+def verdict(learner: list[str], key: str = "causal_mask", exercise: str = "causal_mask", lang: str = "en", own=None):
+    """What the source decides for the exercise (``read``'s first answer)."""
+    return read(learner, key, exercise, lang, own)[0]
+
+
+def outcome(learner: list[str]) -> str | None:
+    """One word for what the grader does with ``learner`` (a right ``causal_mask`` among them): "tampered" or
+    "error" (unreadable, does not compile) when it leaves cells out, each of that kind, and the exercise is then
+    decided by what is left (0 only if the solution cell itself was left out); else the exercise's verdict."""
+    found, skipped = read(learner)
+    kinds = {"tampered" if s.kind == "tampered" else "error" for s in skipped.values()}
+    if not skipped:
+        return found.status if found else None
+    if len(kinds) > 1 or (found is not None and found.status not in kinds):
+        return f"mixed: {sorted(kinds)}, {found}"
+    return kinds.pop()

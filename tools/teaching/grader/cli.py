@@ -80,13 +80,14 @@ def grade_submission(
     max_output: int,
     sandboxed: bool = True,
     max_seconds: float = 600.0,
+    run_unvouched: bool = False,
 ) -> submissions.Submission:
-    """Grade one submitted file in place (never raises)."""
+    """Grade one submitted file in place (never raises). ``run_unvouched``: ``reading.read_submission``'s."""
     start = time.monotonic()
     try:
         if stopping.stopped():
             raise stopping.Stopped()
-        prepared = reading.prepare(submission.path, submission.root, course, expected)
+        prepared = reading.prepare(submission.path, submission.root, course, expected, run_unvouched=run_unvouched)
         if prepared.key is not None:
             submission.lang, submission.notebook = prepared.key[0], course[prepared.key].path.name
         if prepared.problem:
@@ -183,13 +184,15 @@ def grade(
     max_seconds: float = 600.0,
     refused=(),
     lang: str | None = None,
+    run_unvouched: bool = False,
 ) -> list[submissions.Submission]:
     """Grade every submission in ``folder`` and write grades.csv, feedback/ and report.md into ``out``.
     Each submission's kernel runs in the bubblewrap sandbox (``sandboxed=False``: as the grader, noted in
     every feedback file); the verdicts are computed here. ``refused``: problem Submissions found elsewhere
     (nbgrader_course's links and pipes), reported with the rest. ``notebook``: the assigned notebook's number
     ("04"; several: "04,05" or a list), named by the instructor (``assignment``); ``lang``: the class's language
-    (a copy in another one is graded and noted), None: any."""
+    (a copy in another one is graded and noted), None: any. ``run_unvouched``: to test the sandbox on its own only
+    (``reading.read_submission``): the cells the grader would leave out run too."""
     if not folder.is_dir():
         raise FileNotFoundError(f"SUBMISSIONS={folder} is not a folder of submitted notebooks")
     course = matching.load_course(src)
@@ -209,7 +212,9 @@ def grade(
     echo(f"grading {len(todo)} notebook(s) from {folder} with {jobs} kernel(s) in parallel, {mode}")
 
     def one(submission):
-        return grade_submission(submission, course, expected, cell_timeout, max_output, sandboxed, max_seconds)
+        return grade_submission(
+            submission, course, expected, cell_timeout, max_output, sandboxed, max_seconds, run_unvouched
+        )
 
     _in_parallel(one, todo, jobs, echo)
     identities.mark_look_alikes(found)  # ids that differ where no one sees it, each named on its row

@@ -1,12 +1,11 @@
 """Each exercise's verdict, computed in the grader's own process.
 
 For every exercise of a submission, in notebook order: the kernel runs the notebook up to that exercise's capture
-cell; the submission's source decides first where it can (``source_checks``: tampering, an unreadable cell,
-llm_lab's own answer, a name the learner did not define, a solution cell that does not compile), asking the
-kernel nothing but its report of which cells did not compile (they ran nothing, and cost their own exercise
-only); otherwise llm_lab's checker (``llm_lab.exercises.grade``) runs here on a proxy of the learner's object
-(``llm_lab.exercises.grading.proxies``), each of its calls answered by the kernel with data, its inputs drawn from
-this run's secret seed. Nothing the kernel does can change a verdict, only what it says its own function returned.
+cell; the submission's source decides first where it can (``source_checks``: a solution cell not run because it
+tampered, could not be read or did not compile, llm_lab's own answer, a name the learner did not define), asking
+the kernel nothing; otherwise llm_lab's checker (``llm_lab.exercises.grade``) runs here on a proxy of the learner's
+object (``llm_lab.exercises.grading.proxies``), each of its calls answered by the kernel with data, its inputs drawn
+from this run's secret seed. Nothing the kernel does can change a verdict, only what it says its own function returned.
 """
 
 from __future__ import annotations
@@ -57,13 +56,13 @@ def watching(exercise: str) -> dict:
     return {"references": list(record.references), "forbidden": [list(f) for f in record.forbidden]}
 
 
-def judge(course_nb, plan, kernel: _kernel.Kernel, reading: source_checks.Reading | None = None) -> list[Verdict]:
+def judge(course_nb, plan, kernel: _kernel.Kernel, reading) -> list[Verdict]:
     """Each exercise's verdict (``course_nb``: the ``matching.CourseNotebook``, ``plan``: its
     ``matching.ExecutionPlan``), computed HERE by llm_lab's checkers on the learner's object in the kernel, right
     after the notebook ran up to that exercise's checker cell (a later cell that kills the kernel costs only the
-    exercises after it). ``reading``: the source's, when it was read already (``reading.prepare``, bounded)."""
+    exercises after it). ``reading``: what the source decides (``reading.prepare``, bounded), read after
+    ``source_checks.runnable`` left out of ``plan`` every learner cell it could not vouch for."""
     link = proxies.KernelLink(kernel.send)
-    reading = reading or source_checks.read(plan.nb.cells, plan.learner)
     verdicts = []
     for ex in sorted(course_nb.exercises, key=lambda e: plan.grading[e.key]):
         kernel.run(until=plan.grading[ex.key] + 1)
@@ -71,9 +70,7 @@ def judge(course_nb, plan, kernel: _kernel.Kernel, reading: source_checks.Readin
         verdict = Verdict(ex.key, "error", max_points=points)
         own = plan.solutions.get(ex.key, [])
         failed = [e for e in (_kernel.cell_error(plan.nb.cells[i]) for i in own) if e]
-        errors = {i: _kernel.cell_error(plan.nb.cells[i]) for i in plan.learner if i < plan.grading[ex.key]}
-        # no kernel asked, only its report of which cells did not compile (they ran nothing)
-        decided = reading.verdict(ex.key, ex.exercise, plan.grading[ex.key], course_nb.lang, errors, own)
+        decided = reading.verdict(ex.key, ex.exercise, plan.grading[ex.key], course_nb.lang, own)  # no kernel asked
         try:
             if decided is None:
                 link.exercise, link.watching = ex.exercise, watching(ex.exercise)
@@ -93,7 +90,7 @@ def judge(course_nb, plan, kernel: _kernel.Kernel, reading: source_checks.Readin
             verdict.status = verdict.mistake = "timeout"
         except (proxies.RemoteFailed, wire.WireError) as exc:
             verdict.status, verdict.mistake, verdict.message = "error", "error", kernel.died or str(exc)
-        said = verdict.status in ("pass", "reference", "tampered") or verdict.mistake == "does_not_compile"
+        said = verdict.status in ("pass", "reference", "tampered") or verdict.mistake in source_checks.NOT_RUN
         if failed and not said:  # the learner's cell failed: say so
             verdict.message = f"your solution cell failed ({failed[0]}); " + (verdict.message or "")
             if failed[0] == "timeout":

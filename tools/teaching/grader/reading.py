@@ -20,7 +20,6 @@ class.
 
 from __future__ import annotations
 
-import itertools
 import multiprocessing
 import os
 import pickle
@@ -41,21 +40,10 @@ class Decided:
     """What the source decides for each exercise, computed where the source was read (``Reading.verdict``'s
     answers, so the grader never holds the parsed trees): the same ``verdict`` call ``judging`` makes."""
 
-    findings: dict[tuple[str, str, frozenset], source_checks.Finding | None]
-    broken: tuple[int, ...] = ()  # the learner's cells that do not compile (``Cell.broken``)
+    findings: dict[tuple[str, str], source_checks.Finding | None]
 
-    def verdict(self, key: str, exercise: str, until: int, lang: str = "en", errors: dict | None = None, own=()):
-        """The finding for the cells that ran nothing: those of ``broken`` the kernel also reported a compile
-        error for (``errors``); a combination not read ahead (more than ``MAX_BROKEN`` such cells) reads as
-        none of them confirmed (each unreadable)."""
-        ran = frozenset(
-            i for i in self.broken if i < until and str((errors or {}).get(i, "")).split(":", 1)[0] in COMPILE
-        )
-        return self.findings.get((key, lang, ran), self.findings[(key, lang, frozenset())])
-
-
-MAX_BROKEN = 4  # cells that do not compile, below one exercise, whose every combination is read ahead
-COMPILE = source_checks.COMPILE_ERRORS
+    def verdict(self, key: str, exercise: str, until: int, lang: str = "en", own=()):
+        return self.findings[(key, lang)]
 
 
 @dataclass
@@ -70,8 +58,10 @@ class Prepared:
     notes: list[str] = field(default_factory=list)
 
 
-def read_submission(path: Path, root: Path | None, course, expected) -> Prepared:
-    """The steps themselves, in whatever process calls it (``prepare`` calls it in a bounded child)."""
+def read_submission(path: Path, root: Path | None, course, expected, run_unvouched: bool = False) -> Prepared:
+    """The steps themselves, in whatever process calls it (``prepare`` calls it in a bounded child).
+    ``run_unvouched``: for testing the sandbox on its own only: every learner cell runs, and one the grader cannot
+    vouch for decides every exercise checked after it (``Reading.verdict``'s conservative answer)."""
     nb = submissions.load(path, root)
     key = matching.identify(nb, course)
     if key is None:
@@ -83,25 +73,17 @@ def read_submission(path: Path, root: Path | None, course, expected) -> Prepared
         )
     course_nb = course[key]
     plan = matching.build_plan(course_nb, nb)
-    source = source_checks.read(plan.nb.cells, plan.learner)
-    broken = tuple(i for i in plan.learner if source.cells[i].broken)
+    if run_unvouched:
+        source = source_checks.read(plan.nb.cells, plan.learner)
+    else:
+        source = source_checks.runnable(plan.nb.cells, plan.learner)  # what the grader cannot vouch for runs nothing
+    plan.notes += source.not_run_notes(course_nb.lang)
     findings = {}
     for ex in course_nb.exercises:
-        if ex.key not in plan.grading:
-            continue
-        until, own = plan.grading[ex.key], plan.solutions.get(ex.key, [])
-        below = [i for i in broken if i < until]
-        combos = (
-            [()]
-            if len(below) > MAX_BROKEN
-            else itertools.chain.from_iterable(itertools.combinations(below, n) for n in range(len(below) + 1))
-        )
-        for ran in combos:  # the kernel's report, as it may come: these cells did not compile there either
-            errors = {i: "SyntaxError: reported by the kernel" for i in ran}
-            findings[(ex.key, course_nb.lang, frozenset(ran))] = source.verdict(
-                ex.key, ex.exercise, until, course_nb.lang, errors, own
-            )
-    return Prepared(key=key, plan=plan, reading=Decided(findings, broken))
+        if ex.key in plan.grading:
+            until, own = plan.grading[ex.key], plan.solutions.get(ex.key, [])
+            findings[(ex.key, course_nb.lang)] = source.verdict(ex.key, ex.exercise, until, course_nb.lang, own)
+    return Prepared(key=key, plan=plan, reading=Decided(findings))
 
 
 def _vm_size() -> int:
@@ -112,7 +94,7 @@ def _vm_size() -> int:
     return 0
 
 
-def _child(conn, path, root, course, expected, seconds: float, memory: int) -> None:
+def _child(conn, path, root, course, expected, seconds: float, memory: int, run_unvouched: bool = False) -> None:
     """In the child: its limits first, then the reading; one answer, pickled, on ``conn``."""
     try:
         cpu = max(1, int(seconds))
@@ -121,7 +103,7 @@ def _child(conn, path, root, course, expected, seconds: float, memory: int) -> N
         if vm:
             resource.setrlimit(resource.RLIMIT_AS, (vm + memory, vm + memory))
         try:
-            result = read_submission(path, root, course, expected)
+            result = read_submission(path, root, course, expected, run_unvouched)
         except MemoryError:
             result = Prepared(f"reading it needed more than {memory / 2**30:g} GiB: not graded")
         except ValueError as exc:
@@ -152,13 +134,16 @@ def _context():
     return _CONTEXT
 
 
-def prepare(path: Path, root: Path | None, course, expected, *, seconds: float | None = None) -> Prepared:
+def prepare(
+    path: Path, root: Path | None, course, expected, *, seconds: float | None = None, run_unvouched: bool = False
+) -> Prepared:
     """``read_submission`` in a child process of its own, bounded (the module's docstring); never raises but
     ``stopping.Stopped`` (the grader is stopping: the child is killed)."""
     seconds = READ_SECONDS if seconds is None else seconds
     ctx = _context()
     ours, theirs = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child, args=(theirs, path, root, course, expected, seconds, READ_MEMORY), daemon=True)
+    args = (theirs, path, root, course, expected, seconds, READ_MEMORY, run_unvouched)
+    child = ctx.Process(target=_child, args=args, daemon=True)
     child.start()
     theirs.close()
     try:

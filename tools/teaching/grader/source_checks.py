@@ -5,19 +5,20 @@ the learner added) is read the way IPython reads it: through IPython's own ``Tra
 ``?``), then parsed. :class:`Reading` holds the parsed cells; ``Reading.verdict`` says, for one exercise, what
 in the source decides it before any kernel is asked (``None``: nothing, the checkers' verdict stands):
 
-- ``tampered``: code that changes the checkers or the watch on them (``source_tampering.tampering``: a ``check_*``
-  redefined, llm_lab's attributes set, its grading machinery, ``sys.modules``, IPython's input hooks,
-  ``sys.setprofile``/``settrace`` and the threading hooks, threads and forks);
-- ``error`` (``unreadable``): a learner cell before the exercise's checker that runs code the grader cannot read
-  (``exec``, ``globals()``, a computed import, an IPython call other than the magics it writes itself, a magic
-  that runs code elsewhere, a module that is not installed, a magic whose Python does not parse): it counts
-  against the submission, so every exercise checked after it scores 0. A debugging look that is only printed or
-  displayed (``print(vars(layer))``, ``f.__code__.co_varnames`` as a cell's last line: ``source_looks``) is read, not
-  counted;
-- ``error`` (``does_not_compile``): the exercise's own solution cell does not compile, so IPython ran none of it
-  (``does_not_compile``: under every ``from __future__`` an earlier cell may have set, and the kernel reported
-  the compile error too) and the exercise's name is not the learner's. Such a cell costs that exercise only: it
-  ran nothing, so it hides nothing from the other exercises (a typo is not a trick);
+Before the kernel runs anything, ``runnable`` replaces every learner cell the grader cannot vouch for by a comment,
+so it runs nothing: a cell that changes the checkers or the watch on them (``source_tampering.tampering``: a
+``check_*`` redefined, llm_lab's attributes set, its grading machinery, ``sys.modules``, IPython's input hooks,
+``sys.setprofile``/``settrace`` and the threading hooks, threads and forks), a cell that runs code the grader cannot
+read (``exec``, ``globals()``, a computed import, an IPython call other than the magics it writes itself, a magic
+that runs code elsewhere, a module that is not installed: ``source_hidden``), and a cell that does not compile. What
+is not run cannot hide anything from the other cells, so such a cell costs only what depends on it: the exercise
+whose solution cell it is scores 0 with the reason (``tampered``, ``unreadable``, ``does_not_compile``), the others
+are read and checked as if it were absent, and the submission's notes name it. A debugging look that is only
+printed or displayed (``print(vars(layer))``, ``f.__code__.co_varnames`` as a cell's last line: ``source_looks``) is
+read, not counted. What ``Reading.verdict`` then decides for one exercise:
+
+- ``tampered`` / ``error`` (``unreadable``, ``does_not_compile``): the exercise's own solution cell was not run (as
+  above), and nothing else the learner wrote defines its name;
 - ``reference``: the exercise's object is, or calls, llm_lab's own answer, found through every name it uses
   (imports, ``__import__("llm_lab")`` and ``importlib.import_module`` bases, attribute chains, ``getattr`` with a
   written name), or the course's own object of that name;
@@ -42,24 +43,41 @@ from tools.teaching.grader.report import one_line
 from tools.teaching.grader.source_hidden import PYTHON_MAGICS, TIMEIT_OPTIONS, _magic, hidden, string_loops
 
 # What the source decides, in the submission's language (one entry per language of tools.course.LANGS).
-UNREADABLE = {
-    "en": "cell `{cell}` cannot be read by the grader ({why}): every exercise checked after it scores 0",
-    "zh": "评分器读不懂单元格 `{cell}`（{why}）：在它之后检查的练习都是 0 分",
+# Why a learner cell was not run (``Skipped.kind``), and what that says for the exercise whose solution cell it is
+NOT_RUN = {
+    "does_not_compile": {
+        "en": "does not compile ({why})",
+        "zh": "无法编译（{why}）",
+    },
+    "unreadable": {
+        "en": "cannot be read by the grader ({why})",
+        "zh": "评分器读不懂（{why}）",
+    },
+    "tampered": {
+        "en": "changes the checkers ({why})",
+        "zh": "改动了检查器（{why}）",
+    },
 }
-NOT_COMPILED = {
-    "en": "your solution cell `{cell}` does not compile ({why}): Python ran none of it, so `{key}` is not yours and "
-    "this exercise scores 0 (the other exercises are graded as usual)",
-    "zh": "你的解答单元格 `{cell}` 无法编译（{why}）：Python 一行也没有运行，所以 `{key}` 不是你写的，本练习 0 分"
+OWN_NOT_RUN = {
+    "en": "your solution cell `{cell}` {reason}: the grader ran none of it, so `{key}` is not yours and this exercise "
+    "scores 0 (the other exercises are graded as usual)",
+    "zh": "你的解答单元格 `{cell}` {reason}：评分器一行也没有运行它，所以 `{key}` 不是你写的，本练习 0 分"
     "（其他练习照常评分）",
 }
-# What IPython shows for a cell it cannot compile (``InteractiveShell.run_cell``: it then runs nothing of it)
-COMPILE_ERRORS = ("SyntaxError", "IndentationError", "TabError", "ValueError", "OverflowError", "TypeError")
+CELL_NOT_RUN = {
+    "en": "cell `{cell}` was not run: it {reason}; only what depends on it is lost",
+    "zh": "单元格 `{cell}` 没有运行：它{reason}；只影响依赖它的部分",
+}
+RAN_UNVOUCHED = {  # only where every cell ran (``reading.read_submission``'s ``run_unvouched``, to test the sandbox)
+    "en": "cell `{cell}` {reason} and ran: every exercise checked after it scores 0",
+    "zh": "单元格 `{cell}` {reason}，并且运行了：在它之后检查的练习都是 0 分",
+}
+NOT_RUN_SOURCE = "# llm-lab grader: this cell of yours was not run ({kind})"
 # IPython compiles a cell with the flags of every ``from __future__`` an earlier cell ran (barry_as_FLUFL makes
 # ``<>`` valid): a cell runs nothing only if it compiles neither with none of them nor with all
 FUTURE_FLAGS = functools.reduce(
     lambda a, b: a | b, (getattr(__future__, f).compiler_flag for f in __future__.all_feature_names)
 )
-TAMPERED = {"en": "0 points: the code changes the checkers: {names}", "zh": "0 分：代码改动了检查器：{names}"}
 PRECOMPUTABLE = {"uses_torch_mask"}  # ruled-out answers that depend only on a size
 READY_MADE = {
     "en": "your code names `{found}`, torch's ready-made answer: not allowed in this exercise (made before the "
@@ -161,6 +179,7 @@ class Reading:
 
     cells: list[Cell]
     names: source_names.Names = field(init=False)
+    skipped: dict[int, Skipped] = field(default_factory=dict)  # learner cells not run (``runnable``)
 
     def __post_init__(self):
         for cell in self.cells:
@@ -195,48 +214,72 @@ class Reading:
         except Exception as exc:  # IPython's transformer on input it does not expect
             cell.unreadable = f"{type(exc).__name__} in IPython's transformer"
 
-    def verdict(
-        self, key: str, exercise: str, until: int, lang: str = "en", errors: dict | None = None, own=()
-    ) -> Finding | None:
+    def verdict(self, key: str, exercise: str, until: int, lang: str = "en", own=()) -> Finding | None:
         """What the source decides for exercise ``exercise`` (object ``key``) checked at cell ``until``; the
-        message in ``lang``. ``errors``: the kernel's error per cell index (``"SyntaxError: ..."``), ``own``: the
-        indices of this exercise's solution cells. A learner cell that does not compile ran nothing when the
-        kernel says so too: it is skipped (it costs its own exercise only); without the kernel's word it is
-        unreadable."""
+        message in ``lang``. ``own``: the indices of this exercise's solution cells. Read after ``runnable``: a
+        learner cell not run (``skipped``) counts only when it is one of ``own`` and ``key`` is then not defined."""
         learner = [(i, c) for i, c in enumerate(self.cells[:until]) if c.learner]
-        tampering = list(dict.fromkeys(t for _, c in learner for t in c.tampering))
-        if tampering:
-            return Finding("tampered", "tampered", TAMPERED[lang].format(names=", ".join(tampering)))
-        ran_nothing = [i for i, c in learner if self.ran_nothing(i, errors)]
-        for i, cell in learner:
-            if cell.unreadable and i not in ran_nothing:
-                return Finding(
-                    "error", "unreadable", UNREADABLE[lang].format(cell=one_line(cell.source, 60), why=cell.unreadable)
-                )
+        hidden_here = next(((i, c) for i, c in learner if c.unreadable or c.tampering), None)
+        if hidden_here is not None:  # not read through ``runnable``: it ran, and what it hides may decide anything
+            cell = hidden_here[1]
+            kind = "tampered" if cell.tampering else "unreadable"
+            reason = NOT_RUN[kind][lang].format(why=", ".join(cell.tampering) or cell.unreadable)
+            message = RAN_UNVOUCHED[lang].format(cell=one_line(cell.source, 60), reason=reason)
+            return Finding("tampered" if cell.tampering else "error", kind, message)
         ready = ready_made(exercise, [c.tree for _, c in learner if c.tree is not None])
         if ready:
             return Finding("fail", ready[1], READY_MADE[lang].format(found=ready[0]))
         try:
             found, why = self.names.reference(key, exercise, until), self.names.not_defined(key, until, lang)
         except RecursionError:
-            return Finding("error", "unreadable", UNREADABLE[lang].format(cell=key, why="nested too deeply to read"))
+            return Finding("error", "unreadable", NOT_RUN["unreadable"][lang].format(why="nested too deeply to read"))
         if found:
             return Finding("reference", "reference", REFERENCE[lang].format(found=found))
-        broken = next((self.cells[i] for i in ran_nothing if i in own), None)
-        if why and broken is not None:
+        skipped = next((self.skipped[i] for i in own if i in self.skipped and i < until), None)
+        if why and skipped is not None:
+            reason = NOT_RUN[skipped.kind][lang].format(why=skipped.why)
             return Finding(
-                "error",
-                "does_not_compile",
-                NOT_COMPILED[lang].format(cell=one_line(broken.source, 60), why=broken.broken, key=key),
+                "tampered" if skipped.kind == "tampered" else "error",
+                skipped.kind,
+                OWN_NOT_RUN[lang].format(cell=one_line(skipped.source, 60), reason=reason, key=key),
             )
         return Finding("missing", "not_defined", why) if why else None
 
-    def ran_nothing(self, index: int, errors: dict | None) -> bool:
-        """Did the learner's cell ``index`` run nothing: it does not compile (``Cell.broken``) and the kernel
-        reported a compile error for it (``errors``: the kernel's error per cell, ``kernel.cell_error``)?"""
-        cell = self.cells[index]
-        error = str((errors or {}).get(index, ""))
-        return bool(cell.broken) and error.split(":", 1)[0] in COMPILE_ERRORS
+    def not_run_notes(self, lang: str = "en") -> list[str]:
+        """One note per learner cell ``runnable`` did not run, for the submission's feedback and the report."""
+        return [
+            CELL_NOT_RUN[lang].format(cell=one_line(s.source, 60), reason=NOT_RUN[s.kind][lang].format(why=s.why))
+            for s in self.skipped.values()
+        ]
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A learner cell ``runnable`` did not run: its source, why (``kind``: a key of ``NOT_RUN``) and the detail."""
+
+    source: str
+    kind: str
+    why: str
+
+
+def runnable(cells, learner: list[int]) -> Reading:
+    """A :class:`Reading` of ``cells`` (nbformat code cells, changed in place) after every learner cell that does not
+    compile, cannot be read or tampers is replaced by a comment (``NOT_RUN_SOURCE``), so the kernel runs none of
+    it; read again until no such cell is left (leaving a cell out can change how another is read: a look it kept).
+    ``Reading.skipped`` holds what was left out."""
+    skipped: dict[int, Skipped] = {}
+    for _ in range(len(learner) + 1):
+        reading = read(cells, learner)
+        bad = {i: c for i, c in enumerate(reading.cells) if c.learner and (c.unreadable or c.tampering)}
+        if not bad:
+            break
+        for i, cell in bad.items():
+            kind = "tampered" if cell.tampering else "does_not_compile" if cell.broken else "unreadable"
+            why = ", ".join(cell.tampering) or cell.broken or cell.unreadable
+            skipped[i] = Skipped(cells[i].source, kind, why)
+            cells[i].source = NOT_RUN_SOURCE.format(kind=kind)
+    reading.skipped = dict(sorted(skipped.items()))
+    return reading
 
 
 def read(cells, learner: list[int]) -> Reading:

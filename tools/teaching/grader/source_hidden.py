@@ -84,7 +84,7 @@ ANSWER_NAMES = frozenset(
 # the text either; only a direct call with its name written (``getattr(x, "shape")``) is read
 REFLECTIVE = HIDDEN_CALLS | set(NAMED_BY) | {"import_module", "getattr_static", "getmembers", "locate", "resolve_name"}
 # the modules a learner cell may import: what the lessons use and the usual company of a notebook (numbers,
-# tables, plots, time, text). Any other (inspect, builtins, importlib, gc, types, pickle, ctypes, threading,
+# tables, plots, time, text). Any other (inspect, builtins, importlib, types, pickle, ctypes, threading,
 # subprocess, asyncio, pty, socket, ...) reaches objects, frames, code or processes by routes the text does not
 # name, so a cell that imports one is unreadable; the message names this list
 READABLE_MODULES = frozenset(

@@ -59,7 +59,8 @@ def class_of(notebooks: Path, subs: Path) -> dict[str, tuple[int, str]]:
         "renorm",
         "diagonal masked",
     )
-    put("dan", fx.filled(notebooks, causal_mask=REDEFINE_CHECK), "none", "redefines check_causal_mask")
+    # a cell that changes the checkers is not run: it costs its own exercise, the right second one still scores
+    put("dan", fx.filled(notebooks, causal_mask=REDEFINE_CHECK), "renorm", "redefines check_causal_mask")
     put("erin", fx.filled(notebooks, mask_and_renormalize=PATCH_EVALUATE), "mask", "patches llm_lab.exercises")
     put("fay", fx.filled(notebooks, causal_mask="from llm_lab import causal_mask\n"), "renorm", "llm_lab's own")
     # a cell that does not compile ran nothing: it costs its own exercise only

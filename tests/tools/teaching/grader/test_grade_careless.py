@@ -54,8 +54,35 @@ def _half_finished(notebooks):
     return nb
 
 
+def _with_cell(source: str, before_first: bool = False):
+    """The honest notebook with a cell of the learner's own added after the first solution (or before it)."""
+
+    def make(notebooks):
+        nb = fx.filled(notebooks)
+        first = fx.solution_cells(nb)[0]
+        at = nb.cells.index(first) + (0 if before_first else 1)
+        nb.cells.insert(at, nbformat.v4.new_code_cell(source))
+        return nb
+
+    return make
+
+
+# the fourth red team's careless students: a cell of their own the grader cannot vouch for (not a module it
+# reads, not installed, a magic that writes code, a shell call, a computed attribute name, a compiler). It is
+# not run by the grader, so it costs nothing here; it used to zero every exercise checked after it
+UNVOUCHED = {
+    "import_inspect": "import inspect\nprint(inspect.signature(causal_mask))\n",
+    "import_missing": "import scipy.special\n",
+    "writefile": "%%writefile notes.py\nSEEN = 1\n",
+    "os_system": "import os\nos.system('true')\n",
+    "setattr_heads": "class Heads:\n    def __init__(self):\n        for i in range(2):\n"
+    "            setattr(self, f'head{i}', i)\n\n\nHeads()\n",
+    "compile_look": "import torch\nfast = torch.compile(lambda x: x + 1)\n",
+}
+
 # student -> (the notebook, the exercises that score)
 CARELESS = {
+    **{name: (_with_cell(source, before_first=name == "os_system"), BOTH) for name, source in UNVOUCHED.items()},
     "typo_first": (lambda n: fx.filled(n, causal_mask="def causal_mask(num_tokens:\n    return None\n"), RENORM),
     "typo_second": (
         lambda n: fx.filled(
@@ -162,6 +189,9 @@ def test_make_grade(notebooks, tmp_path):
     }
     typo = next(r for r in results if r.student == "typo_first").verdicts[0]
     assert typo.mistake == "does_not_compile" and "SyntaxError" in typo.message, typo
+    for r in results:  # each cell left out is named in the student's notes, and no other student's
+        left_out = [n for n in r.notes if "was not run" in n]
+        assert len(left_out) == (r.student in UNVOUCHED or r.student.startswith(("typo", "bad_indent"))), r.notes
 
 
 def test_make_grade_nbgrader(tmp_path, alembic_on_path):

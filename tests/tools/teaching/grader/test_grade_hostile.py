@@ -1,7 +1,9 @@
 """make grade on a hostile class: every trick of tests/_hostile.py scores 0 for its wrong answer, the honest
 students beside it are graded normally, and the grading machine is unchanged afterwards (no file written
 outside a sandbox, package and course byte-identical, no process left, the loopback listener never reached,
-the instructor's environment unseen). Needs bubblewrap (`.ci/run` installs it); skipped only where the
+the instructor's environment unseen). The grader would not run most of these cells at all (it leaves out what it
+cannot vouch for: test_the_grader_would_leave_out_the_unreadable_tricks); here every cell runs
+(``run_unvouched``), so what is tested is the sandbox on its own. Needs bubblewrap (`.ci/run` installs it); skipped only where the
 sandbox cannot run, with the reason."""
 
 from __future__ import annotations
@@ -48,8 +50,15 @@ def hostile(tmp_path_factory):
     before = host.digest()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     try:
-        results = cli.grade(
-            subs, root / "out", "01", cell_timeout=10, src=notebooks, echo=lambda *a: None, max_seconds=120
+        results = cli.grade(  # every cell runs, those the grader would leave out too: the sandbox on its own
+            subs,
+            root / "out",
+            "01",
+            cell_timeout=10,
+            src=notebooks,
+            echo=lambda *a: None,
+            max_seconds=120,
+            run_unvouched=True,
         )
     finally:
         host.stop()
@@ -65,6 +74,26 @@ def hostile(tmp_path_factory):
         "grew": grew,
         "out": root / "out",
     }
+
+
+def test_the_grader_would_leave_out_the_unreadable_tricks(tmp_path):
+    """Graded for real (not ``run_unvouched``), the tricks that import modules the grader does not read, patch
+    what it trusts or start workers never run: a comment stands in their place in the plan the kernel gets."""
+    from tools.teaching.grader import matching, reading
+
+    notebooks = fx.build_course(tmp_path)
+    course = matching.load_course(notebooks)
+    host = _hostile.host_for(tmp_path, notebooks, tmp_path)
+    left_out, ran = [], []
+    for student, code in _hostile.tricks(host).items():
+        nbformat.write(_hostile.notebook(fx, notebooks, student, code), str(tmp_path / f"{student}.ipynb"))
+        prepared = reading.read_submission(
+            tmp_path / f"{student}.ipynb", tmp_path, course, cli.assignment(course, "01")
+        )
+        first = prepared.plan.solutions["causal_mask"][0]
+        (left_out if prepared.plan.nb.cells[first].source.startswith("# llm-lab grader:") else ran).append(student)
+    assert {"print_patch", "input_transformer", "orphan", "network", "kill_parent"} <= set(left_out), ran
+    assert len(left_out) >= 20, (len(left_out), ran)
 
 
 def test_a_big_class_of_attacks(hostile):

@@ -1,15 +1,16 @@
 """The grader's reading of a submission's source (tools/teaching/grader/source_checks.py, source_names.py,
-source_tampering.py): every cell,
-added ones too, read after IPython's own transformation; an exercise scores only when the learner's own
-``def``/``class`` defines it and nothing rebinds it; llm_lab's answer is found through every import route; code
-the grader cannot read counts against the submission. Parsed, never run: no kernel here, so these run in
-milliseconds (the sandboxed grading of the same attacks is in tests/tools/teaching/grader/test_grade_hostile.py)."""
+source_tampering.py): every cell, added ones too, read after IPython's own transformation; an exercise scores
+only when the learner's own ``def``/``class`` defines it and nothing rebinds it; llm_lab's answer is found through
+every import route; code the grader cannot read, that tampers or does not compile is not run, and costs only what
+depends on it. Parsed, never run: no kernel here, so these run in milliseconds (the sandboxed grading of
+the same attacks is in tests/tools/teaching/grader/test_grade_hostile.py)."""
 
 from __future__ import annotations
 
 import _loss_attacks as rt
+import nbformat
 import pytest
-from _source_cases import COURSE, RIGHT, verdict
+from _source_cases import COURSE, RIGHT, outcome, read, verdict
 
 from tools import course
 from tools.teaching.grader import matching, source_checks, source_names, source_tampering
@@ -251,12 +252,12 @@ def test_honest_vars_of_self_in_a_repr_f_string_is_read():
     """The third red team's careless student: ``__repr__`` returning ``f'Batch({vars(self)})'`` (the look turned
     into text at once) keeps the exercises checked after it; the same look kept as an object does not."""
     assert verdict([rt.VARS_IN_REPR, RIGHT]) is None
-    assert verdict([rt.VARS_IN_REPR.replace("f'Batch({vars(self)})'", "vars(self)"), RIGHT]).status == "error"
+    assert outcome([rt.VARS_IN_REPR.replace("f'Batch({vars(self)})'", "vars(self)"), RIGHT]) == "error"
 
 
-def test_an_unreadable_cell_is_named_with_its_reason_in_the_submissions_language():
-    found = {lang: verdict(["def causal_mask(n:\n    pass\n"], lang=lang) for lang in course.LANGS}
-    assert all(f.hint == "unreadable" and "SyntaxError" in f.message for f in found.values())
+def test_an_unreadable_solution_cell_is_named_with_its_reason_in_the_submissions_language():
+    found = {lang: verdict(["import inspect\n" + RIGHT], lang=lang) for lang in course.LANGS}
+    assert all(f.hint == "unreadable" and "inspect" in f.message for f in found.values()), found
     assert "scores 0" in found["en"].message and "0 分" not in found["en"].message
     assert "0 分" in found["zh"].message and "scores 0" not in found["zh"].message
 
@@ -265,11 +266,12 @@ def test_an_unreadable_cell_is_named_with_its_reason_in_the_submissions_language
     "learner",
     [
         ["def causal_mask(n:\n    pass\n"],
+        ["import inspect\n" + RIGHT],
         ["from llm_lab import causal_mask\n"],
         ["import llm_lab.exercises as ex\nex.grade = print\n" + RIGHT],
         ["x = 1\n"],
     ],
-    ids=["unreadable", "reference", "tampered", "not-defined"],
+    ids=["does-not-compile", "unreadable", "reference", "tampered", "not-defined"],
 )
 def test_every_message_of_the_source_is_in_one_language(learner):
     """Each language gets its own sentence, not both joined by a slash."""
@@ -279,66 +281,43 @@ def test_every_message_of_the_source_is_in_one_language(learner):
 
 
 TYPO = "def causal_mask(n:\n    pass\n"
-SAID = {0: "SyntaxError: invalid syntax (1952418.py, line 1)"}  # what IPython shows for it
 
 
 @pytest.mark.parametrize(
-    ("name", "learner", "errors", "own", "status"),
+    ("name", "learner", "own", "hint"),
     [
-        ("a typo in the solution cell, the kernel's compile error", [TYPO], SAID, [0], "does_not_compile"),
-        ("a typo in an added cell before the solution", [TYPO, RIGHT], SAID, [1], None),
-        ("a typo in the solution cell after a good definition", [RIGHT, TYPO], {1: SAID[0]}, [1], None),
+        ("a typo in the solution cell", [TYPO], [0], "does_not_compile"),
+        ("a typo in an added cell before the solution", [TYPO, RIGHT], [1], None),
+        ("a typo in the solution cell after a good definition", [RIGHT, TYPO], [1], None),
+        ("a bad indent", ["def causal_mask(n):\nreturn n\n"], [0], "does_not_compile"),
+        ("a NUL byte in an added cell", ["x = 1\x00\n"], [], "not_defined"),
         (
-            "a bad indent",
-            ["def causal_mask(n):\nreturn n\n"],
-            {0: "IndentationError: expected"},
-            [0],
-            "does_not_compile",
-        ),
-        (
-            "a NUL byte",
-            ["x = 1\x00\n"],
-            {0: "ValueError: source code string cannot contain null bytes"},
-            [],
-            "not_defined",
-        ),
-        ("a typo, no word from the kernel", [TYPO], {}, [0], "unreadable"),
-        ("a typo the kernel says it ran without error", [TYPO], {0: ""}, [0], "unreadable"),
-        (
-            "a typo the kernel says raised at run time",
-            [TYPO],
-            {0: "NameError: name 'x' is not defined"},
-            [0],
-            "unreadable",
-        ),
-        (
-            "`<>` after barry_as_FLUFL: it compiles in the kernel",
+            "`<>` after barry_as_FLUFL: it compiles in the kernel, but not here",
             ["from __future__ import barry_as_FLUFL\n", "from llm_lab import causal_mask\nassert 1 <> 2\n"],
-            {1: "SyntaxError: made up by the cell"},
             [],
-            "unreadable",
+            "not_defined",  # the cell importing llm_lab's answer is not run: the name is the course's
         ),
         (
-            "a magic's Python that does not parse, beside code that runs",
+            "a magic's Python that does not parse, beside code",
             ["from llm_lab import causal_mask\n%time 1 +\n"],
-            {0: "SyntaxError: invalid syntax"},
             [0],
             "unreadable",
         ),
-        ("a cell that compiles and raises SyntaxError itself", ["raise SyntaxError('x')\n" + RIGHT], SAID, [0], None),
+        ("a cell that compiles and raises SyntaxError itself", ["raise SyntaxError('x')\n" + RIGHT], [0], None),
     ],
     ids=lambda v: v if isinstance(v, str) and " " in v else None,
 )
-def test_a_cell_that_does_not_compile_ran_nothing_and_costs_its_own_exercise_only(name, learner, errors, own, status):
-    """IPython compiles a whole cell before running any of it: a cell that does not compile (and the kernel says
-    so) binds nothing and hides nothing, so it is skipped; it costs the exercise whose solution it is. A cell that
-    compiles in the kernel (a ``from __future__`` flag) or the kernel's silence keeps it unreadable."""
-    found = verdict(learner, errors=errors, own=own)
-    assert (found.hint if found else None) == status, found
+def test_a_cell_the_grader_cannot_read_is_not_run_and_costs_its_own_exercise_only(name, learner, own, hint):
+    """A cell that does not compile (or that the grader cannot parse) is replaced by a comment before the kernel
+    runs: it binds nothing and hides nothing, and costs the exercise whose solution cell it is."""
+    found, skipped = read(learner, own=own)
+    assert (found.hint if found else None) == hint, found
+    compiles = name.startswith("a cell that compiles")
+    assert bool(skipped) != compiles and all(i < len(learner) for i in skipped), skipped
 
 
 def test_a_solution_cell_that_does_not_compile_is_named_in_the_submissions_language():
-    found = {lang: verdict([TYPO], lang=lang, errors=SAID, own=[0]) for lang in course.LANGS}
+    found = {lang: verdict([TYPO], lang=lang, own=[0]) for lang in course.LANGS}
     assert all(
         f.status == "error" and "SyntaxError" in f.message and "causal_mask" in f.message for f in found.values()
     )
@@ -351,18 +330,47 @@ def test_does_not_compile_tries_the_future_flags():
     assert source_checks.does_not_compile("x = 1\n%time y\n") == ""
 
 
-def test_a_later_exercise_is_judged_by_the_cells_before_its_own_checker():
-    """An unreadable cell after the first checker costs only the exercises after it."""
-    cells = [
-        source_checks.Cell(COURSE, False),
-        source_checks.Cell(RIGHT, True),
-        source_checks.Cell("_llm_lab_kernel.capture('causal_mask', lambda: causal_mask)", False),
-        source_checks.Cell("def mask_and_renormalize(w:\n", True),
-        source_checks.Cell("_llm_lab_kernel.capture('mask_and_renormalize', lambda: x)", False),
+def _two_exercises(added: str):
+    """01's two exercises, ``added`` a cell of the learner's before the first solution; the reading after
+    ``runnable``, and the indices of the two solution cells."""
+    sources = [
+        COURSE,
+        added,
+        RIGHT,
+        "_llm_lab_kernel.capture('causal_mask', lambda: causal_mask)",
+        "def mask_and_renormalize(w, m):\n    return w\n",
+        "_llm_lab_kernel.capture('mask_and_renormalize', lambda: mask_and_renormalize)",
     ]
-    reading = source_checks.Reading(cells)
-    assert reading.verdict("causal_mask", "causal_mask", 2) is None
-    assert reading.verdict("mask_and_renormalize", "renormalize", 4).status == "error"
+    cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    return source_checks.runnable(cells, [1, 2, 4]), cells
+
+
+@pytest.mark.parametrize(
+    "added",
+    ["import inspect\n", "import os\nos.system('ls')\n", "import torch\nf = torch.compile(len)\n", "x = (1,\n"],
+    ids=["unreadable", "tampered-os-system", "tampered-compile", "does-not-compile"],
+)
+def test_a_cell_left_out_costs_no_other_exercise(added):
+    """The fourth red team's careless students (``import inspect``, ``os.system``, ``torch.compile``, a typo in
+    a cell of their own) lost every exercise checked after that cell; now the cell is not run, the exercises are
+    read as if it were absent, and the submission's notes say which cell and why."""
+    reading, cells = _two_exercises(added)
+    assert list(reading.skipped) == [1] and cells[1].source.startswith("# llm-lab grader: this cell")
+    assert reading.verdict("causal_mask", "causal_mask", 3, own=[2]) is None
+    assert reading.verdict("mask_and_renormalize", "renormalize", 5, own=[4]) is None
+    (note,) = reading.not_run_notes()
+    assert "was not run" in note and added.splitlines()[0] in note
+    control, _ = _two_exercises("x = 1\n")  # the control: nothing left out
+    assert control.skipped == {} and control.not_run_notes() == []
+
+
+def test_a_later_exercise_is_judged_by_the_cells_before_its_own_checker():
+    """A solution cell left out after the first checker costs its own exercise only."""
+    cells = _two_exercises("x = 1\n")[1]
+    cells[4].source = "def mask_and_renormalize(w:\n"
+    reading = source_checks.runnable(cells, [1, 2, 4])
+    assert reading.verdict("causal_mask", "causal_mask", 3, own=[2]) is None
+    assert reading.verdict("mask_and_renormalize", "renormalize", 5, own=[4]).hint == "does_not_compile"
 
 
 def test_the_course_binding_is_named_as_the_courses():
@@ -407,3 +415,15 @@ def test_the_machinery_names_come_from_the_package(cell, tampered):
     assert "llm_lab.exercises.grading.answering" in source_tampering.MACHINERY_MODULES
     found = verdict([cell + RIGHT])
     assert (found is not None and found.status == "tampered") == tampered, found
+
+
+def test_where_every_cell_ran_an_unvouched_cell_decides_every_exercise_after_it():
+    """``run_unvouched`` (the sandbox tested on its own): nothing is left out, so a cell the grader cannot vouch for
+    ran, and every exercise checked after it scores 0 (the conservative answer); the cells after the first
+    exercise's checker decide only the second."""
+    sources = [COURSE, RIGHT, "_llm_lab_kernel.capture('causal_mask', lambda: causal_mask)", "import inspect\n"]
+    sources.append("_llm_lab_kernel.capture('mask_and_renormalize', lambda: x)")
+    reading = source_checks.read([nbformat.v4.new_code_cell(s) for s in sources], [1, 3])
+    assert reading.skipped == {} and reading.verdict("causal_mask", "causal_mask", 2) is None
+    found = reading.verdict("mask_and_renormalize", "renormalize", 4)
+    assert (found.status, found.hint) == ("error", "unreadable") and "every exercise checked after it" in found.message
