@@ -3,8 +3,8 @@ students beside it are graded normally, and the grading machine is unchanged aft
 outside a sandbox, package and course byte-identical, no process left, the loopback listener never reached,
 the instructor's environment unseen). The grader would not run most of these cells at all (it leaves out what it
 cannot vouch for: test_the_grader_would_leave_out_the_unreadable_tricks); here every cell runs
-(``run_unvouched``), so what is tested is the sandbox on its own. Needs bubblewrap (`.ci/run` installs it); skipped only where the
-sandbox cannot run, with the reason."""
+(``run_unvouched``), so what is tested is the sandbox on its own. Needs bubblewrap (`.ci/run` installs it); skipped
+only where the sandbox cannot run, with the reason."""
 
 from __future__ import annotations
 
