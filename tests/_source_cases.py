@@ -34,13 +34,12 @@ def verdict(learner: list[str], key: str = "causal_mask", exercise: str = "causa
 
 
 def outcome(learner: list[str]) -> str | None:
-    """One word for what the grader does with ``learner`` (a right ``causal_mask`` among them): "tampered" or
-    "error" (unreadable, does not compile) when it leaves cells out, each of that kind, and the exercise is then
-    decided by what is left (0 only if the solution cell itself was left out); else the exercise's verdict."""
+    """One word for what the grader does with ``learner`` (a right ``causal_mask`` among them): the exercise's
+    verdict when what is left decides it (reference, fail, the solution left out, ...); else "tampered" or "error"
+    (unreadable, does not compile) when it left statements out, all of that kind; None when it ran everything and
+    the checkers decide."""
     found, skipped = read(learner)
     kinds = {"tampered" if s.kind == "tampered" else "error" for s in skipped.values()}
-    if not skipped:
+    if found is not None or not skipped:  # what is left decides the exercise
         return found.status if found else None
-    if len(kinds) > 1 or (found is not None and found.status not in kinds):
-        return f"mixed: {sorted(kinds)}, {found}"
-    return kinds.pop()
+    return kinds.pop() if len(kinds) == 1 else f"mixed: {sorted(kinds)}"

@@ -275,9 +275,16 @@ def _record_scores(gradebook, assignment: str, submission: submissions.Submissio
             comment = gradebook.find_comment(f"ex{nn}-{key}", name, assignment, student)
         except MissingEntry:
             continue
-        comment.auto_comment = report.visible(
+        comment.auto_comment = auto_comment(
             (verdict.message or verdict.status) if verdict else (submission.problem or "not graded")
         )
+
+
+def auto_comment(message: str) -> str:
+    """A verdict as nbgrader's comment on the exercise: nbgrader's feedback renders comments as Markdown, raw HTML
+    included, and a message quotes the learner's own cells and exceptions, so it goes in as literal text
+    (``report.md_text``: no HTML, link, image or code span of the learner's survives)."""
+    return report.md_text(message)
 
 
 def _write_autograded(course: Path, assignment: str, submission: submissions.Submission, stamp: str) -> None:

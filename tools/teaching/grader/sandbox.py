@@ -122,14 +122,23 @@ def kernel_argv(sandboxed: bool = True, notebooks=None) -> list[str]:
     Python at its neutral paths, with the sealed ``llm_lab`` for ``notebooks``, or (``sandboxed=False``,
     ``--no-sandbox``) the grader's own, with the whole package."""
     if not sandboxed:
-        return [sys.executable, "-I", "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        return [sys.executable, "-I", "-m", "ipykernel_launcher", "-f", "{connection_file}", *LITERAL_SHELL]
     return [
         *python_argv(
             "import runpy\nrunpy.run_module('ipykernel_launcher', run_name='__main__', alter_sys=True)", notebooks
         ),
         "-f",
         "{connection_file}",
+        *LITERAL_SHELL,
     ]
+
+
+# no automagic, alias or autocall (IPython's prefilter): a line runs as the Python the grader reads (``run / x.py``)
+LITERAL_SHELL = (
+    "--InteractiveShell.automagic=False",
+    "--InteractiveShell.autocall=0",
+    "--AliasManager.default_aliases=[]",
+)
 
 
 def available() -> str | None:

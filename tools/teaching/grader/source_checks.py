@@ -59,20 +59,28 @@ NOT_RUN = {
     },
 }
 OWN_NOT_RUN = {
-    "en": "your solution cell `{cell}` {reason}: the grader ran none of it, so `{key}` is not yours and this exercise "
-    "scores 0 (the other exercises are graded as usual)",
-    "zh": "你的解答单元格 `{cell}` {reason}：评分器一行也没有运行它，所以 `{key}` 不是你写的，本练习 0 分"
-    "（其他练习照常评分）",
+    "en": "your solution cell `{cell}` {reason}: the grader ran {what} of it, so `{key}` is not yours and this "
+    "exercise scores 0 (the other exercises are graded as usual)",
+    "zh": "你的解答单元格 `{cell}` {reason}：评分器{what}，所以 `{key}` 不是你写的，本练习 0 分（其他练习照常评分）",
+}
+WHAT_NOT_RUN = {  # (the whole cell, some of its statements)
+    "en": ("none", "not the statements that did so, nor the definition among them"),
+    "zh": ("一行也没有运行它", "没有运行出问题的语句，定义也在其中"),
 }
 CELL_NOT_RUN = {
     "en": "cell `{cell}` was not run: it {reason}; only what depends on it is lost",
     "zh": "单元格 `{cell}` 没有运行：它{reason}；只影响依赖它的部分",
+}
+PART_NOT_RUN = {
+    "en": "cell `{cell}`: the statements that {reason} were not run, the rest was; only what depends on them is lost",
+    "zh": "单元格 `{cell}`：其中{reason}的语句没有运行，其余照常运行；只影响依赖它们的部分",
 }
 RAN_UNVOUCHED = {  # only where every cell ran (``reading.read_submission``'s ``run_unvouched``, to test the sandbox)
     "en": "cell `{cell}` {reason} and ran: every exercise checked after it scores 0",
     "zh": "单元格 `{cell}` {reason}，并且运行了：在它之后检查的练习都是 0 分",
 }
 NOT_RUN_SOURCE = "# llm-lab grader: this cell of yours was not run ({kind})"
+NOT_RUN_PART = "# llm-lab grader: {n} statement{s} of this cell of yours not run ({kind}); the rest runs as read\n"
 # IPython compiles a cell with the flags of every ``from __future__`` an earlier cell ran (barry_as_FLUFL makes
 # ``<>`` valid): a cell runs nothing only if it compiles neither with none of them nor with all
 FUTURE_FLAGS = functools.reduce(
@@ -193,14 +201,32 @@ class Reading:
         trees = [c.tree for c in self.cells if c.tree is not None]
         checks = source_tampering.course_checks([c.tree for c in self.cells if not c.learner and c.tree is not None])
         modules = source_tampering.module_names(trees)
+        self._context = (looks, frozenset(kept), looped, checks, modules)
         for cell in self.cells:
             if cell.learner and cell.tree is not None:
                 try:
-                    cell.unreadable = hidden(cell.tree, looks=looks, kept=frozenset(kept), looped=looped)
-                    cell.tampering = source_tampering.tampering([cell.tree], checks, modules)
+                    cell.unreadable, cell.tampering = self._judge(cell.tree)
                 except RecursionError:  # an expression nested past what the reading follows
                     cell.unreadable = "nested too deeply to read"
         self.names = source_names.Names([(c.tree, c.learner) for c in self.cells])
+
+    def _judge(self, tree: ast.Module) -> tuple[str, list[str]]:
+        """(why ``tree`` is unreadable or "", what in it tampers), in the context of the whole notebook."""
+        looks, kept, looped, checks, modules = self._context
+        return hidden(tree, looks=looks, kept=kept, looped=looped), source_tampering.tampering([tree], checks, modules)
+
+    def kept_statements(self, index: int) -> list[ast.stmt] | None:
+        """The top-level statements of the learner's cell ``index`` that are readable and do not tamper, each read
+        alone in the notebook's context; None when the cell cannot be split (it does not parse, has one statement,
+        or none of its statements alone is the problem)."""
+        tree = self.cells[index].tree
+        if tree is None or len(tree.body) < 2:
+            return None
+        try:
+            good = [stmt for stmt in tree.body if self._judge(ast.Module([stmt], type_ignores=[])) == ("", [])]
+        except RecursionError:
+            return None
+        return good if 0 < len(good) < len(tree.body) else None
 
     @staticmethod
     def _parse(cell: Cell) -> None:
@@ -238,17 +264,20 @@ class Reading:
         skipped = next((self.skipped[i] for i in own if i in self.skipped and i < until), None)
         if why and skipped is not None:
             reason = NOT_RUN[skipped.kind][lang].format(why=skipped.why)
+            what = WHAT_NOT_RUN[lang][0 if skipped.whole else 1]
             return Finding(
                 "tampered" if skipped.kind == "tampered" else "error",
                 skipped.kind,
-                OWN_NOT_RUN[lang].format(cell=one_line(skipped.source, 60), reason=reason, key=key),
+                OWN_NOT_RUN[lang].format(cell=one_line(skipped.source, 60), reason=reason, what=what, key=key),
             )
         return Finding("missing", "not_defined", why) if why else None
 
     def not_run_notes(self, lang: str = "en") -> list[str]:
         """One note per learner cell ``runnable`` did not run, for the submission's feedback and the report."""
         return [
-            CELL_NOT_RUN[lang].format(cell=one_line(s.source, 60), reason=NOT_RUN[s.kind][lang].format(why=s.why))
+            (CELL_NOT_RUN if s.whole else PART_NOT_RUN)[lang].format(
+                cell=one_line(s.source, 60), reason=NOT_RUN[s.kind][lang].format(why=s.why)
+            )
             for s in self.skipped.values()
         ]
 
@@ -260,13 +289,16 @@ class Skipped:
     source: str
     kind: str
     why: str
+    whole: bool = True  # the whole cell, else only its statements that were the problem
 
 
 def runnable(cells, learner: list[int]) -> Reading:
     """A :class:`Reading` of ``cells`` (nbformat code cells, changed in place) after every learner cell that does not
     compile, cannot be read or tampers is replaced by a comment (``NOT_RUN_SOURCE``), so the kernel runs none of
     it; read again until no such cell is left (leaving a cell out can change how another is read: a look it kept).
-    ``Reading.skipped`` holds what was left out."""
+    Where only some top-level statements of a cell are the problem (``import pdb`` or ``!pip install x`` beside a
+    right ``def``), only those are left out, and the rest runs as the grader unparsed it from its reading.
+    ``Reading.skipped`` holds what was left out (the cell's first reason)."""
     skipped: dict[int, Skipped] = {}
     for _ in range(len(learner) + 1):
         reading = read(cells, learner)
@@ -276,8 +308,15 @@ def runnable(cells, learner: list[int]) -> Reading:
         for i, cell in bad.items():
             kind = "tampered" if cell.tampering else "does_not_compile" if cell.broken else "unreadable"
             why = ", ".join(cell.tampering) or cell.broken or cell.unreadable
-            skipped[i] = Skipped(cells[i].source, kind, why)
-            cells[i].source = NOT_RUN_SOURCE.format(kind=kind)
+            kept = reading.kept_statements(i)
+            first = skipped.setdefault(i, Skipped(cells[i].source, kind, why, whole=kept is None))
+            if kept is None:  # the whole cell
+                skipped[i] = Skipped(first.source, first.kind, first.why, whole=True)
+                cells[i].source = NOT_RUN_SOURCE.format(kind=kind)
+            else:  # only its statements that are the problem: the rest runs as the grader read it
+                left = len(cell.tree.body) - len(kept)
+                header = NOT_RUN_PART.format(n=left, s="s" if left > 1 else "", kind=kind)
+                cells[i].source = header + ast.unparse(ast.Module(kept, type_ignores=[])) + "\n"
     reading.skipped = dict(sorted(skipped.items()))
     return reading
 

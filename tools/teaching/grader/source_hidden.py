@@ -15,8 +15,8 @@ import llm_lab.exercises as exercises
 from tools.teaching.grader import source_looks
 
 # IPython magics whose argument is Python run in the notebook's namespace (read in place when they are a statement
-# of their own), and those that run nothing there (shell, other languages, display); any other magic, or one of
-# the first kind left elsewhere, runs code the grader does not read
+# of their own), and those that run nothing there (display, the notebook's state); any other magic, the shell, or
+# one of the first kind left elsewhere, runs code the grader does not read
 PYTHON_MAGICS = {"capture", "time", "timeit", "prun"}
 INERT_LINE_MAGICS = {
     "who",
@@ -30,7 +30,6 @@ INERT_LINE_MAGICS = {
     "psource",
     "pfile",
     "pwd",
-    "ls",
     "lsmagic",
     "magic",
     "precision",
@@ -48,28 +47,13 @@ INERT_LINE_MAGICS = {
 INERT_WHEN = {
     "load_ext": re.compile(r"\s*(autoreload|storemagic)\s*"),
     "autoreload": re.compile(r"\s*(0|1|2|3|off|explicit|all|complete)?\s*"),
-    "aimport": re.compile(r"\s*-?[\w.]+(\s*,\s*-?[\w.]+)*\s*"),
     "config": re.compile(r"\s*InlineBackend\.\w+\s*=\s*[\w'\".{}:, \[\]-]*"),
 }
-INERT_CELL_MAGICS = {
-    "bash",
-    "sh",
-    "html",
-    "HTML",
-    "javascript",
-    "js",
-    "latex",
-    "markdown",
-    "svg",
-    "script",
-    "perl",
-    "ruby",
-    "python",
-    "python3",
-    "sx",
-    "system",
-}
-SHELL = {"system", "getoutput"}  # what `!cmd` and `x = !cmd` become
+# cell magics that only display their text (in the graded kernel nothing renders it). The shell and other
+# languages (``!cmd``, ``%%bash``, ``%%script``, ``%%python3``, ...) are not among them: what they run is a process
+# outside the watch on the learner's calls, with code the grader does not read
+INERT_CELL_MAGICS = {"html", "HTML", "javascript", "js", "latex", "markdown", "svg"}
+PROCESS_MAGICS = {"bash", "sh", "script", "perl", "ruby", "python", "python2", "python3", "pypy", "sx", "system"}
 TIMEIT_OPTIONS = re.compile(r"^(\s*-[A-Za-z]+(\s+[\d.]+)?)*\s*")
 HIDDEN_CALLS = {"exec", "eval", "compile", "globals", "vars", "locals", "breakpoint", "__import__"}
 # calls that reach an attribute by a name given as an argument (its index): with a name computed at run time,
@@ -184,8 +168,10 @@ def hidden(
         if _ipython_call(node):
             method = node.func.attr
             magic = _magic(ast.Expr(node))
-            if method in SHELL or magic and _inert(method, magic[1], magic[2]):
+            if magic and _inert(method, magic[1], magic[2]):
                 allowed.add(id(node.func.value.func))
+            elif method in ("system", "getoutput") or magic and magic[1] in PROCESS_MAGICS:
+                return f"`{ast.unparse(node)[:60]}`: a process of its own, outside the watch on your calls"
             else:
                 return f"`{ast.unparse(node)[:60]}`"
     shown = source_looks.shown(tree, displayed=True, kept=kept) if looks else set()

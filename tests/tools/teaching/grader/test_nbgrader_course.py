@@ -185,3 +185,24 @@ def test_tampering_gets_a_clear_note_in_feedback_and_export(course):
     want = {s: float(sum(points[k] for k in scoring)) for s, (_, scoring) in SUBMISSIONS.items()}
     assert {s: float(rows[s]["raw_score"]) for s in SUBMISSIONS} == want
     json.dumps(rows)  # plain data, ready for an LMS import
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "your solution cell `x = 1 ` <img src=x onerror=alert(1)> ` y` does not compile",  # a backtick closes the span
+        "your solution cell failed (ValueError: <script>alert(1)</script>)",
+        "see ![x](http://example.com/a.png) and [here](javascript:alert(1))",
+    ],
+)
+def test_a_verdict_goes_into_nbgrader_feedback_as_literal_text(message):
+    """The fifth red team's fall: nbgrader renders a gradebook comment as Markdown with raw HTML passing, and a
+    verdict quotes the learner's cells and exceptions; through nbgrader's own filter, no tag, image or link of
+    theirs survives (the unescaped message, the control, makes one)."""
+    from nbconvert.filters import markdown2html
+
+    from tools.teaching.grader import nbgrader_course
+
+    assert any(tag in markdown2html(message) for tag in ("<img", "<script", "<a "))
+    rendered = markdown2html(nbgrader_course.auto_comment(message))
+    assert not any(tag in rendered for tag in ("<img", "<script", "<a ")), rendered

@@ -23,7 +23,8 @@ THREAD = (
 # (name, the learner's cells before the checker, the status the source decides; None: the checkers decide)
 CASES = [
     ("honest", [RIGHT], None),
-    ("honest with magics and shell lines", ["%who\n!ls\nx = !pwd\n%matplotlib inline\n" + RIGHT], None),
+    # the shell lines run a process the grader does not read: left out, the magics and the definition run
+    ("honest with magics and shell lines", ["%who\n!ls\nx = !pwd\n%matplotlib inline\n" + RIGHT], "error"),
     (
         "honest with autoreload and a figure format",
         ["%load_ext autoreload\n%autoreload 2\n%config InlineBackend.figure_format = 'retina'\n" + RIGHT],
@@ -67,7 +68,7 @@ CASES = [
             "import importlib\nm = importlib.import_module('llm_lab.masks')\n\n"
             "def causal_mask(n):\n    return m.causal_mask(n)\n"
         ],
-        "error",  # importlib is not a module a learner cell may import
+        "reference",  # importlib is not a module a learner cell may import: left out, the rest names the answer
     ),
     (
         "getattr with a written name",
@@ -244,8 +245,8 @@ CASES = [
 
 @pytest.mark.parametrize(("name", "learner", "status"), CASES, ids=[c[0] for c in CASES])
 def test_what_the_source_decides(name, learner, status):
-    found = verdict(learner)
-    assert (found.status if found else None) == status, found
+    """Each trick's statements are left out ("tampered", "error": not run), the honest cells read and run."""
+    assert outcome(learner) == status
 
 
 def test_honest_vars_of_self_in_a_repr_f_string_is_read():
@@ -255,8 +256,11 @@ def test_honest_vars_of_self_in_a_repr_f_string_is_read():
     assert outcome([rt.VARS_IN_REPR.replace("f'Batch({vars(self)})'", "vars(self)"), RIGHT]) == "error"
 
 
+INSPECT_INSIDE = RIGHT.replace("    return", "    import inspect\n    return")  # the whole cell is left out
+
+
 def test_an_unreadable_solution_cell_is_named_with_its_reason_in_the_submissions_language():
-    found = {lang: verdict(["import inspect\n" + RIGHT], lang=lang) for lang in course.LANGS}
+    found = {lang: verdict([INSPECT_INSIDE], lang=lang) for lang in course.LANGS}
     assert all(f.hint == "unreadable" and "inspect" in f.message for f in found.values()), found
     assert "scores 0" in found["en"].message and "0 分" not in found["en"].message
     assert "0 分" in found["zh"].message and "scores 0" not in found["zh"].message
@@ -266,9 +270,9 @@ def test_an_unreadable_solution_cell_is_named_with_its_reason_in_the_submissions
     "learner",
     [
         ["def causal_mask(n:\n    pass\n"],
-        ["import inspect\n" + RIGHT],
+        [INSPECT_INSIDE],
         ["from llm_lab import causal_mask\n"],
-        ["import llm_lab.exercises as ex\nex.grade = print\n" + RIGHT],
+        ["def causal_mask(n):\n    import llm_lab.exercises as ex\n    ex.grade = print\n    return n\n"],
         ["x = 1\n"],
     ],
     ids=["does-not-compile", "unreadable", "reference", "tampered", "not-defined"],
@@ -355,11 +359,11 @@ def test_a_cell_left_out_costs_no_other_exercise(added):
     a cell of their own) lost every exercise checked after that cell; now the cell is not run, the exercises are
     read as if it were absent, and the submission's notes say which cell and why."""
     reading, cells = _two_exercises(added)
-    assert list(reading.skipped) == [1] and cells[1].source.startswith("# llm-lab grader: this cell")
+    assert list(reading.skipped) == [1] and cells[1].source.startswith("# llm-lab grader: ")
     assert reading.verdict("causal_mask", "causal_mask", 3, own=[2]) is None
     assert reading.verdict("mask_and_renormalize", "renormalize", 5, own=[4]) is None
     (note,) = reading.not_run_notes()
-    assert "was not run" in note and added.splitlines()[0] in note
+    assert "not run" in note and added.splitlines()[0] in note
     control, _ = _two_exercises("x = 1\n")  # the control: nothing left out
     assert control.skipped == {} and control.not_run_notes() == []
 
@@ -413,8 +417,7 @@ def test_the_machinery_names_come_from_the_package(cell, tampered):
     package (a module added later counts at once); a name every nn.Module has (``_modules``) is not."""
     assert "llm_lab.exercises._harness" in source_tampering.MACHINERY_MODULES
     assert "llm_lab.exercises.grading.answering" in source_tampering.MACHINERY_MODULES
-    found = verdict([cell + RIGHT])
-    assert (found is not None and found.status == "tampered") == tampered, found
+    assert (outcome([cell + RIGHT]) == "tampered") == tampered
 
 
 def test_where_every_cell_ran_an_unvouched_cell_decides_every_exercise_after_it():
