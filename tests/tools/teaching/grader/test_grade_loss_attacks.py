@@ -77,8 +77,8 @@ def test_the_honest_and_careless_keep_every_mark(graded, name):
 
 def test_the_forged_reply_and_the_custom_operator_are_named(graded):
     loss = {s: next(v for v in graded[s].verdicts if v.key == rt.LOSS) for s in graded if rt.CLASS[s][0] == "06"}
-    assert loss["custom_op_log_softmax"].status == "tampered"
-    assert loss["dataloader_worker"].status == "tampered"
+    for name in ("custom_op_log_softmax", "dataloader_worker"):  # those statements are not run: the loss has no kernel
+        assert loss[name].points == 0 and any("changes the checkers" in n for n in graded[name].notes), graded[name]
     assert (
         loss["wire_forged_late_reply"].status == "error" and "cannot be read" in loss["wire_forged_late_reply"].message
     )
