@@ -47,6 +47,7 @@ from tools.teaching.grader import sandbox_limits, sandbox_seccomp, sealing
 NPROC = 64
 MEMORY_BYTES = 6 * 2**30  # address space per process: torch maps ~1.5 GiB at import; a notebook needs < 2 GiB
 MEMORY_MAX = sandbox_limits.MEMORY_MAX  # all of one sandbox together, where it has a cgroup
+LITERAL_SHELL = sandbox_limits.LITERAL_SHELL
 PIDS = NPROC + 8  # processes and threads of one sandbox, where it has a cgroup (bwrap's own two included)
 FILE_BYTES = 64 * 2**20
 TMP_BYTES = 256 * 2**20
@@ -131,14 +132,6 @@ def kernel_argv(sandboxed: bool = True, notebooks=None) -> list[str]:
         "{connection_file}",
         *LITERAL_SHELL,
     ]
-
-
-# no automagic, alias or autocall (IPython's prefilter): a line runs as the Python the grader reads (``run / x.py``)
-LITERAL_SHELL = (
-    "--InteractiveShell.automagic=False",
-    "--InteractiveShell.autocall=0",
-    "--AliasManager.default_aliases=[]",
-)
 
 
 def available() -> str | None:

@@ -39,6 +39,16 @@ UID_LOCKS = Path("/run/llm-lab-sandbox-uids")
 CGROUP_FS = Path("/sys/fs/cgroup")
 MOUNTS = Path("/proc/self/mounts")
 CGROUP_PARENT = "llm-lab-grading"  # one folder for every grader's groups: <grader pid>-<n>
+# IPython's prefilter runs a line the grader reads as Python (``run / tmp / x.py``, ``ls``, a Macro's or an
+# IPyAutocall's name) as a magic, a shell alias or code held in an object; the grader's reading has no prefilter,
+# so the graded kernel turns each of them off (``sandbox.kernel_argv``): a line runs as the Python it reads as
+LITERAL_SHELL = (
+    "--InteractiveShell.automagic=False",
+    "--InteractiveShell.autocall=0",
+    "--AliasManager.default_aliases=[]",
+    "--MacroChecker.enabled=False",
+    "--IPyAutocallChecker.enabled=False",
+)
 MEMORY_MAX = 2 * 2**30  # a notebook's kernel holds < 1 GiB; 2,000,000 empty files in /tmp alone hold ~2 GiB
 CONTROLLERS = ("memory", "pids")
 V1_CONTROLLERS = ("memory", "pids", "cpu", "cpuacct")  # cpu and cpuacct: where mounted (often together)

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import llm_lab.exercises as exercises
 from tools.teaching.grader import source_looks, source_names, source_tampering
 from tools.teaching.grader.report import one_line
-from tools.teaching.grader.source_hidden import PYTHON_MAGICS, TIMEIT_OPTIONS, _magic, hidden, string_loops
+from tools.teaching.grader.source_hidden import PYTHON_MAGICS, _magic, hidden, magic_code, string_loops
 
 # What the source decides, in the submission's language (one entry per language of tools.course.LANGS).
 # Why a learner cell was not run (``Skipped.kind``), and what that says for the exercise whose solution cell it is
@@ -72,8 +72,8 @@ CELL_NOT_RUN = {
     "zh": "单元格 `{cell}` 没有运行：它{reason}；只影响依赖它的部分",
 }
 PART_NOT_RUN = {
-    "en": "cell `{cell}`: the statements that {reason} were not run, the rest was; only what depends on them is lost",
-    "zh": "单元格 `{cell}`：其中{reason}的语句没有运行，其余照常运行；只影响依赖它们的部分",
+    "en": "cell `{cell}`: a part of it {reason}; that part was not run, the rest was; only what depends on it is lost",
+    "zh": "单元格 `{cell}`：其中一部分{reason}；这部分没有运行，其余照常运行；只影响依赖它的部分",
 }
 RAN_UNVOUCHED = {  # only where every cell ran (``reading.read_submission``'s ``run_unvouched``, to test the sandbox)
     "en": "cell `{cell}` {reason} and ran: every exercise checked after it scores 0",
@@ -147,11 +147,7 @@ def parse(source: str, depth: int = 0) -> ast.Module:
     for stmt in tree.body:
         magic = _magic(stmt) if isinstance(stmt, ast.Expr) else None
         if magic and magic[1] in PYTHON_MAGICS:
-            kind, name, line, cell = magic
-            code = cell if kind == "run_cell_magic" else line
-            if name in ("timeit", "prun"):
-                code = TIMEIT_OPTIONS.sub("", code, count=1) if kind == "run_line_magic" else code
-            body += parse(code, depth + 1).body
+            body += parse(magic_code(*magic), depth + 1).body
         else:
             body.append(stmt)
     tree.body = body

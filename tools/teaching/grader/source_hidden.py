@@ -54,7 +54,9 @@ INERT_WHEN = {
 # outside the watch on the learner's calls, with code the grader does not read
 INERT_CELL_MAGICS = {"html", "HTML", "javascript", "js", "latex", "markdown", "svg"}
 PROCESS_MAGICS = {"bash", "sh", "script", "perl", "ruby", "python", "python2", "python3", "pypy", "sx", "system"}
-TIMEIT_OPTIONS = re.compile(r"^(\s*-[A-Za-z]+(\s+[\d.]+)?)*\s*")
+# the options %timeit and %prun take, as IPython's ExecutionMagics parses them: what is left of the line is Python
+# it runs (in cell mode too: %%timeit's setup statement, %%prun's line before the cell)
+OPTIONS = {"timeit": ("n:r:tcp:qov:", {"strict": False, "preserve_non_opts": True}), "prun": ("D:l:rs:T:q", {})}
 HIDDEN_CALLS = {"exec", "eval", "compile", "globals", "vars", "locals", "breakpoint", "__import__"}
 # calls that reach an attribute by a name given as an argument (its index): with a name computed at run time,
 # what they reach is not in the text (getattr(torch, "_" + "C") is torch._C)
@@ -82,6 +84,9 @@ READABLE_MODULES = frozenset(
 )  # fmt: skip
 HIDDEN_ATTRIBUTES = {
     "__getattribute__",
+    # what a weights-only torch.load may call while it loads: the allowlist is the notebook's to extend
+    "add_safe_globals",
+    "safe_globals",
     # sys under other modules' names (os.sys, torch.sys, warnings.sys, collections._sys): sys.modules holds the
     # kernel's answering side
     "sys",
@@ -136,6 +141,22 @@ def _magic(stmt) -> tuple[str, str, str, str] | None:
     return call.func.attr, args[0], args[1], args[2] if len(args) > 2 else ""
 
 
+def magic_code(kind: str, name: str, line: str, cell: str = "") -> str:
+    """The Python a magic of ``PYTHON_MAGICS`` runs in the notebook, split from its options by IPython's own parser
+    (``%%time`` and ``%%capture`` take no Python on their line); a UsageError reads as a SyntaxError."""
+    if name in OPTIONS:
+        from IPython.core.error import UsageError
+        from IPython.core.magics.execution import ExecutionMagics
+
+        spec, kw = OPTIONS[name]
+        try:
+            _, line = ExecutionMagics(shell=None).parse_options(line, spec, posix=False, **kw)
+        except (UsageError, ValueError) as exc:
+            raise SyntaxError(f"%{name}'s options: {exc}") from None
+        return line if kind == "run_line_magic" else f"{line}\n{cell}"
+    return line if kind == "run_line_magic" else cell
+
+
 def _ipython_call(node) -> bool:
     """Is ``node`` ``get_ipython().<method>(...)``, the shape IPython's transformer writes?"""
     return (
@@ -183,7 +204,26 @@ def hidden(
     return ""
 
 
+def _unpickles(node) -> bool:
+    """May the ``load`` call ``node`` load a pickle (code that runs as it loads, never in the text)? Only
+    ``json.load``, and a load that writes ``weights_only=True`` (torch) or ``allow_pickle=False`` (numpy), cannot:
+    torch's own default follows an environment variable the notebook can set."""
+    kws = {k.arg: k.value for k in node.keywords}
+    if None in kws or "pickle_module" in kws:  # **kwargs: what they hold is not in the text
+        return True
+    if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.func.value.id == "json":
+        return False
+    safe = {"weights_only": True, "allow_pickle": False}
+    return not any(isinstance(kws.get(k), ast.Constant) and kws[k].value is v for k, v in safe.items())
+
+
 def _hidden_node(node, allowed: set, called: set, looped: frozenset[str] = frozenset()) -> str:
+    if (
+        isinstance(node, ast.Call)
+        and getattr(node.func, "attr", getattr(node.func, "id", "")) == "load"
+        and _unpickles(node)
+    ):
+        return f"`{ast.unparse(node)[:60]}`: a pickle runs code as it loads, which the grader does not read"
     if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
         at = NAMED_BY.get(_name_of(node.func))
         name = node.args[at] if at is not None and len(node.args) > at else None
@@ -246,7 +286,7 @@ def string_loops(trees: list[ast.Module]) -> frozenset[str]:
 
 def _unreadable_import(node) -> str:
     if isinstance(node, ast.ImportFrom) and (
-        node.level or any(a.name in REFLECTIVE | {"get_ipython"} for a in node.names)
+        node.level or any(a.name in REFLECTIVE | HIDDEN_ATTRIBUTES | {"get_ipython"} for a in node.names)
     ):
         return f"`{ast.unparse(node)[:60]}`"
     names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]

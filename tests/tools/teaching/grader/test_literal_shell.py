@@ -1,7 +1,8 @@
 """The graded kernel runs a line as the Python the grader reads it as (tools/teaching/grader/sandbox.py,
 ``LITERAL_SHELL``): IPython's prefilter would run ``run / tmp / x.py`` (division to the grader's reading) as
 ``%run``, ``ls`` as a shell alias; the fifth red team wrote a file from a hex string and ran it that way, unread.
-Here a kernel started with the grader's own command (unsandboxed, so it starts fast) keeps both lines Python."""
+Here a kernel started with the grader's own command (unsandboxed, so it starts fast) keeps such lines Python, a
+Macro's name included."""
 
 from __future__ import annotations
 
@@ -49,8 +50,10 @@ def test_a_line_that_reads_as_python_runs_as_python(tmp_path, literal):
         argv = [a for a in argv if a not in sandbox.LITERAL_SHELL]
     script = tmp_path / "x.py"
     script.write_text("print('ran unread')\n")
-    said = _outputs(argv, [f"import os\nos.chdir({str(tmp_path)!r})", "run / x.py", "pwd", "ls"], tmp_path / "k")
+    macro = "from IPython.core.macro import Macro\nm = Macro('print(6 * 7)')"
+    lines = [f"import os\nos.chdir({str(tmp_path)!r})", "run / x.py", "pwd", "ls", macro, "m"]
+    said = _outputs(argv, lines, tmp_path / "k")
     if literal:
-        assert said[1:] == ["NameError", "NameError", "NameError"], said
-    else:  # the prefilter's automagic (%run tried, %pwd ran) and alias (the shell listed the folder)
-        assert said[1] != "NameError" and str(tmp_path) in said[2] and "x.py" in said[3], said
+        assert said[1:4] == ["NameError"] * 3 and said[5] != "42", said
+    else:  # the prefilter's automagic (%run tried, %pwd ran), alias (the shell listed the folder) and macro (ran)
+        assert said[1] != "NameError" and str(tmp_path) in said[2] and "x.py" in said[3] and said[5] == "42", said

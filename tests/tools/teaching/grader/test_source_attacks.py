@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import _loss_attacks as rt
 import pytest
-from _source_cases import RIGHT, outcome, verdict
+from _source_cases import RIGHT, outcome, read, verdict
 
 # a printer rebound on its module is tampering (the module's attribute set), the other routes unreadable
 PATCHING = dict.fromkeys(("kept_vars_print_rebound", "kept_pprint_rebound", "kept_display_rebound"), "tampered")
@@ -230,7 +230,38 @@ CASES = [
         "error",
     ),
     ("getattr over a tuple naming torch._C", ["for a in ('_C',):\n    c = getattr(torch, a)\n", RIGHT], "tampered"),
+    # the fifth red team's routes: code that runs in the kernel but is not in the text the grader reads
+    (
+        "a %%timeit setup line",
+        ["%%timeit -n1 -r1 exec(bytes.fromhex('41').decode(), globals())\nx = 1\n", RIGHT],
+        "error",
+    ),
+    ("torch.load of a pickle", ["import torch\nm = torch.load('p.pt', weights_only=False)\n", RIGHT], "error"),
+    ("torch.load on torch's default", ["import torch\nm = torch.load('p.pt')\n", RIGHT], "error"),
+    ("numpy.load allowing pickles", ["import numpy as np\na = np.load('a.npy', allow_pickle=True)\n", RIGHT], "error"),
+    ("the weights-only allowlist extended", ["from torch.serialization import add_safe_globals\n", RIGHT], "error"),
+    ("%aimport of a module the notebook wrote", ["%aimport rt\n", RIGHT], "error"),
+    ("a shell line", ["!python3 -c 'print(1)'\n", RIGHT], "error"),
+    ("a bash cell", ["%%bash\npython3 -c 'print(1)'\n", RIGHT], "error"),
+    ("a background script", ["%%script python3 --bg\nprint(1)\n", RIGHT], "error"),
+    ("a Macro built", ["from IPython.core.macro import Macro\nm = Macro('x = 1')\n", RIGHT], "error"),
+    ("honest, a weights-only torch.load", ["import torch\nm = torch.load('p.pt', weights_only=True)\n", RIGHT], None),
+    ("honest, %timeit with its options", ["%timeit -n 3 -r 2 sum(range(9))\n", RIGHT], None),
 ]
+
+
+@pytest.mark.parametrize(
+    "cell",
+    ["import pdb\n" + RIGHT, RIGHT + "import os\nos.system('nvidia-smi')\n", "!pip install tiktoken\n" + RIGHT],
+    ids=["import pdb", "os.system", "a shell line"],
+)
+def test_only_the_statements_that_are_the_problem_are_left_out(cell):
+    """The fifth red team's honest students lost a right exercise to one harmless line in its cell; now only that
+    statement is left out, the definition runs and the checkers decide, and the note names the part left out."""
+    found, skipped = read([cell])
+    assert found is None and list(skipped) == [0] and not skipped[0].whole, (found, skipped)
+    whole, _ = read([RIGHT.replace("    return", "    import pdb\n    return")])  # the control: inside the def
+    assert whole is not None and whole.hint == "unreadable"
 
 
 @pytest.mark.parametrize(("name", "learner", "status"), CASES, ids=[c[0] for c in CASES])
