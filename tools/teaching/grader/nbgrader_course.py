@@ -275,9 +275,9 @@ def _record_scores(gradebook, assignment: str, submission: submissions.Submissio
             comment = gradebook.find_comment(f"ex{nn}-{key}", name, assignment, student)
         except MissingEntry:
             continue
-        comment.auto_comment = auto_comment(
-            (verdict.message or verdict.status) if verdict else (submission.problem or "not graded")
-        )
+        message = (verdict.message or verdict.status) if verdict else (submission.problem or "not graded")
+        left_out = [n for n in submission.notes if "not run" in n or "没有运行" in n]  # nbgrader shows no notes
+        comment.auto_comment = auto_comment(" · ".join([message, *left_out]))
 
 
 def auto_comment(message: str) -> str:

@@ -40,7 +40,15 @@ from dataclasses import dataclass, field
 import llm_lab.exercises as exercises
 from tools.teaching.grader import source_looks, source_names, source_tampering
 from tools.teaching.grader.report import one_line
-from tools.teaching.grader.source_hidden import PYTHON_MAGICS, _magic, hidden, magic_code, string_loops
+from tools.teaching.grader.source_hidden import (
+    PYTHON_MAGICS,
+    _magic,
+    hidden,
+    magic_code,
+    string_loops,
+    unread_bindings,
+    uses_unread,
+)
 
 # What the source decides, in the submission's language (one entry per language of tools.course.LANGS).
 # Why a learner cell was not run (``Skipped.kind``), and what that says for the exercise whose solution cell it is
@@ -197,7 +205,7 @@ class Reading:
         trees = [c.tree for c in self.cells if c.tree is not None]
         checks = source_tampering.course_checks([c.tree for c in self.cells if not c.learner and c.tree is not None])
         modules = source_tampering.module_names(trees)
-        self._context = (looks, frozenset(kept), looped, checks, modules)
+        self._context = (looks, frozenset(kept), looped, checks, modules, unread_bindings(trees))
         for cell in self.cells:
             if cell.learner and cell.tree is not None:
                 try:
@@ -208,8 +216,9 @@ class Reading:
 
     def _judge(self, tree: ast.Module) -> tuple[str, list[str]]:
         """(why ``tree`` is unreadable or "", what in it tampers), in the context of the whole notebook."""
-        looks, kept, looped, checks, modules = self._context
-        return hidden(tree, looks=looks, kept=kept, looped=looped), source_tampering.tampering([tree], checks, modules)
+        looks, kept, looped, checks, modules, unread = self._context
+        why = hidden(tree, looks=looks, kept=kept, looped=looped) or uses_unread(tree, unread)
+        return why, source_tampering.tampering([tree], checks, modules)
 
     def kept_statements(self, index: int) -> list[ast.stmt] | None:
         """The top-level statements of the learner's cell ``index`` that are readable and do not tamper, each read

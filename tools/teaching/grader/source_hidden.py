@@ -297,6 +297,31 @@ def _unreadable_import(node) -> str:
     return ""
 
 
+def unread_bindings(trees: list[ast.Module]) -> dict[str, str]:
+    """The names an ``import`` in any cell (the course's included: a setup cell's ``import subprocess``) binds to a
+    module a learner cell may not import, and what makes it so; a learner cell that uses one of them reaches that
+    module without naming it in an import of its own."""
+    bound: dict[str, str] = {}
+    for node in (n for tree in trees for n in ast.walk(tree)):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                why = _unreadable_module(a.name)
+                if why:
+                    bound[a.asname or a.name.split(".")[0]] = why
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            why = _unreadable_module(node.module or "")
+            bound |= {a.asname or a.name: why for a in node.names if why and a.name != "*"}
+    return bound
+
+
+def uses_unread(tree: ast.Module, bound: dict[str, str]) -> str:
+    """Why ``tree`` reads a name ``unread_bindings`` found ("" if it reads none)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in bound:
+            return f"`{node.id}` holds what an import bound: {bound[node.id]}"
+    return ""
+
+
 def _unreadable_module(name: str) -> str:
     """Why importing the module ``name`` makes a cell unreadable ("" if it does not)."""
     top = name.split(".")[0]

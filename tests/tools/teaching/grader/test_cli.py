@@ -181,7 +181,7 @@ def verdict(graded, student, key):
     [
         ("bob", "causal_mask", "todo"),
         ("carol", "causal_mask", "fail"),
-        ("dan", "causal_mask", "tampered"),
+        ("dan", "causal_mask", "fail"),  # check_causal_mask's redefinition left out, his own mask runs
         ("fay", "causal_mask", "reference"),
         ("ivy", "causal_mask", "timeout"),
         ("jon", "mask_and_renormalize", "timeout"),
@@ -194,9 +194,10 @@ def test_verdicts_name_what_happened(graded, student, key, status):
 
 
 def test_a_patched_checker_gives_zero_and_is_named(graded):
-    v = verdict(graded, "erin", "mask_and_renormalize")
-    assert v.points == 0 and v.status == "tampered"
-    assert "evaluate" in v.message and "grade" in v.message
+    v = verdict(graded, "erin", "mask_and_renormalize")  # the patch is left out: her stub is what runs
+    notes = " ".join(graded["results"]["erin"].notes)
+    assert v.points == 0 and "changes the checkers" in notes
+    assert "evaluate" in notes and "grade" in notes
 
 
 def test_bad_submissions_get_a_clear_line(graded):

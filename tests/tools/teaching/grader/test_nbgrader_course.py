@@ -172,9 +172,9 @@ def test_tampering_gets_a_clear_note_in_feedback_and_export(course):
     root = course["course"]
     nbgrader(root, "generate_feedback", ASSIGNMENT)
     mallory = (root / "feedback" / "mallory" / ASSIGNMENT / "01_demo.html").read_text(encoding="utf-8")
-    assert "the code changes the checkers" in mallory and "check_renormalize" in mallory
+    assert "changes the checkers" in mallory and "check_renormalize" in mallory  # the part left out, named
     erin = (root / "feedback" / "erin" / ASSIGNMENT / "01_demo.html").read_text(encoding="utf-8")
-    assert "the code changes the checkers" in erin and "ex.grade" in erin
+    assert "changes the checkers" in erin and "ex.grade" in erin
     fay = (root / "feedback" / "fay" / ASSIGNMENT / "01_demo.html").read_text(encoding="utf-8")
     assert "llm_lab.causal_mask" in fay and "no credit" in fay
     transformer = (root / "feedback" / "input_transformer" / ASSIGNMENT / "01_demo.html").read_text(encoding="utf-8")

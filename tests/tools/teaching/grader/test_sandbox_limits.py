@@ -59,7 +59,9 @@ import json, sys
 from pathlib import Path
 from tools.teaching.grader import cli
 subs, out, src = map(Path, sys.argv[1:4])
-results = cli.grade(subs, out, "01", jobs=3, cell_timeout=90, src=src, echo=lambda *a: None, max_seconds=300)
+results = cli.grade(
+    subs, out, "01", jobs=3, cell_timeout=90, src=src, echo=lambda *a: None, max_seconds=300, run_unvouched=True
+)
 print("RESULTS " + json.dumps({r.student: [r.total, r.notes, r.problem] for r in results}))
 """
 
@@ -181,7 +183,15 @@ def test_files_in_tmp_and_the_connection_folder_are_bounded_per_submission(tmp_p
     results = {
         r.student: r
         for r in cli.grade(
-            subs, tmp_path / "out", "01", jobs=2, cell_timeout=60, src=notebooks, echo=lambda *a: None, max_seconds=300
+            subs,
+            tmp_path / "out",
+            "01",
+            jobs=2,
+            cell_timeout=60,
+            src=notebooks,
+            echo=lambda *a: None,
+            max_seconds=300,
+            run_unvouched=True,  # the limits on their own: the cells the grader would leave out run too
         )
     }
     assert results["alice"].total == sum(pts.values()) and results["carol"].total == pts["mask_and_renormalize"]
@@ -205,7 +215,15 @@ def test_memory_together_is_limited_per_submission(tmp_path):
     results = {
         r.student: r
         for r in cli.grade(
-            subs, tmp_path / "out", "01", jobs=2, cell_timeout=120, src=notebooks, echo=lambda *a: None, max_seconds=300
+            subs,
+            tmp_path / "out",
+            "01",
+            jobs=2,
+            cell_timeout=120,
+            src=notebooks,
+            echo=lambda *a: None,
+            max_seconds=300,
+            run_unvouched=True,  # the limits on their own: the cells the grader would leave out run too
         )
     }
     assert results["alice"].total == sum(pts.values()) and results["carol"].total == pts["mask_and_renormalize"]
@@ -256,7 +274,15 @@ def test_many_busy_processes_are_one_submission_and_its_neighbour_keeps_its_scor
     results = {
         r.student: r
         for r in cli.grade(
-            subs, tmp_path / "out", "01", jobs=2, cell_timeout=8, src=notebooks, echo=lambda *a: None, max_seconds=15
+            subs,
+            tmp_path / "out",
+            "01",
+            jobs=2,
+            cell_timeout=8,
+            src=notebooks,
+            echo=lambda *a: None,
+            max_seconds=15,
+            run_unvouched=True,  # the limits on their own: the cells the grader would leave out run too
         )
     }
     print(f"busy beside alice: {time.monotonic() - start:.0f} s, alice {results['alice'].total}/{sum(pts.values())}")

@@ -68,7 +68,7 @@ CASES = [
             "import importlib\nm = importlib.import_module('llm_lab.masks')\n\n"
             "def causal_mask(n):\n    return m.causal_mask(n)\n"
         ],
-        "reference",  # importlib is not a module a learner cell may import: left out, the rest names the answer
+        "error",  # importlib is not a module a learner cell may import: it and what reads it are left out
     ),
     (
         "getattr with a written name",
@@ -430,3 +430,15 @@ def test_where_every_cell_ran_an_unvouched_cell_decides_every_exercise_after_it(
     assert reading.skipped == {} and reading.verdict("causal_mask", "causal_mask", 2) is None
     found = reading.verdict("mask_and_renormalize", "renormalize", 4)
     assert (found.status, found.hint) == ("error", "unreadable") and "every exercise checked after it" in found.message
+
+
+def test_a_module_a_course_cell_imported_is_unread_in_a_learner_cell_too():
+    """The fifth red team's service ran through 06's setup cell: ``import subprocess`` there, ``subprocess.Popen``
+    in a learner cell with no import of its own. A learner statement that reads such a name is left out; the
+    control (``sys``, also imported by the course cell, a module the grader reads) runs."""
+    course_cell = "import subprocess\nimport sys\n"
+    learner = "p = subprocess.Popen(['python3', '-c', 'print(1)'])\nx = sys.argv\n"
+    cells = [nbformat.v4.new_code_cell(s) for s in (course_cell, learner)]
+    reading = source_checks.runnable(cells, [1])
+    assert list(reading.skipped) == [1] and "subprocess" in reading.skipped[1].why
+    assert "Popen" not in cells[1].source and "x = sys.argv" in cells[1].source
