@@ -66,6 +66,13 @@ print("RESULTS " + json.dumps({r.student: [r.total, r.notes, r.problem] for r in
 """
 
 
+def _graded(subs, out, notebooks, **limits) -> dict:
+    """student -> Submission, the class graded with every cell run, those the grader would leave out too
+    (``run_unvouched``): what is tested is the sandbox's limits on their own."""
+    grading = cli.grade(subs, out, "01", jobs=2, src=notebooks, echo=lambda *a: None, run_unvouched=True, **limits)
+    return {r.student: r for r in grading}
+
+
 def _class(notebooks: Path, subs: Path, storm: str) -> dict[str, int]:
     pts = fx.points(notebooks)
     subs.mkdir(parents=True)
@@ -180,20 +187,7 @@ def test_files_in_tmp_and_the_connection_folder_are_bounded_per_submission(tmp_p
         nb = fx.filled(notebooks, causal_mask=code)
         fx.solution_cells(nb)[1].source = STUB
         nbformat.write(nb, str(subs / f"{student}.ipynb"))
-    results = {
-        r.student: r
-        for r in cli.grade(
-            subs,
-            tmp_path / "out",
-            "01",
-            jobs=2,
-            cell_timeout=60,
-            src=notebooks,
-            echo=lambda *a: None,
-            max_seconds=300,
-            run_unvouched=True,  # the limits on their own: the cells the grader would leave out run too
-        )
-    }
+    results = _graded(subs, tmp_path / "out", notebooks, cell_timeout=60, max_seconds=300)
     assert results["alice"].total == sum(pts.values()) and results["carol"].total == pts["mask_and_renormalize"]
     assert results["many_files"].total == 0 and results["conn_writer"].total == 0
     writes = " ".join(results["conn_writer"].notes)
@@ -212,20 +206,7 @@ def test_memory_together_is_limited_per_submission(tmp_path):
         nb = fx.filled(notebooks, causal_mask=code)
         fx.solution_cells(nb)[1].source = STUB
         nbformat.write(nb, str(subs / f"{student}.ipynb"))
-    results = {
-        r.student: r
-        for r in cli.grade(
-            subs,
-            tmp_path / "out",
-            "01",
-            jobs=2,
-            cell_timeout=120,
-            src=notebooks,
-            echo=lambda *a: None,
-            max_seconds=300,
-            run_unvouched=True,  # the limits on their own: the cells the grader would leave out run too
-        )
-    }
+    results = _graded(subs, tmp_path / "out", notebooks, cell_timeout=120, max_seconds=300)
     assert results["alice"].total == sum(pts.values()) and results["carol"].total == pts["mask_and_renormalize"]
     r = results["allocate_together"]
     assert r.total == 0 and any("GiB together" in n and "were stopped" in n for n in r.notes), r.notes
@@ -271,20 +252,7 @@ def test_many_busy_processes_are_one_submission_and_its_neighbour_keeps_its_scor
     fx.solution_cells(nb)[1].source = WAIT
     nbformat.write(nb, str(subs / "busy.ipynb"))
     start = time.monotonic()
-    results = {
-        r.student: r
-        for r in cli.grade(
-            subs,
-            tmp_path / "out",
-            "01",
-            jobs=2,
-            cell_timeout=8,
-            src=notebooks,
-            echo=lambda *a: None,
-            max_seconds=15,
-            run_unvouched=True,  # the limits on their own: the cells the grader would leave out run too
-        )
-    }
+    results = _graded(subs, tmp_path / "out", notebooks, cell_timeout=8, max_seconds=15)
     print(f"busy beside alice: {time.monotonic() - start:.0f} s, alice {results['alice'].total}/{sum(pts.values())}")
     assert results["alice"].total == sum(pts.values()), [
         (v.key, v.status, v.message) for v in results["alice"].verdicts
