@@ -297,7 +297,7 @@ def test_08_feedback_reaches_each_student_only(hub):
         for other, marker in own.items():
             assert (marker in html) == (other == user), (user, marker)
     mallory = next((hub.home(MALLORY) / EN / "feedback").glob("*/*.html")).read_text(encoding="utf-8")
-    assert "the code changes the checkers" in mallory and "check_renormalize" in mallory
+    assert "changes the checkers" in mallory and "check_renormalize" in mallory
     # no one lists the feedback folder, so no one picks another's file
     probe = (
         "import os, sys\ntry:\n    os.listdir(sys.argv[1])\n    print('LISTED')\nexcept OSError as e:\n"
