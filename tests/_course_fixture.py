@@ -96,6 +96,13 @@ def build_course(root: Path) -> Path:
     return root / "notebooks"
 
 
+# a right causal_mask, then a line that kills the kernel (the grader runs the notebook again without the cell)
+RIGHT_THEN_EXIT = (
+    "import os\n\n\ndef causal_mask(num_tokens):\n"
+    "    return torch.ones(num_tokens, num_tokens, dtype=torch.bool).triu(diagonal=1)\n\n\nos._exit(1)\n"
+)
+
+
 NO_NBGRADER = "nbgrader is an instructor tool: make instructor-setup installs it (make unit does)"
 
 

@@ -103,7 +103,13 @@ def grade_submission(
         # the seal is this file's notebook's: an assignment of 01 and 04 grades 04 with the package 04 holds
         # (01's answers built earlier are there), and 01 without anything 01 or a later notebook answers
         settings = KernelSettings(cell_timeout, max_output, sandboxed, max_seconds, (key[1],))
-        _run(submission, course[key], plan, settings, prepared.reading)
+
+        def reread(crashed):  # the same reading, bounded, with the learner cells that killed a kernel left out
+            return reading.prepare(
+                submission.path, submission.root, course, expected, run_unvouched=run_unvouched, crashed=crashed
+            )
+
+        _run(submission, course[key], plan, settings, prepared.reading, reread)
     except ValueError as exc:
         submission.problem = str(exc)
     except stopping.Stopped as exc:
@@ -115,17 +121,69 @@ def grade_submission(
     return submission
 
 
-def _run(submission: submissions.Submission, course_nb, plan, settings: KernelSettings, source=None) -> None:
+MAX_RESTARTS = 3  # kernels started again on one submission after its code killed one (``_run``)
+
+
+def _run(submission: submissions.Submission, course_nb, plan, settings: KernelSettings, source=None, reread=None):
     """Execute ``plan`` in a kernel of its own, judge each exercise on the way, and note what else happened: files
-    the code wrote, output cut, a kernel that died."""
+    the code wrote, output cut, a kernel that died. A kernel the learner's code killed (a crash, ``os._exit``,
+    memory) costs only what depends on that code: the exercises checked before keep their verdicts, and a new
+    kernel runs the notebook again for the rest, without the learner cell that killed it (``reread(crashed)``:
+    the submission read again with those cells left out) or, where a check's call killed it, with nothing left
+    out; at most ``MAX_RESTARTS`` times, every kernel within what is left of the submission's ``max_seconds``."""
+    done, crashed, notes, start = {}, {}, [], time.monotonic()
+    for attempt in range(MAX_RESTARTS + 1):
+        left = settings.max_seconds - (time.monotonic() - start)
+        verdicts, lost, died, died_in = _one_kernel(
+            course_nb, plan, settings._replace(max_seconds=left), source, done, notes
+        )
+        submission.verdicts = verdicts
+        restart = (
+            died_in is not None
+            and reread is not None
+            and lost
+            and attempt < MAX_RESTARTS
+            and settings.max_seconds - (time.monotonic() - start) > RESTART_AT_LEAST * settings.max_seconds
+        )
+        if restart and died_in in plan.learner:
+            crashed[died_in] = died
+            prepared = reread(dict(crashed))
+            if prepared.problem or prepared.plan is None:
+                restart = False
+            else:
+                plan, source = prepared.plan, prepared.reading
+                notes += [n for n in plan.notes if n not in submission.notes and n not in notes]
+        elif restart and died_in == "check":  # a check's call: the kernel again, nothing left out
+            checked = [v.key for v in verdicts if v.key not in lost and v.key not in done]
+            what = f"`{checked[-1]}` was checked" if checked else "an exercise was checked"
+            notes.append(f"the kernel died while {what} ({died}): the grader ran the notebook again for the rest")
+        else:
+            restart = False
+        if not restart:
+            if died:
+                notes.append(died)
+            break
+        done = {v.key: v for v in verdicts if v.key not in lost}
+    submission.notes += list(dict.fromkeys(notes))
+
+
+RESTART_AT_LEAST = 0.1  # of the submission's max_seconds left, for a kernel to be started again
+
+
+def _one_kernel(course_nb, plan, settings: KernelSettings, source, done: dict, notes: list[str]):
+    """One kernel's run of ``plan`` (``judging.judge``): its verdicts, the exercises lost to its death, why it died
+    and where (``Kernel.died_in``: a plan cell, "check" for a check's call); what it wrote and cut added to
+    ``notes``."""
     with tempfile.TemporaryDirectory(prefix="llm-lab-grade-") as tmp:
         with Kernel(plan, Path(tmp), *settings) as kernel:
-            submission.verdicts = judging.judge(course_nb, plan, kernel, source)
+            verdicts, lost = judging.judge(course_nb, plan, kernel, source, done)
             cut, died = kernel.client.cut - {kernel.slot}, kernel.died
+            died_in = "check" if kernel.died_in == kernel.slot else kernel.died_in
             try:
                 written = kernel.written()
             except OSError:  # the sandbox went away while we looked
                 written = []
+        del plan.nb.cells[kernel.slot :]  # the kernel's own cells (warm-up, requests): the plan as it was
         written += sorted(
             str(f.relative_to(tmp))
             for f in Path(tmp).rglob("*")
@@ -135,11 +193,10 @@ def _run(submission: submissions.Submission, course_nb, plan, settings: KernelSe
             and f.name != "kernel.json"
         )
     if written:
-        submission.notes.append(f"the code wrote files (discarded): {', '.join(written[:5])}")
+        notes.append(f"the code wrote files (discarded): {', '.join(written[:5])}")
     if cut:
-        submission.notes.append(f"output cut at {settings.max_output // 1000} kB in {len(cut)} cell(s)")
-    if died:
-        submission.notes.append(died)
+        notes.append(f"output cut at {settings.max_output // 1000} kB in {len(cut)} cell(s)")
+    return verdicts, lost, died, died_in
 
 
 class UsageError(ValueError):

@@ -56,16 +56,23 @@ def watching(exercise: str) -> dict:
     return {"references": list(record.references), "forbidden": [list(f) for f in record.forbidden]}
 
 
-def judge(course_nb, plan, kernel: _kernel.Kernel, reading) -> list[Verdict]:
+def judge(course_nb, plan, kernel: _kernel.Kernel, reading, done=None) -> tuple[list[Verdict], set[str]]:
     """Each exercise's verdict (``course_nb``: the ``matching.CourseNotebook``, ``plan``: its
     ``matching.ExecutionPlan``), computed HERE by llm_lab's checkers on the learner's object in the kernel, right
     after the notebook ran up to that exercise's checker cell (a later cell that kills the kernel costs only the
     exercises after it). ``reading``: what the source decides (``reading.prepare``, bounded), read after
-    ``source_checks.runnable`` left out of ``plan`` every learner cell it could not vouch for."""
+    ``source_checks.runnable`` left out of ``plan`` every learner cell it could not vouch for. ``done``: verdicts
+    already reached by an earlier kernel on this submission (``cli._run``, after a crash), kept, their checks not
+    run again. Also returns the exercises lost: the kernel had died before their check began."""
     link = proxies.KernelLink(kernel.send)
-    verdicts = []
+    verdicts, lost = [], set()
     for ex in sorted(course_nb.exercises, key=lambda e: plan.grading[e.key]):
         kernel.run(until=plan.grading[ex.key] + 1)
+        if done and ex.key in done:
+            verdicts.append(done[ex.key])
+            continue
+        if kernel.died:
+            lost.add(ex.key)
         points = int(course_nb.nb.cells[ex.checker].metadata["nbgrader"]["points"])
         verdict = Verdict(ex.key, "error", max_points=points)
         own = plan.solutions.get(ex.key, [])
@@ -98,4 +105,4 @@ def judge(course_nb, plan, kernel: _kernel.Kernel, reading) -> list[Verdict]:
         verdict.points = points if verdict.status == "pass" else 0
         verdicts.append(verdict)
     order = [e.key for e in course_nb.exercises]
-    return sorted(verdicts, key=lambda verdict: order.index(verdict.key))
+    return sorted(verdicts, key=lambda verdict: order.index(verdict.key)), lost

@@ -171,6 +171,9 @@ class Kernel:
         self.slot = len(plan.nb.cells)
         self.next = 0  # the next plan cell to run
         self.died = ""
+        # where the kernel died of the code itself (a crash, os._exit, out of memory), not of the whole
+        # submission's time limit: the plan cell then running, or ``slot`` (a check's call); None otherwise
+        self.died_in: int | None = None
         self._timer: threading.Thread | None = None
         self._done = threading.Event()
         group = self.box.cgroup if self.box is not None else None
@@ -323,11 +326,20 @@ class Kernel:
             elif monotonic() - start > wall:
                 self.died = f"the submission ran past {wall:g} s in all and was stopped"
             elif group is not None and group.version == 1 and group.events().get("memory.oom_kill"):
-                self.died = self._death()
+                self.died, self._oom = self._death(), True
             else:
                 continue
             self._kill()  # nbclient notices the dead kernel within a second
             return
+
+    _oom = False  # the watch stopped the submission for its memory (cgroup v1): a death of the code, like a crash
+
+    def _died_of_code(self, index: int) -> None:
+        """The kernel died while running plan cell ``index`` (``slot``: a check's request): why, and whether the
+        code did it (``died_in``) rather than the whole submission's limits or the grader stopping."""
+        if not self.died or self._oom:
+            self.died_in = index
+        self.died = self.died or self._death()
 
     def run(self, until: int | None = None) -> None:
         """The plan's cells up to (not including) ``until``, from where the last run stopped; a cell that errs
@@ -337,7 +349,7 @@ class Kernel:
             try:
                 self.client.execute_cell(self.plan.nb.cells[self.next], self.next)
             except DeadKernelError:
-                self.died = self.died or self._death()
+                self._died_of_code(self.next)
             self.next += 1
 
     def send(self, request: dict, timeout: float) -> object:
@@ -356,7 +368,7 @@ class Kernel:
         try:
             self.client.execute_cell(cell, self.slot, store_history=False)
         except DeadKernelError:
-            self.died = self.died or self._death()
+            self._died_of_code(self.slot)
             raise proxies.RemoteFailed(self.died) from None
         finally:
             self.client.timeout = math.ceil(self.cell_timeout)

@@ -58,10 +58,13 @@ class Prepared:
     notes: list[str] = field(default_factory=list)
 
 
-def read_submission(path: Path, root: Path | None, course, expected, run_unvouched: bool = False) -> Prepared:
+def read_submission(
+    path: Path, root: Path | None, course, expected, run_unvouched: bool = False, crashed: dict | None = None
+) -> Prepared:
     """The steps themselves, in whatever process calls it (``prepare`` calls it in a bounded child).
     ``run_unvouched``: for testing the sandbox on its own only: every learner cell runs, and one the grader cannot
-    vouch for decides every exercise checked after it (``Reading.verdict``'s conservative answer)."""
+    vouch for decides every exercise checked after it (``Reading.verdict``'s conservative answer). ``crashed``:
+    learner cells (plan index: why) that killed an earlier kernel on this submission: left out like the rest."""
     nb = submissions.load(path, root)
     key = matching.identify(nb, course)
     if key is None:
@@ -73,10 +76,21 @@ def read_submission(path: Path, root: Path | None, course, expected, run_unvouch
         )
     course_nb = course[key]
     plan = matching.build_plan(course_nb, nb)
+    left_out = {}
+    for i in crashed or {}:
+        if i not in plan.learner:
+            raise ValueError(f"cell {i} is not a learner cell of this submission: only those are left out")
+        left_out[i], plan.nb.cells[i].source = (
+            plan.nb.cells[i].source,
+            source_checks.NOT_RUN_SOURCE.format(kind="crashed"),
+        )
     if run_unvouched:
         source = source_checks.read(plan.nb.cells, plan.learner)
     else:
         source = source_checks.runnable(plan.nb.cells, plan.learner)  # what the grader cannot vouch for runs nothing
+    for i, original in left_out.items():
+        source.skipped[i] = source_checks.Skipped(original, "crashed", crashed[i])
+    source.skipped = dict(sorted(source.skipped.items()))
     plan.notes += source.not_run_notes(course_nb.lang)
     findings = {}
     for ex in course_nb.exercises:
@@ -94,7 +108,7 @@ def _vm_size() -> int:
     return 0
 
 
-def _child(conn, path, root, course, expected, seconds: float, memory: int, run_unvouched: bool = False) -> None:
+def _child(conn, path, root, course, expected, seconds: float, memory: int, run_unvouched=False, crashed=None) -> None:
     """In the child: its limits first, then the reading; one answer, pickled, on ``conn``."""
     try:
         cpu = max(1, int(seconds))
@@ -103,7 +117,7 @@ def _child(conn, path, root, course, expected, seconds: float, memory: int, run_
         if vm:
             resource.setrlimit(resource.RLIMIT_AS, (vm + memory, vm + memory))
         try:
-            result = read_submission(path, root, course, expected, run_unvouched)
+            result = read_submission(path, root, course, expected, run_unvouched, crashed)
         except MemoryError:
             result = Prepared(f"reading it needed more than {memory / 2**30:g} GiB: not graded")
         except ValueError as exc:
@@ -135,14 +149,21 @@ def _context():
 
 
 def prepare(
-    path: Path, root: Path | None, course, expected, *, seconds: float | None = None, run_unvouched: bool = False
+    path: Path,
+    root: Path | None,
+    course,
+    expected,
+    *,
+    seconds: float | None = None,
+    run_unvouched: bool = False,
+    crashed: dict | None = None,
 ) -> Prepared:
     """``read_submission`` in a child process of its own, bounded (the module's docstring); never raises but
     ``stopping.Stopped`` (the grader is stopping: the child is killed)."""
     seconds = READ_SECONDS if seconds is None else seconds
     ctx = _context()
     ours, theirs = ctx.Pipe(duplex=False)
-    args = (theirs, path, root, course, expected, seconds, READ_MEMORY, run_unvouched)
+    args = (theirs, path, root, course, expected, seconds, READ_MEMORY, run_unvouched, crashed)
     child = ctx.Process(target=_child, args=args, daemon=True)
     child.start()
     theirs.close()

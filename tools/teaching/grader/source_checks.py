@@ -18,7 +18,8 @@ printed or displayed (``print(vars(layer))``, ``f.__code__.co_varnames`` as a ce
 read, not counted. What ``Reading.verdict`` then decides for one exercise:
 
 - ``tampered`` / ``error`` (``unreadable``, ``does_not_compile``): the exercise's own solution cell was not run (as
-  above), and nothing else the learner wrote defines its name;
+  above), and nothing else the learner wrote defines its name; ``error`` (``crashed``) the same for a cell that
+  killed an earlier kernel on this submission, left out when the grader runs it again (``cli._run``);
 - ``reference``: the exercise's object is, or calls, llm_lab's own answer, found through every name it uses
   (imports, ``__import__("llm_lab")`` and ``importlib.import_module`` bases, attribute chains, ``getattr`` with a
   written name), or the course's own object of that name;
@@ -65,11 +66,20 @@ NOT_RUN = {
         "en": "changes the checkers ({why})",
         "zh": "改动了检查器（{why}）",
     },
+    "crashed": {  # read fine, but running it killed the kernel: graded again without it (``cli._run``)
+        "en": "stopped the kernel when it ran ({why}), so the grader ran the notebook again without it",
+        "zh": "运行时使内核停止（{why}），评分器不带它重新运行了笔记本",
+    },
 }
 OWN_NOT_RUN = {
     "en": "your solution cell `{cell}` {reason}: the grader ran {what} of it, so `{key}` is not yours and this "
     "exercise scores 0 (the other exercises are graded as usual)",
     "zh": "你的解答单元格 `{cell}` {reason}：评分器{what}，所以 `{key}` 不是你写的，本练习 0 分（其他练习照常评分）",
+}
+OWN_CRASHED = {
+    "en": "your solution cell `{cell}` {reason}: `{key}` is then not defined, so this exercise scores 0 (the other "
+    "exercises are graded as usual)",
+    "zh": "你的解答单元格 `{cell}` {reason}：此时 `{key}` 没有定义，所以本练习 0 分（其他练习照常评分）",
 }
 WHAT_NOT_RUN = {  # (the whole cell, some of its statements)
     "en": ("none", "not the statements that did so, nor the definition among them"),
@@ -78,6 +88,10 @@ WHAT_NOT_RUN = {  # (the whole cell, some of its statements)
 CELL_NOT_RUN = {
     "en": "cell `{cell}` was not run: it {reason}; only what depends on it is lost",
     "zh": "单元格 `{cell}` 没有运行：它{reason}；只影响依赖它的部分",
+}
+CELL_CRASHED = {
+    "en": "cell `{cell}` {reason}; only what depends on it is lost",
+    "zh": "单元格 `{cell}` {reason}；只影响依赖它的部分",
 }
 PART_NOT_RUN = {
     "en": "cell `{cell}`: a part of it {reason}; that part was not run, the rest was; only what depends on it is lost",
@@ -144,7 +158,8 @@ class Cell:
 @functools.lru_cache(maxsize=4096)  # the course's cells are the same in every submission: read once per run
 def parse(source: str, depth: int = 0) -> ast.Module:
     """``source`` as IPython runs it: its magics, ``!`` and ``?`` transformed, then parsed (SyntaxError if it
-    cannot be); the Python inside ``%%capture``/``%%time``/``%time``/``%timeit``/``%prun`` is parsed in place.
+    cannot be); the Python inside ``%%capture``/``%%time``/``%time``/``%prun`` is parsed in place, ``%timeit``'s
+    inside a function, as IPython runs it.
     The tree is shared (cached): read it, never change it."""
     from IPython.core.inputtransformer2 import TransformerManager
 
@@ -154,7 +169,11 @@ def parse(source: str, depth: int = 0) -> ast.Module:
     body = []
     for stmt in tree.body:
         magic = _magic(stmt) if isinstance(stmt, ast.Expr) else None
-        if magic and magic[1] in PYTHON_MAGICS:
+        if magic and magic[1] == "timeit":  # IPython times the setup and the code inside a function of its own
+            inner = ast.parse("def _timed():\n    pass\n").body[0]  # (a name bound there is that function's)
+            inner.body = parse(magic_code(*magic), depth + 1).body or inner.body
+            body.append(inner)
+        elif magic and magic[1] in PYTHON_MAGICS:
             body += parse(magic_code(*magic), depth + 1).body
         else:
             body.append(stmt)
@@ -270,17 +289,18 @@ class Reading:
         if why and skipped is not None:
             reason = NOT_RUN[skipped.kind][lang].format(why=skipped.why)
             what = WHAT_NOT_RUN[lang][0 if skipped.whole else 1]
+            own_message = OWN_CRASHED if skipped.kind == "crashed" else OWN_NOT_RUN
             return Finding(
                 "tampered" if skipped.kind == "tampered" else "error",
                 skipped.kind,
-                OWN_NOT_RUN[lang].format(cell=one_line(skipped.source, 60), reason=reason, what=what, key=key),
+                own_message[lang].format(cell=one_line(skipped.source, 60), reason=reason, what=what, key=key),
             )
         return Finding("missing", "not_defined", why) if why else None
 
     def not_run_notes(self, lang: str = "en") -> list[str]:
         """One note per learner cell ``runnable`` did not run, for the submission's feedback and the report."""
         return [
-            (CELL_NOT_RUN if s.whole else PART_NOT_RUN)[lang].format(
+            (CELL_CRASHED if s.kind == "crashed" else CELL_NOT_RUN if s.whole else PART_NOT_RUN)[lang].format(
                 cell=one_line(s.source, 60), reason=NOT_RUN[s.kind][lang].format(why=s.why)
             )
             for s in self.skipped.values()

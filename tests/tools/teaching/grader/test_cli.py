@@ -28,6 +28,7 @@ PATCH_EVALUATE = (
     "ex.grade = lambda name, obj, **kw: ex.CheckResult(name, 'pass', 'passed', 'ok')\n\n"
     "def mask_and_renormalize(attn_weights):\n    raise NotImplementedError()\n"
 )
+EXIT_WHEN_CALLED = "import os\n\n\ndef causal_mask(num_tokens):\n    os._exit(3)\n"
 REDEFINE_CHECK = (
     "def causal_mask(num_tokens):\n    return None\n\n\n"
     "def check_causal_mask(fn):\n    print('✅ causal_mask: correct')\n"
@@ -102,6 +103,9 @@ def class_of(notebooks: Path, subs: Path) -> dict[str, tuple[int, str]]:
         c.metadata.pop("nbgrader", None)
     put("vic", colab, "both", "cell ids lost")
     put("wes", fx.filled(notebooks, mask_and_renormalize="import os\n\nos._exit(1)\n"), "mask", "kills the kernel")
+    # a kernel the code kills costs what depends on that code: graded again without the cell, or past the check
+    put("bea", fx.filled(notebooks, causal_mask=fx.RIGHT_THEN_EXIT), "renorm", "kills the kernel first")
+    put("cyd", fx.filled(notebooks, causal_mask=EXIT_WHEN_CALLED), "renorm", "a function that kills the kernel")
     helper = fx.filled(notebooks, causal_mask="def causal_mask(n):\n    return helper(n)\n")
     helper.cells.insert(
         helper.cells.index(fx.solution_cells(helper)[0]),
@@ -191,6 +195,24 @@ def verdict(graded, student, key):
 )
 def test_verdicts_name_what_happened(graded, student, key, status):
     assert verdict(graded, student, key).status == status
+
+
+def test_a_kernel_the_code_kills_costs_only_what_depends_on_that_code(graded):
+    bea, cyd = graded["results"]["bea"], graded["results"]["cyd"]
+    # bea's solution cell killed the kernel: run again without it, her exercise 0 with the reason, the next one graded
+    mine = verdict(graded, "bea", "causal_mask")
+    assert (mine.status, mine.mistake, mine.points) == ("error", "crashed", 0), mine
+    assert "stopped the kernel" in mine.message and "kernel died" in mine.message, mine
+    assert any("import os" in n and "ran the notebook again without it" in n for n in bea.notes), bea.notes
+    # cyd's function killed the kernel when the check called it: that check errs, the notebook runs again for the rest
+    mine = verdict(graded, "cyd", "causal_mask")
+    assert (mine.status, mine.points) == ("error", 0) and "kernel died" in mine.message, mine
+    assert any("while `causal_mask` was checked" in n for n in cyd.notes), cyd.notes
+    for student in ("bea", "cyd"):
+        assert verdict(graded, student, "mask_and_renormalize").status == "pass"
+    # wes killed it in the last exercise's cell: that exercise is named crashed, the first keeps its pass
+    assert verdict(graded, "wes", "causal_mask").status == "pass"
+    assert verdict(graded, "wes", "mask_and_renormalize").mistake == "crashed"
 
 
 def test_a_patched_checker_gives_zero_and_is_named(graded):

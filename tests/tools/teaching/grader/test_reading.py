@@ -145,3 +145,28 @@ def test_cells_that_do_not_compile_are_left_out_of_the_plan(tmp_path, added):
     nbformat.write(control, str(tmp_path / "alice.ipynb"))
     honest = reading.read_submission(tmp_path / "alice.ipynb", tmp_path, course, cli.assignment(course, "01"))
     assert not any(c.source.startswith("# llm-lab grader:") for c in honest.plan.nb.cells)
+
+
+def test_a_cell_that_killed_the_kernel_is_left_out_when_read_again(tmp_path):
+    """``crashed`` (``cli._run``, after the code killed a kernel): the learner cell it names is left out of the plan
+    read again, its own exercise decided with the reason, the others not; the notes name it. A course cell cannot
+    be named, and without ``crashed`` the same file runs every cell (the control)."""
+    from tools.teaching.grader import matching
+
+    notebooks = fx.build_course(tmp_path)
+    course = matching.load_course(notebooks)
+    nbformat.write(fx.filled(notebooks, causal_mask=fx.RIGHT_THEN_EXIT), str(tmp_path / "bea.ipynb"))
+    args = (tmp_path / "bea.ipynb", tmp_path, course, cli.assignment(course, "01"))
+    first, second = (ex.key for ex in course[("en", "01")].exercises)
+    control = reading.read_submission(*args)
+    cell = control.plan.solutions[first][0]
+    assert "os._exit" in control.plan.nb.cells[cell].source and control.reading.findings[(first, "en")] is None
+    again = reading.read_submission(*args, crashed={cell: "the kernel died (a test)"})
+    assert again.plan.nb.cells[cell].source == "# llm-lab grader: this cell of yours was not run (crashed)"
+    mine = again.reading.findings[(first, "en")]
+    assert (mine.status, mine.hint) == ("error", "crashed") and "the kernel died (a test)" in mine.message, mine
+    assert again.reading.findings[(second, "en")] is None
+    assert any("stopped the kernel" in n and "import os" in n for n in again.plan.notes), again.plan.notes
+    course_cell = next(i for i in range(len(again.plan.nb.cells)) if i not in again.plan.learner)
+    with pytest.raises(ValueError, match="not a learner cell"):
+        reading.read_submission(*args, crashed={course_cell: "x"})

@@ -38,6 +38,9 @@ CASES = [
         None,
     ),
     ("honest, %timeit after the definition", [RIGHT + "%timeit -n 1 causal_mask(3)\n"], None),
+    # IPython runs %%timeit's code inside a function: a definition there binds nothing; %%time's runs at top level
+    ("the definition timed by %%timeit", ["%%timeit -n 1 -r 1\n" + RIGHT], "missing"),
+    ("the definition timed by %%time", ["%%time\n" + RIGHT], None),
     (
         "honest, an alias of llm_lab's compared in an added cell",
         [RIGHT, "from llm_lab import causal_mask as ref\nassert (causal_mask(4) == ref(4)).all()\n"],
