@@ -138,6 +138,8 @@ def _run(submission: submissions.Submission, course_nb, plan, settings: KernelSe
             course_nb, plan, settings._replace(max_seconds=left), source, done, notes
         )
         submission.verdicts = verdicts
+        if isinstance(died_in, int):  # a learner cell's death: every check after it ran on a dead kernel
+            lost = {v.key for v in verdicts if v.key not in done and plan.grading.get(v.key, -1) > died_in}
         restart = (
             died_in is not None
             and reread is not None

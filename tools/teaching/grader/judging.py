@@ -22,6 +22,12 @@ from tools.teaching.grader import source_checks
 SECRET = secrets.randbits(62)  # this run's inputs for the checkers (llm_lab.exercises.grade's ``secret``)
 
 
+CHECK_KILLED = {  # a check's call to the learner's object ended the kernel (``Kernel.died_in``)
+    "en": "`{key}` stopped the kernel when the check called it ({why})",
+    "zh": "检查调用 `{key}` 时，它使内核停止（{why}）",
+}
+
+
 @dataclass
 class Verdict:
     """One exercise of one submission: ``status`` as the checkers' grade() names it (pass, todo, fail, error,
@@ -97,6 +103,9 @@ def judge(course_nb, plan, kernel: _kernel.Kernel, reading, done=None) -> tuple[
             verdict.status = verdict.mistake = "timeout"
         except (proxies.RemoteFailed, wire.WireError) as exc:
             verdict.status, verdict.mistake, verdict.message = "error", "error", kernel.died or str(exc)
+        if kernel.died_in == kernel.slot and ex.key not in lost:  # this check's call ended the kernel
+            verdict.status, verdict.mistake = "error", "crashed"
+            verdict.message = CHECK_KILLED[course_nb.lang].format(key=ex.key, why=kernel.died)
         said = verdict.status in ("pass", "reference", "tampered") or verdict.mistake in source_checks.NOT_RUN
         if failed and not said:  # the learner's cell failed: say so
             verdict.message = f"your solution cell failed ({failed[0]}); " + (verdict.message or "")

@@ -174,6 +174,8 @@ class Kernel:
         # where the kernel died of the code itself (a crash, os._exit, out of memory), not of the whole
         # submission's time limit: the plan cell then running, or ``slot`` (a check's call); None otherwise
         self.died_in: int | None = None
+        self._exit_asked: int | None = None  # the plan cell whose reply asked the kernel to exit (``exit()``)
+        self.client.on_cell_executed = self._executed
         self._timer: threading.Thread | None = None
         self._done = threading.Event()
         group = self.box.cgroup if self.box is not None else None
@@ -251,6 +253,8 @@ class Kernel:
                 f"the submission's processes held more than {sandbox.MEMORY_MAX / 2**30:g} GiB together (its "
                 "/tmp files and their kernel memory included) and were stopped"
             )
+        if self._exit_asked is not None:
+            return "the kernel exited (the code called exit() or quit())"
         return "the kernel died (the code called os._exit, crashed or ran out of memory)"
 
     def _release(self) -> None:
@@ -334,11 +338,19 @@ class Kernel:
 
     _oom = False  # the watch stopped the submission for its memory (cgroup v1): a death of the code, like a crash
 
+    def _executed(self, cell, cell_index: int, execute_reply) -> None:
+        """nbclient's hook after each cell: a reply that asks the kernel to exit (``exit()``, ``quit()``: the kernel
+        stops its loop a moment after replying) names the cell that ended it, not the next one, which finds it dead."""
+        payload = (execute_reply or {}).get("content", {}).get("payload", [])
+        if cell_index < self.slot and any(p.get("source") == "ask_exit" and not p.get("keepkernel") for p in payload):
+            self._exit_asked = cell_index
+
     def _died_of_code(self, index: int) -> None:
         """The kernel died while running plan cell ``index`` (``slot``: a check's request): why, and whether the
-        code did it (``died_in``) rather than the whole submission's limits or the grader stopping."""
+        code did it (``died_in``: that cell, or the cell that asked it to exit) rather than the whole submission's
+        limits or the grader stopping."""
         if not self.died or self._oom:
-            self.died_in = index
+            self.died_in = self._exit_asked if self._exit_asked is not None else index
         self.died = self.died or self._death()
 
     def run(self, until: int | None = None) -> None:

@@ -206,7 +206,8 @@ def test_a_kernel_the_code_kills_costs_only_what_depends_on_that_code(graded):
     assert any("import os" in n and "ran the notebook again without it" in n for n in bea.notes), bea.notes
     # cyd's function killed the kernel when the check called it: that check errs, the notebook runs again for the rest
     mine = verdict(graded, "cyd", "causal_mask")
-    assert (mine.status, mine.points) == ("error", 0) and "kernel died" in mine.message, mine
+    assert (mine.status, mine.mistake, mine.points) == ("error", "crashed", 0), mine
+    assert "stopped the kernel when the check called it" in mine.message and "kernel died" in mine.message, mine
     assert any("while `causal_mask` was checked" in n for n in cyd.notes), cyd.notes
     for student in ("bea", "cyd"):
         assert verdict(graded, student, "mask_and_renormalize").status == "pass"
