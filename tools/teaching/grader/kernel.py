@@ -30,7 +30,7 @@ from nbclient.exceptions import DeadKernelError
 from traitlets import default
 
 from llm_lab.exercises.grading import KERNEL_MODULE, kernel_cell, proxies, wire
-from tools.teaching.grader import sandbox, seal_plan, sealing, stopping
+from tools.teaching.grader import sandbox, seal_plan, sealing, source_hidden, stopping
 from tools.teaching.grader.report import one_line
 from tools.teaching.grader.sandbox_limits import WALL_FACTOR
 
@@ -294,7 +294,13 @@ class Kernel:
                 break
         return sorted(found)
 
-    WARM_UP = f"import torch\nimport {KERNEL_MODULE}"
+    # every module a learner cell may import, imported before any learner cell runs: an import in a learner cell
+    # then finds it in sys.modules, never a file the notebook wrote under its name (sys.path is the notebook's)
+    PRELOADED = sorted(source_hidden.READABLE_MODULES - {"__future__", "llm_lab"})
+    WARM_UP = (
+        f"import torch\nimport {KERNEL_MODULE}\n"
+        f"for _m in {PRELOADED!r}:\n    try:\n        __import__(_m)\n    except Exception:\n        pass\ndel _m"
+    )
 
     def _warm_up(self) -> None:
         """Import torch and the answering code before the first cell, with time to spare: on a busy machine a
