@@ -30,7 +30,7 @@ from nbclient.exceptions import DeadKernelError
 from traitlets import default
 
 from llm_lab.exercises.grading import KERNEL_MODULE, kernel_cell, proxies, wire
-from tools.teaching.grader import sandbox, seal_plan, sealing, stopping
+from tools.teaching.grader import sandbox, sandbox_seccomp, seal_plan, sealing, source_hidden, stopping
 from tools.teaching.grader.report import one_line
 from tools.teaching.grader.sandbox_limits import WALL_FACTOR
 
@@ -294,13 +294,20 @@ class Kernel:
                 break
         return sorted(found)
 
-    WARM_UP = f"import torch\nimport {KERNEL_MODULE}"
+    # every module a learner cell may import, imported before any learner cell runs: an import in a learner cell
+    # then finds it in sys.modules, never a file the notebook wrote under its name (sys.path is the notebook's)
+    PRELOADED = sorted(source_hidden.READABLE_MODULES - {"__future__", "llm_lab"})
+    WARM_UP = (
+        f"import torch\nimport {KERNEL_MODULE}\n"
+        f"for _m in {PRELOADED!r}:\n    try:\n        __import__(_m)\n    except Exception:\n        pass\ndel _m"
+    )
 
     def _warm_up(self) -> None:
         """Import torch and the answering code before the first cell, with time to spare: on a busy machine a
         first cell's ``import torch`` can outlast the cell timeout, and an import interrupted half way leaves
         torch unusable for the rest of the notebook."""
-        cell = nbformat.v4.new_code_cell(self.WARM_UP)
+        # sandboxed, the kernel then denies itself every new process (sandbox_seccomp.no_processes): threads only
+        cell = nbformat.v4.new_code_cell(self.WARM_UP + ("\n" + sandbox_seccomp.installer() if self.sandboxed else ""))
         self.plan.nb.cells.append(cell)
         self.client.timeout = max(180, math.ceil(self.cell_timeout))
         try:
@@ -309,6 +316,9 @@ class Kernel:
             self.died = "the kernel died while starting"
         finally:
             self.client.timeout = math.ceil(self.cell_timeout)
+        if not self.died and cell_error(cell):  # never graded without what the warm-up sets up
+            self.died = f"the kernel could not be prepared ({cell_error(cell)})"
+            self._kill()
 
     def _kill(self) -> None:
         """End the kernel's process now: with the sandbox, its PID namespace and every process in it."""

@@ -134,6 +134,12 @@ def program(machine: str | None = None) -> bytes | None:
         blocks[label] = len(code)
         code.append((RET, 0, 0, rets[label]))
 
+    return _assembled(code, blocks)
+
+
+def _assembled(code: list[tuple[int, object, object, int]], blocks: dict[str, int]) -> bytes:
+    """``code`` as ``struct sock_filter`` bytes, each jump's label resolved to its distance in ``blocks``."""
+
     def offset(i, target):  # a label's distance from the instruction after ``i``
         if target is None or isinstance(target, int):
             return 0
@@ -143,3 +149,59 @@ def program(machine: str | None = None) -> bytes | None:
         return delta
 
     return b"".join(struct.pack("=HBBI", op, offset(i, jt), offset(i, jf), k) for i, (op, jt, jf, k) in enumerate(code))
+
+
+# No new process once the graded kernel has started (a second filter the kernel adds itself, after its warm-up:
+# bubblewrap's own exec of the kernel comes first): threads only. What a learner's code would run in another
+# process (a subprocess with its code in a string, os.system, a worker) is outside the graded process's watch;
+# now it cannot start. From <asm/unistd_64.h> and <asm-generic/unistd.h>, as DENIED.
+NO_PROCESS = {"execve": (59, 221), "execveat": (322, 281), "fork": (57, None), "vfork": (58, None)}
+SECCOMP_SYSCALL = (317, 277)
+CLONE_THREAD = 0x00010000
+
+
+def no_processes(machine: str | None = None) -> bytes | None:
+    """The filter that denies every new process (``execve``, ``fork``, ``clone`` without ``CLONE_THREAD``) and
+    allows the rest, or ``None`` on a machine this table does not cover."""
+    machine = machine or platform.machine()
+    if machine not in ARCHES:
+        return None
+    column, audit_arch = ARCHES[machine]
+    code: list = [(LD_W_ABS, 0, 0, ARCH), (JEQ, None, "kill", audit_arch), (LD_W_ABS, 0, 0, NR)]
+    if machine == "x86_64":
+        code.append((JGE, "kill", None, X32_BIT))
+    code += [(JEQ, "eperm", None, nrs[column]) for nrs in NO_PROCESS.values() if nrs[column] is not None]
+    code += [(JEQ, "enosys", None, CLONE3[column]), (JEQ, "clone", None, CLONE[column]), (RET, 0, 0, ALLOW)]
+    blocks = {"clone": len(code)}
+    code += [(LD_W_ABS, 0, 0, ARG0), (JSET, "allow", None, CLONE_THREAD), (RET, 0, 0, RET_ERRNO | errno.EPERM)]
+    for label, value in (("allow", ALLOW), ("eperm", RET_ERRNO | errno.EPERM), ("enosys", RET_ERRNO | errno.ENOSYS)):
+        blocks[label] = len(code)
+        code.append((RET, 0, 0, value))
+    blocks["kill"] = len(code)
+    code.append((RET, 0, 0, KILL_PROCESS))
+    return _assembled(code, blocks)
+
+
+def installer(machine: str | None = None) -> str:
+    """Python that applies :func:`no_processes` to the process that runs it and all its threads (``seccomp``
+    with ``SECCOMP_FILTER_FLAG_TSYNC``, after ``PR_SET_NO_NEW_PRIVS``), raising OSError if it cannot; it binds no
+    name. "" on a machine this table does not cover."""
+    machine = machine or platform.machine()
+    program = no_processes(machine)
+    if program is None:
+        return ""
+    nr = SECCOMP_SYSCALL[ARCHES[machine][0]]
+    return (
+        "def _no_processes(program, nr):\n"
+        "    import ctypes\n"
+        "    class Prog(ctypes.Structure):\n"
+        "        _fields_ = [('len', ctypes.c_ushort), ('filter', ctypes.c_char_p)]\n"
+        "    libc = ctypes.CDLL(None, use_errno=True)\n"
+        "    if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS\n"
+        "        raise OSError(ctypes.get_errno(), 'no_new_privs')\n"
+        "    prog = Prog(len(program) // 8, program)\n"
+        "    if libc.syscall(ctypes.c_long(nr), ctypes.c_long(1), ctypes.c_long(1), ctypes.byref(prog)) != 0:\n"
+        "        raise OSError(ctypes.get_errno(), 'seccomp')\n"
+        f"_no_processes(bytes.fromhex({program.hex()!r}), {nr})\n"
+        "del _no_processes\n"
+    )

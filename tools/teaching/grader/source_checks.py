@@ -47,9 +47,8 @@ from tools.teaching.grader.source_hidden import (
     hidden,
     magic_code,
     string_loops,
-    unread_bindings,
-    uses_unread,
 )
+from tools.teaching.grader.source_modules import readable_bindings, through_modules, unread_bindings, uses_unread
 
 # What the source decides, in the submission's language (one entry per language of tools.course.LANGS).
 # Why a learner cell was not run (``Skipped.kind``), and what that says for the exercise whose solution cell it is
@@ -224,7 +223,15 @@ class Reading:
         trees = [c.tree for c in self.cells if c.tree is not None]
         checks = source_tampering.course_checks([c.tree for c in self.cells if not c.learner and c.tree is not None])
         modules = source_tampering.module_names(trees)
-        self._context = (looks, frozenset(kept), looped, checks, modules, unread_bindings(trees))
+        self._context = (
+            looks,
+            frozenset(kept),
+            looped,
+            checks,
+            modules,
+            unread_bindings(trees),
+            readable_bindings(trees),
+        )
         for cell in self.cells:
             if cell.learner and cell.tree is not None:
                 try:
@@ -235,8 +242,9 @@ class Reading:
 
     def _judge(self, tree: ast.Module) -> tuple[str, list[str]]:
         """(why ``tree`` is unreadable or "", what in it tampers), in the context of the whole notebook."""
-        looks, kept, looped, checks, modules, unread = self._context
+        looks, kept, looped, checks, modules, unread, readable = self._context
         why = hidden(tree, looks=looks, kept=kept, looped=looped) or uses_unread(tree, unread)
+        why = why or through_modules(tree, readable)
         return why, source_tampering.tampering([tree], checks, modules)
 
     def kept_statements(self, index: int) -> list[ast.stmt] | None:

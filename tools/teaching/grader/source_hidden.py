@@ -34,7 +34,6 @@ INERT_LINE_MAGICS = {
     "magic",
     "precision",
     "history",
-    "matplotlib",
     "env",
     "page",
     "xmode",
@@ -46,6 +45,7 @@ INERT_LINE_MAGICS = {
 # them: IPython's own autoreload extension, a figure format); with any other argument they are read as hidden code
 INERT_WHEN = {
     "load_ext": re.compile(r"\s*(autoreload|storemagic)\s*"),
+    "matplotlib": re.compile(r"\s*(inline|widget|ipympl|notebook|agg|svg|pdf)?\s*"),  # not module://<a file>
     "autoreload": re.compile(r"\s*(0|1|2|3|off|explicit|all|complete)?\s*"),
     "config": re.compile(r"\s*InlineBackend\.\w+\s*=\s*[\w'\".{}:, \[\]-]*"),
 }
@@ -53,11 +53,27 @@ INERT_WHEN = {
 # languages (``!cmd``, ``%%bash``, ``%%script``, ``%%python3``, ...) are not among them: what they run is a process
 # outside the watch on the learner's calls, with code the grader does not read
 INERT_CELL_MAGICS = {"html", "HTML", "javascript", "js", "latex", "markdown", "svg"}
+# magics that take their line as it is written; IPython formats every other magic's line (``var_expand``: ``{expr}``
+# and ``$name`` are evaluated as Python in the notebook) before the magic sees it
+NO_VAR_EXPAND = {"time", "timeit", "prun", "debug"}
 PROCESS_MAGICS = {"bash", "sh", "script", "perl", "ruby", "python", "python2", "python3", "pypy", "sx", "system"}
 # the options %timeit and %prun take, as IPython's ExecutionMagics parses them: what is left of the line is Python
 # it runs (in cell mode too: %%timeit's setup statement, %%prun's line before the cell)
 OPTIONS = {"timeit": ("n:r:tcp:qov:", {"strict": False, "preserve_non_opts": True}), "prun": ("D:l:rs:T:q", {})}
 HIDDEN_CALLS = {"exec", "eval", "compile", "globals", "vars", "locals", "breakpoint", "__import__"}
+# callables of readable modules that evaluate a string as Python (an annotation, a config file's entry) or import a
+# module named by one: by any name, called or not
+EVALUATING = {"get_type_hints", "singledispatch", "singledispatchmethod", "fileConfig", "dictConfig", "ForwardRef"}
+# submodules of readable packages that a learner cell may not reach, by import or attribute: pickles, C calls,
+# imports of files by path, processes
+UNREADABLE_SUBMODULES = (
+    "logging.config", "torch.hub", "torch.package", "torch.serialization", "torch.multiprocessing",
+    "torch.utils.cpp_extension", "torch._dynamo", "torch._inductor", "torch.utils.data._utils", "numpy.ctypeslib",
+    "numpy.lib.format", "numpy.f2py", "numpy.distutils", "matplotlib.backends", "IPython.core", "IPython.utils",
+)  # fmt: skip
+# calls that take a dotted name as a string at this index, when given one (``BaseConfigurator.resolve``,
+# ``string.Formatter.get_field``): read as the attribute chain it names
+NAMED_BY_OPTIONAL = {"resolve": 0, "get_field": 0}
 # calls that reach an attribute by a name given as an argument (its index): with a name computed at run time,
 # what they reach is not in the text (getattr(torch, "_" + "C") is torch._C)
 NAMED_BY = {"getattr": 1, "setattr": 1, "delattr": 1, "hasattr": 1, "attrgetter": 0, "methodcaller": 0}
@@ -75,7 +91,7 @@ REFLECTIVE = HIDDEN_CALLS | set(NAMED_BY) | {"import_module", "getattr_static", 
 # name, so a cell that imports one is unreadable; the message names this list
 READABLE_MODULES = frozenset(
     {
-        "torch", "numpy", "math", "cmath", "random", "time", "timeit", "collections", "itertools", "functools",
+        "torch", "numpy", "math", "cmath", "random", "time", "collections", "itertools", "functools",
         "typing", "dataclasses", "matplotlib", "tiktoken", "string", "re", "json", "textwrap", "statistics", "copy",
         "pprint", "IPython", "tqdm", "llm_lab", "sys", "os", "warnings", "abc", "enum", "heapq", "bisect",
         "contextlib", "fractions", "decimal", "datetime", "pathlib", "einops", "operator", "numbers", "gc", "logging",
@@ -84,6 +100,7 @@ READABLE_MODULES = frozenset(
 )  # fmt: skip
 HIDDEN_ATTRIBUTES = {
     "__getattribute__",
+    "__path__",  # a package's search path: a written file becomes its submodule
     # what a weights-only torch.load may call while it loads: the allowlist is the notebook's to extend
     "add_safe_globals",
     "safe_globals",
@@ -141,9 +158,17 @@ def _magic(stmt) -> tuple[str, str, str, str] | None:
     return call.func.attr, args[0], args[1], args[2] if len(args) > 2 else ""
 
 
+def expands(name: str, line: str) -> bool:
+    """Does IPython evaluate Python in the line of the magic ``name`` before running it (``{expr}``, ``$name``)?"""
+    return name not in NO_VAR_EXPAND and ("{" in line or "$" in line)
+
+
 def magic_code(kind: str, name: str, line: str, cell: str = "") -> str:
     """The Python a magic of ``PYTHON_MAGICS`` runs in the notebook, split from its options by IPython's own parser
-    (``%%time`` and ``%%capture`` take no Python on their line); a UsageError reads as a SyntaxError."""
+    (``%%time`` and ``%%capture`` take no Python on their line); a UsageError reads as a SyntaxError, and so does a
+    line IPython would evaluate first (``%%capture {expr}``)."""
+    if expands(name, line):
+        raise SyntaxError(f"%{name}'s line holds {{...}} or $name, which IPython evaluates as Python first")
     if name in OPTIONS:
         from IPython.core.error import UsageError
         from IPython.core.magics.execution import ExecutionMagics
@@ -189,6 +214,8 @@ def hidden(
         if _ipython_call(node):
             method = node.func.attr
             magic = _magic(ast.Expr(node))
+            if magic and expands(magic[1], magic[2]):
+                return f"`{ast.unparse(node)[:60]}`: IPython evaluates `{{...}}` and `$name` in a magic's line"
             if magic and _inert(method, magic[1], magic[2]):
                 allowed.add(id(node.func.value.func))
             elif method in ("system", "getoutput") or magic and magic[1] in PROCESS_MAGICS:
@@ -197,8 +224,9 @@ def hidden(
                 return f"`{ast.unparse(node)[:60]}`"
     shown = source_looks.shown(tree, displayed=True, kept=kept) if looks else set()
     called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    local = function_locals(tree)
     for node in ast.walk(tree):
-        found = "" if id(node) in shown else _hidden_node(node, allowed, called, looped)
+        found = "" if id(node) in shown else _hidden_node(node, allowed, called, looped, local)
         if found:
             return found
     return ""
@@ -217,7 +245,7 @@ def _unpickles(node) -> bool:
     return not any(isinstance(kws.get(k), ast.Constant) and kws[k].value is v for k, v in safe.items())
 
 
-def _hidden_node(node, allowed: set, called: set, looped: frozenset[str] = frozenset()) -> str:
+def _hidden_node(node, allowed: set, called: set, looped: frozenset[str] = frozenset(), local=frozenset()) -> str:
     if (
         isinstance(node, ast.Call)
         and getattr(node.func, "attr", getattr(node.func, "id", "")) == "load"
@@ -229,6 +257,9 @@ def _hidden_node(node, allowed: set, called: set, looped: frozenset[str] = froze
         name = node.args[at] if at is not None and len(node.args) > at else None
         if at is not None and not (isinstance(name, ast.Constant) or isinstance(name, ast.Name) and name.id in looped):
             return f"a name computed at run time (`{ast.unparse(node)[:50]}`)"
+    found = _named_by_string(node)
+    if found:
+        return found
     if isinstance(node, ast.Name) and node.id == "get_ipython" and id(node) not in allowed:
         return "`get_ipython`"
     if isinstance(node, ast.Name) and node.id in ("__builtins__", "InteractiveShell"):
@@ -250,9 +281,59 @@ def _hidden_node(node, allowed: set, called: set, looped: frozenset[str] = froze
         return f"`.{node.attr}`"
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return _unreadable_import(node)
-    if isinstance(node, (ast.Name, ast.Attribute)) and _name_of(node) in REFLECTIVE and id(node) not in called:
+    if (
+        isinstance(node, (ast.Name, ast.Attribute))
+        and _name_of(node) in REFLECTIVE
+        and id(node) not in called
+        and not (isinstance(node, ast.Name) and (not isinstance(node.ctx, ast.Load) or id(node) in local))
+    ):
         return f"`{_name_of(node)}` used as a value (its target is not in the text)"
     return ""
+
+
+def _named_by_string(node) -> str:
+    """What ``node`` reaches through a string the grader reads as a name: an attribute chain given to ``getattr``
+    and its kin (``attrgetter("_C.DisableTorchFunction")``), a backend module, a string evaluated as Python."""
+    if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+        at = NAMED_BY.get(_name_of(node.func), NAMED_BY_OPTIONAL.get(_name_of(node.func)))
+        name = node.args[at] if at is not None and len(node.args) > at else None
+        if isinstance(name, ast.Constant) and isinstance(name.value, str) and _hidden_path(name.value):
+            return f"`{ast.unparse(node)[:60]}`: a private or hidden name reached through a string"
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("module://"):
+        return f"`{node.value[:40]}`: a module named by a string (a file the notebook wrote), not read"
+    if isinstance(node, (ast.Name, ast.Attribute)) and _name_of(node) in EVALUATING:
+        return f"`{_name_of(node)}`: it evaluates a string as Python, which the grader does not read"
+    return ""
+
+
+def _hidden_path(dotted: str) -> bool:
+    """Does the dotted name ``dotted`` (``"_C.DisableTorchFunction"``, ``"dumps.__globals__"``) pass through a
+    private name or one ``HIDDEN_ATTRIBUTES``/``HIDDEN_CALLS`` hold?"""
+    return any(p.startswith("_") or p in HIDDEN_ATTRIBUTES or p in HIDDEN_CALLS for p in re.split(r"[.\[\]]", dotted))
+
+
+def function_locals(tree: ast.Module) -> set[int]:
+    """The ``Name`` nodes that read a function's own local (a parameter or a name assigned in that function's body,
+    not a nested one's): ``vars = ...; return vars`` in a function is not the built-in."""
+    found: set[int] = set()
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        own, names = [], set()
+        todo = list(ast.iter_child_nodes(fn))
+        while todo:
+            node = todo.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                names.add(getattr(node, "name", None))
+                continue
+            own.append(node)
+            todo += ast.iter_child_nodes(node)
+        names |= {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+        names |= {n.id for n in own if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        if any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in own):
+            continue  # a global or nonlocal name: not read as local
+        found |= {id(n) for n in own if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in names}
+    return found
 
 
 def string_loops(trees: list[ast.Module]) -> frozenset[str]:
@@ -285,8 +366,16 @@ def string_loops(trees: list[ast.Module]) -> frozenset[str]:
 
 
 def _unreadable_import(node) -> str:
+    if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+        return f"`{ast.unparse(node)[:60]}`: binds names the text does not show"
+    if isinstance(node, ast.ImportFrom) and node.module:  # ``from torch import hub``: a submodule by its name
+        found = next(
+            (_submodule(f"{node.module}.{a.name}") for a in node.names if _submodule(f"{node.module}.{a.name}")), ""
+        )
+        if found:
+            return found
     if isinstance(node, ast.ImportFrom) and (
-        node.level or any(a.name in REFLECTIVE | HIDDEN_ATTRIBUTES | {"get_ipython"} for a in node.names)
+        node.level or any(a.name in REFLECTIVE | HIDDEN_ATTRIBUTES | EVALUATING | {"get_ipython"} for a in node.names)
     ):
         return f"`{ast.unparse(node)[:60]}`"
     names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
@@ -294,31 +383,6 @@ def _unreadable_import(node) -> str:
         found = _unreadable_module(name)
         if found:
             return found
-    return ""
-
-
-def unread_bindings(trees: list[ast.Module]) -> dict[str, str]:
-    """The names an ``import`` in any cell (the course's included: a setup cell's ``import subprocess``) binds to a
-    module a learner cell may not import, and what makes it so; a learner cell that uses one of them reaches that
-    module without naming it in an import of its own."""
-    bound: dict[str, str] = {}
-    for node in (n for tree in trees for n in ast.walk(tree)):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                why = _unreadable_module(a.name)
-                if why:
-                    bound[a.asname or a.name.split(".")[0]] = why
-        elif isinstance(node, ast.ImportFrom) and not node.level:
-            why = _unreadable_module(node.module or "")
-            bound |= {a.asname or a.name: why for a in node.names if why and a.name != "*"}
-    return bound
-
-
-def uses_unread(tree: ast.Module, bound: dict[str, str]) -> str:
-    """Why ``tree`` reads a name ``unread_bindings`` found ("" if it reads none)."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in bound:
-            return f"`{node.id}` holds what an import bound: {bound[node.id]}"
     return ""
 
 
@@ -332,12 +396,20 @@ def _unreadable_module(name: str) -> str:
     if top not in READABLE_MODULES:
         allowed = ", ".join(sorted(READABLE_MODULES - {"__future__"}))
         return f"`{top}` is not a module the grader reads (a learner cell may import {allowed})"
+    if _submodule(name):
+        return _submodule(name)
     try:
         found = importlib.util.find_spec(top) is not None
     except (ImportError, ValueError):
         found = False
     if not found:  # a module written by the notebook itself: its code is not read
         return f"`{top}` is not an installed module"
+    return ""
+
+
+def _submodule(name: str) -> str:
+    if any(name == sub or name.startswith(sub + ".") for sub in UNREADABLE_SUBMODULES):
+        return f"`{name}` is not a module the grader reads (it loads pickles, files or processes)"
     return ""
 
 

@@ -28,6 +28,12 @@ PATCH_EVALUATE = (
     "ex.grade = lambda name, obj, **kw: ex.CheckResult(name, 'pass', 'passed', 'ok')\n\n"
     "def mask_and_renormalize(attn_weights):\n    raise NotImplementedError()\n"
 )
+SHADOWED = (
+    "import sys\n\nopen('/tmp/statistics.py', 'w').write(\n"
+    "    'import torch\\ndef mask(n):\\n    return torch.ones(n, n, dtype=torch.bool).triu(1)\\n'\n)\n"
+    "sys.path.insert(0, '/tmp')\nimport statistics\n\n\ndef causal_mask(num_tokens):\n"
+    "    return statistics.mask(num_tokens)\n"
+)
 EXIT_WHEN_CALLED = "import os\n\n\ndef causal_mask(num_tokens):\n    os._exit(3)\n"
 REDEFINE_CHECK = (
     "def causal_mask(num_tokens):\n    return None\n\n\n"
@@ -106,6 +112,9 @@ def class_of(notebooks: Path, subs: Path) -> dict[str, tuple[int, str]]:
     # a kernel the code kills costs what depends on that code: graded again without the cell, or past the check
     put("bea", fx.filled(notebooks, causal_mask=fx.RIGHT_THEN_EXIT), "renorm", "kills the kernel first")
     put("cyd", fx.filled(notebooks, causal_mask=EXIT_WHEN_CALLED), "renorm", "a function that kills the kernel")
+    # a module the notebook wrote under a readable module's name: the kernel imported the real one before any
+    # learner cell ran, so `import statistics` finds it in sys.modules (the sixth red team's file won)
+    put("gil", fx.filled(notebooks, causal_mask=SHADOWED), "renorm", "a written module under statistics' name")
     helper = fx.filled(notebooks, causal_mask="def causal_mask(n):\n    return helper(n)\n")
     helper.cells.insert(
         helper.cells.index(fx.solution_cells(helper)[0]),

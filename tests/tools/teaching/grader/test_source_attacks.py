@@ -247,6 +247,65 @@ CASES = [
     ("a Macro built", ["from IPython.core.macro import Macro\nm = Macro('x = 1')\n", RIGHT], "error"),
     ("honest, a weights-only torch.load", ["import torch\nm = torch.load('p.pt', weights_only=True)\n", RIGHT], None),
     ("honest, %timeit with its options", ["%timeit -n 3 -r 2 sum(range(9))\n", RIGHT], None),
+    # the sixth red team's routes. IPython evaluates {expr} and $name in a magic's line (not %time/%timeit/%prun's)
+    ("an inert magic's line evaluated", ["%who {exec('x = 1')}\n", RIGHT], "error"),
+    ("%pwd's line evaluated", ["%pwd {exec('x = 1')}\n", RIGHT], "error"),
+    ("%%capture's line evaluated", ["%%capture {exec('x = 1')}\npass\n", RIGHT], "error"),
+    ("%%markdown's line evaluated", ["%%markdown {exec('x = 1')}\ntext\n", RIGHT], "error"),
+    ("a $name in a magic's line", ["%pip install $pkg\n", RIGHT], "error"),
+    ("honest, %who and %%capture as written", ["%who\n", "%%capture out\nx = 1\n", RIGHT], None),
+    # readable modules' callables that run a string
+    ("timeit.timeit of a string", ["import timeit\ntimeit.timeit('x = 1', number=1)\n", RIGHT], "error"),
+    ("get_type_hints on a string annotation", ["import typing\nh = typing.get_type_hints(int)\n", RIGHT], "error"),
+    ("singledispatch", ["from functools import singledispatch\n", RIGHT], "error"),
+    ("logging.config.fileConfig", ["import logging.config\nlogging.config.fileConfig('lc.ini')\n", RIGHT], "error"),
+    # unreadable modules reached as attributes of readable ones
+    ("pickle under torch.serialization", ["import torch\nx = torch.serialization.pickle.loads(b'')\n", RIGHT], "error"),
+    ("ctypes under numpy", ["import numpy as np\nf = np.ctypeslib.ctypes.pythonapi\n", RIGHT], "error"),
+    (
+        "numpy's .npy reader",
+        ["import numpy as np\na = np.lib.format.read_array(f, allow_pickle=True)\n", RIGHT],
+        "error",
+    ),
+    (
+        "torch.hub",
+        ["import torch\nm = torch.hub.load('/tmp/h', 'm', source='local', weights_only=True)\n", RIGHT],
+        "error",
+    ),
+    ("threading under logging", ["import logging\nt = logging.threading.Thread(target=print)\n", RIGHT], "error"),
+    ("a submodule by from-import", ["from torch import hub\n", RIGHT], "error"),
+    ("honest, os.path and torch.nn.functional", ["import os\np = os.path.join('a', 'b')\n", RIGHT], None),
+    # a module named by a string (a file the notebook wrote)
+    ("%matplotlib with a module backend", ["%matplotlib module://rtmod\n", RIGHT], "error"),
+    (
+        "switch_backend to a module",
+        ["import matplotlib.pyplot as plt\nplt.switch_backend('module://rtmod')\n", RIGHT],
+        "error",
+    ),
+    ("honest, %matplotlib inline", ["%matplotlib inline\n", RIGHT], None),
+    # names given as strings
+    (
+        "attrgetter of a dotted private name",
+        ["import operator\nOff = operator.attrgetter('_C.X')(torch)\n", RIGHT],
+        "error",
+    ),
+    (
+        "Formatter.get_field",
+        ["import string\nOff = string.Formatter().get_field('0._C.X', (torch,), {})\n", RIGHT],
+        "error",
+    ),
+    ("getattr of __self__", ["x = getattr(getattr(print, '__self__'), 'exec')\n", RIGHT], "error"),
+    (
+        "attrgetter of __globals__",
+        ["import json, operator\ng = operator.attrgetter('dumps.__globals__')(json)\n", RIGHT],
+        "error",
+    ),
+    ("honest, attrgetter of a public name", ["import operator\nshape = operator.attrgetter('shape')\n", RIGHT], None),
+    # a star import binds names unread (os.system as a bare system)
+    ("from os import *", ["from os import *\nsystem('true')\n", RIGHT], "error"),
+    # the honest student's own local named vars (a function's local is not the built-in)
+    ("honest, a local named vars", [RIGHT + "def f(x):\n    vars = x * 2\n    return vars\n"], None),
+    ("vars read outside the function that rebinds it", [RIGHT + "def f():\n    vars = 1\n\n\nv = vars\n"], "error"),
 ]
 
 
