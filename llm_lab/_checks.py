@@ -126,3 +126,13 @@ def token_ids(ids, vocab_size: int, context_length: int, hint: str = "") -> None
         where = f"[0, {vocab_size})" + (" (the model's own vocabulary)" if hint else "")
         got = f"got {int(ids.min())}..{int(ids.max())}"
         raise ValueError(f"ids must lie in {where}, {got}" + (f"; {hint}" if hint else ""))
+
+
+def id_rows(ids) -> torch.Tensor:
+    """``ids`` when it is a (B, T) int64 tensor of token ids with T >= 2 (rows a model reads), else ValueError."""
+    tensor("ids", ids)
+    if ids.dim() != 2 or ids.dtype != torch.long or ids.shape[1] < 2:
+        raise ValueError(
+            f"ids must be a (B, T) tensor of int64 token ids with T >= 2, got {ids.dtype} {tuple(ids.shape)}"
+        )
+    return ids

@@ -46,7 +46,7 @@ PATHS = ("queries", "keys", "values")
 def ideal_copier_loss(ids: torch.Tensor) -> float:
     """The loss, on the copyable predictions, of a copier that knows only the current token: at ``i`` it bets on
     the tokens that followed every earlier occurrence of ``ids[i]``, in proportion to how often each did."""
-    ids = _ids2d(ids)
+    ids = _checks.id_rows(ids)
     cur, nxt = ids[:, :-1], ids[:, 1:]
     t = cur.shape[1]
     earlier = torch.ones(t, t, dtype=torch.bool, device=ids.device).tril(-1)
@@ -72,7 +72,7 @@ def key_uses(ids: torch.Tensor) -> torch.Tensor:
     """``(B, T)`` ids -> ``(T,)`` int64: at ``j``, how many predictions in the batch a copier makes by reading key
     ``j``: position ``i`` (predicting ``ids[i + 1]``) with ``j <= i``, ``ids[j - 1] == ids[i]`` and
     ``ids[j] == ids[i + 1]``. Key 0 has no token before it and is never read this way, so its count is 0."""
-    ids = _ids2d(ids)
+    ids = _checks.id_rows(ids)
     t = ids.shape[1]
     cur, nxt = ids[:, :-1], ids[:, 1:]  # query i = 0 .. T - 2 and its target; key j = 1 .. T - 1 and its token before
     match = (cur[:, :, None] == cur[:, None, :]) & (nxt[:, :, None] == nxt[:, None, :])  # (B, i, j - 1)
@@ -167,7 +167,7 @@ def logit_attribution(model: AttentionOnlyTransformer, ids: torch.Tensor, layer:
 def generate(model: AttentionOnlyTransformer, prompt: torch.Tensor, num_new: int) -> torch.Tensor:
     """Greedy decoding: feed ``prompt`` ``(B, T0)``, then each new token, one at a time, through one KV cache per
     layer; return the ``(B, num_new)`` tokens chosen (each the argmax of the newest position's logits)."""
-    prompt = _ids2d(prompt)
+    prompt = _checks.id_rows(prompt)
     _checks.positive_int("num_new", num_new)
     total = prompt.shape[1] + num_new
     if total > model.config.context_length:
@@ -199,15 +199,6 @@ def decode_tokens(model: AttentionOnlyTransformer, ids: torch.Tensor, caches: li
 # ---- pieces ------------------------------------------------------------------------------------------------
 
 
-def _ids2d(ids) -> torch.Tensor:
-    _checks.tensor("ids", ids)
-    if ids.dim() != 2 or ids.dtype != torch.long or ids.shape[1] < 2:
-        raise ValueError(
-            f"ids must be a (B, T) tensor of int64 token ids with T >= 2, got {ids.dtype} {tuple(ids.shape)}"
-        )
-    return ids
-
-
 def _layer(model, layer) -> None:
     if not isinstance(model, AttentionOnlyTransformer):
         raise TypeError(f"model must be an AttentionOnlyTransformer, got {type(model).__name__}")
@@ -215,7 +206,7 @@ def _layer(model, layer) -> None:
 
 
 def _embed(model, ids) -> torch.Tensor:
-    ids = _ids2d(ids)
+    ids = _checks.id_rows(ids)
     _check_ids(ids, model.config)
     return model.tok_emb(ids) + model.pos_emb(torch.arange(ids.shape[1], device=ids.device))
 

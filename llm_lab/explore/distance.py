@@ -58,15 +58,6 @@ SWEEP_LENGTH = 8
 """Tokens in the repeated segment of :func:`sweep_batch`: the last 8 of the window, so sources reach 56 back."""
 
 
-def _ids2d(ids) -> torch.Tensor:
-    _checks.tensor("ids", ids)
-    if ids.dim() != 2 or ids.dtype != torch.long or ids.shape[1] < 2:
-        raise ValueError(
-            f"ids must be a (B, T) tensor of int64 token ids with T >= 2, got {ids.dtype} {tuple(ids.shape)}"
-        )
-    return ids
-
-
 def _matches(ids: torch.Tensor) -> torch.Tensor:
     """``(B, i, j)`` bool for ``i, j < T - 1``: ``j < i``, ``ids[j] == ids[i]`` and ``ids[j + 1] == ids[i + 1]``."""
     cur, nxt = ids[:, :-1], ids[:, 1:]
@@ -79,7 +70,7 @@ def source_distances(ids: torch.Tensor) -> torch.Tensor:
     """``(B, T)`` ids -> ``(n,)`` int64: for each of the ``n`` copyable predictions (:func:`copyable`), ``i - j`` for
     the nearest earlier ``j`` whose pair ``(ids[j], ids[j + 1])`` equals ``(ids[i], ids[i + 1])``: how far back the
     copy is."""
-    match = _matches(_ids2d(ids))  # (B, i, j)
+    match = _matches(_checks.id_rows(ids))  # (B, i, j)
     t = match.shape[-1]
     i = torch.arange(t, device=ids.device)
     gap = torch.where(match, i[:, None] - i[None, :], torch.full_like(match, t, dtype=torch.long))  # (B, i, j)
@@ -91,7 +82,7 @@ def longest_stretches(ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``(B, T)`` ids -> ``(B,)`` int64 lengths and ``(B,)`` int64 distances: for each row, the most consecutive
     positions ``i`` with ``ids[i] == ids[i - d]`` for one ``d``, and that ``d`` (the smallest, on a tie; 0 with the
     length where no token repeats). Chance matches count too: it is what a copier sees, not how the row was made."""
-    ids = _ids2d(ids)
+    ids = _checks.id_rows(ids)
     b, t = ids.shape
     i = torch.arange(t, device=ids.device)  # (T,)
     d = torch.arange(1, t, device=ids.device)[:, None]  # (T - 1, 1): every distance
@@ -107,7 +98,7 @@ def ideal_copier_losses(ids: torch.Tensor) -> torch.Tensor:
     """``(B, T)`` ids -> ``(B, T - 1)`` float64: at a copyable prediction ``i``, the loss of a copier that sees only
     ``ids[i]`` and bets on the tokens that followed its earlier occurrences, in proportion to how often each did;
     ``nan`` where the prediction is not copyable."""
-    ids = _ids2d(ids)
+    ids = _checks.id_rows(ids)
     cur = ids[:, :-1]
     t = cur.shape[1]
     earlier = torch.ones(t, t, dtype=torch.bool, device=ids.device).tril(-1)
@@ -263,7 +254,7 @@ def window_losses(model, ids: torch.Tensor, ends, length: int = SWEEP_LENGTH) ->
     """``model``'s mean loss on the copyable predictions (``copy_data.copyable``) of ``ids`` ``(B, T)`` at
     ``i = end - length + 1 .. end - 1``, one float per ``end``: the predictions :func:`grid` scores for a repeat
     ending at ``end``, read on other rows (notebook 08: the first probe, whose repeat runs 32 tokens)."""
-    ids = _ids2d(ids)
+    ids = _checks.id_rows(ids)
     t = ids.shape[1]
     ends = [_checks.int_range("end", e, length, t - 1) for e in ends]
     if not ends:
@@ -318,7 +309,7 @@ def loss_by_distance(logits: torch.Tensor, ids: torch.Tensor) -> dict:
     """The mean next-token loss of ``logits`` ``(B, T, V)`` on ``ids`` ``(B, T)``, split by the nearest earlier copy
     (:func:`source_distances`): ``"2-7 back"``, ``"8 or more back"`` and ``"not copyable"`` (``nan`` where a group is
     empty; copies 1 back, a token repeated, belong to neither distance group)."""
-    ids = _ids2d(ids)
+    ids = _checks.id_rows(ids)
     if logits.dim() != 3 or logits.shape[:2] != ids.shape:
         raise ValueError(f"logits must be (B, T, V) for ids {tuple(ids.shape)}, got {tuple(logits.shape)}")
     loss = F.cross_entropy(logits.detach()[:, :-1].transpose(1, 2).double(), ids[:, 1:], reduction="none")
@@ -335,7 +326,7 @@ def icl_score(logits: torch.Tensor, ids: torch.Tensor, width: int = 8) -> float:
     """An in-context-learning score adapted from Olsson et al. (2022), who take the loss at token 500 minus the loss
     at token 50 of long contexts; on a short window: the mean loss of the last ``width`` predictions minus that of
     the first ``width`` (negative: the model predicts better late in the context)."""
-    ids = _ids2d(ids)
+    ids = _checks.id_rows(ids)
     if logits.dim() != 3 or logits.shape[:2] != ids.shape:
         raise ValueError(f"logits must be (B, T, V) for ids {tuple(ids.shape)}, got {tuple(logits.shape)}")
     loss = F.cross_entropy(logits.detach()[:, :-1].transpose(1, 2).double(), ids[:, 1:], reduction="none")
@@ -352,7 +343,7 @@ def training_point(model, probe: torch.Tensor, held: torch.Tensor) -> dict:
     m = measure(model, probe)
     was_training = model.training
     model.eval()
-    logits = model(_ids2d(held))
+    logits = model(_checks.id_rows(held))
     model.train(was_training)
     point = {"copyable": m["copyable"], "other": m["other"], "previous": float(m["previous"][0].max())}
     return {**point, **loss_by_distance(logits, held), "icl": icl_score(logits, held)}
