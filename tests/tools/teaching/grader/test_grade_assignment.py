@@ -117,6 +117,8 @@ def test_each_file_of_a_two_notebook_assignment_runs_with_its_own_notebooks_seal
     nbformat.write(fx.filled(notebooks), str(subs / "alice" / "01_demo.ipynb"))
     nbformat.write(fx.filled(notebooks, name="02_other.ipynb"), str(subs / "alice" / "02_other.ipynb"))
     seals = {}
-    monkeypatch.setattr(cli, "_run", lambda sub, nb, plan, settings, src=None: seals.update({sub.path.name: settings}))
+    monkeypatch.setattr(
+        cli, "_run", lambda sub, nb, plan, settings, src=None, reread=None: seals.update({sub.path.name: settings})
+    )
     cli.grade(subs, tmp_path / "out", "01,02", src=notebooks, echo=lambda *a: None, sandboxed=False, jobs=1)
     assert {name: s.notebooks for name, s in seals.items()} == {"01_demo.ipynb": ("01",), "02_other.ipynb": ("02",)}
