@@ -129,8 +129,9 @@ def _run(submission: submissions.Submission, course_nb, plan, settings: KernelSe
     the code wrote, output cut, a kernel that died. A kernel the learner's code killed (a crash, ``os._exit``,
     memory) costs only what depends on that code: the exercises checked before keep their verdicts, and a new
     kernel runs the notebook again for the rest, without the learner cell that killed it (``reread(crashed)``:
-    the submission read again with those cells left out) or, where a check's call killed it, with nothing left
-    out; at most ``MAX_RESTARTS`` times, every kernel within what is left of the submission's ``max_seconds``."""
+    the submission read again with those cells left out; where a course cell died, the last learner cell before
+    it, whose code the course cell ran) or, where a check's call killed it, with nothing left out; at most
+    ``MAX_RESTARTS`` times, every kernel within what is left of the submission's ``max_seconds``."""
     done, crashed, notes, start = {}, {}, [], time.monotonic()
     for attempt in range(MAX_RESTARTS + 1):
         left = settings.max_seconds - (time.monotonic() - start)
@@ -138,6 +139,9 @@ def _run(submission: submissions.Submission, course_nb, plan, settings: KernelSe
             course_nb, plan, settings._replace(max_seconds=left), source, done, notes
         )
         submission.verdicts = verdicts
+        if isinstance(died_in, int) and died_in not in plan.learner:  # a course cell, running the learner's code
+            earlier = [i for i in plan.learner if i < died_in and i not in crashed]  # (a function the cell calls)
+            died_in, died = (earlier[-1], f"{died}, in a course cell after it") if earlier else (died_in, died)
         if isinstance(died_in, int):  # a learner cell's death: every check after it ran on a dead kernel
             lost = {v.key for v in verdicts if v.key not in done and plan.grading.get(v.key, -1) > died_in}
         restart = (

@@ -61,13 +61,17 @@ PROCESS_MAGICS = {"bash", "sh", "script", "perl", "ruby", "python", "python2", "
 # it runs (in cell mode too: %%timeit's setup statement, %%prun's line before the cell)
 OPTIONS = {"timeit": ("n:r:tcp:qov:", {"strict": False, "preserve_non_opts": True}), "prun": ("D:l:rs:T:q", {})}
 HIDDEN_CALLS = {"exec", "eval", "compile", "globals", "vars", "locals", "breakpoint", "__import__"}
+# names a from-import may not bind: IPython's shell, and sys's import machinery (``from sys import modules``)
+SYS_IMPORTS = {"get_ipython", "modules", "meta_path", "path_hooks", "path_importer_cache"}
+# callables that import a module named by their string argument (a backend): only a written name, not module://
+BACKENDS = {"switch_backend", "use"}
 # callables of readable modules that evaluate a string as Python (an annotation, a config file's entry) or import a
 # module named by one: by any name, called or not
 EVALUATING = {"get_type_hints", "singledispatch", "singledispatchmethod", "fileConfig", "dictConfig", "ForwardRef"}
 # submodules of readable packages that a learner cell may not reach, by import or attribute: pickles, C calls,
 # imports of files by path, processes
 UNREADABLE_SUBMODULES = (
-    "logging.config", "torch.hub", "torch.package", "torch.serialization", "torch.multiprocessing",
+    "logging.config", "logging.handlers", "torch.hub", "torch.package", "torch.serialization", "torch.multiprocessing",
     "torch.utils.cpp_extension", "torch._dynamo", "torch._inductor", "torch.utils.data._utils", "numpy.ctypeslib",
     "numpy.lib.format", "numpy.f2py", "numpy.distutils", "matplotlib.backends", "IPython.core", "IPython.utils",
 )  # fmt: skip
@@ -248,7 +252,7 @@ def _unpickles(node) -> bool:
 def _hidden_node(node, allowed: set, called: set, looped: frozenset[str] = frozenset(), local=frozenset()) -> str:
     if (
         isinstance(node, ast.Call)
-        and getattr(node.func, "attr", getattr(node.func, "id", "")) == "load"
+        and getattr(node.func, "attr", getattr(node.func, "id", "")) in ("load", "loads")
         and _unpickles(node)
     ):
         return f"`{ast.unparse(node)[:60]}`: a pickle runs code as it loads, which the grader does not read"
@@ -299,7 +303,15 @@ def _named_by_string(node) -> str:
         name = node.args[at] if at is not None and len(node.args) > at else None
         if isinstance(name, ast.Constant) and isinstance(name.value, str) and _hidden_path(name.value):
             return f"`{ast.unparse(node)[:60]}`: a private or hidden name reached through a string"
-    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("module://"):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, (ast.Name, ast.Attribute))
+        and _name_of(node.func) in BACKENDS
+    ):
+        backend = node.args[0] if node.args else None
+        if backend is not None and not (isinstance(backend, ast.Constant) and ":" not in str(backend.value)):
+            return f"`{ast.unparse(node)[:60]}`: a backend module named at run time or by module://, not read"
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("module:"):
         return f"`{node.value[:40]}`: a module named by a string (a file the notebook wrote), not read"
     if isinstance(node, (ast.Name, ast.Attribute)) and _name_of(node) in EVALUATING:
         return f"`{_name_of(node)}`: it evaluates a string as Python, which the grader does not read"
@@ -375,7 +387,7 @@ def _unreadable_import(node) -> str:
         if found:
             return found
     if isinstance(node, ast.ImportFrom) and (
-        node.level or any(a.name in REFLECTIVE | HIDDEN_ATTRIBUTES | EVALUATING | {"get_ipython"} for a in node.names)
+        node.level or any(a.name in REFLECTIVE | HIDDEN_ATTRIBUTES | EVALUATING | SYS_IMPORTS for a in node.names)
     ):
         return f"`{ast.unparse(node)[:60]}`"
     names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]

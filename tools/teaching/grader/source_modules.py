@@ -63,15 +63,34 @@ def _resolve(node, bound: dict[str, str], seen: dict):
     if isinstance(node, ast.Name) and node.id in bound:
         found = _module(bound[node.id])
     elif isinstance(node, ast.Attribute):
-        parent = _resolve(node.value, bound, seen)
-        if parent is not None:
-            try:
-                child = getattr(parent, node.attr, None)
-            except Exception:  # a module's own __getattr__ that fails
-                child = None
-            found = child if isinstance(child, types.ModuleType) else None
+        found = _child(_resolve(node.value, bound, seen), node.attr)
+    elif isinstance(node, ast.Call) and _named(node.func, "getattr") and len(node.args) >= 2:
+        found = _child(_resolve(node.args[0], bound, seen), _written(node.args[1]))  # getattr(np, "ctypeslib")
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Call) and _named(node.func.func, "attrgetter"):
+        found = _resolve(node.args[0], bound, seen) if node.args else None  # attrgetter("a.b")(np)
+        for part in (_written(node.func.args[0]) if node.func.args else "").split("."):
+            found = _child(found, part)
     seen[id(node)] = found
     return found
+
+
+def _named(func, name: str) -> bool:
+    return isinstance(func, ast.Name) and func.id == name or isinstance(func, ast.Attribute) and func.attr == name
+
+
+def _written(node) -> str:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
+
+
+def _child(parent, attr: str):
+    """The module ``parent.attr`` is, or None (no parent, no such attribute, not a module)."""
+    if parent is None or not attr:
+        return None
+    try:
+        child = getattr(parent, attr, None)
+    except Exception:  # a module's own __getattr__ that fails
+        return None
+    return child if isinstance(child, types.ModuleType) else None
 
 
 def _module(dotted: str):
@@ -93,7 +112,7 @@ def through_modules(tree: ast.Module, bound: dict[str, str]) -> str:
     it does not): ``bound`` is :func:`readable_bindings`."""
     seen: dict = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute):
+        if isinstance(node, (ast.Attribute, ast.Call)):
             module = _resolve(node, bound, seen)
             name = getattr(module, "__name__", "")
             why = "" if module is None or name in ALIASES else source_hidden._unreadable_module(name)

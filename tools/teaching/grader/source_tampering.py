@@ -63,8 +63,17 @@ INTERNALS = MACHINERY_NAMES | set(HOOKS)
 # (``.ops`` and ``.distributions`` on anything, ``compile`` on torch and the names bound to it)
 # and torch.library (a custom operator's kernel runs below both modes), torch.multiprocessing and torch.distributed
 # (other processes)
-TORCH_DOORS = ("ops", "compile", "distributions", "library", "multiprocessing", "distributed", "cpp_extension")
-ANY_DOORS = ("ops", "distributions", "custom_op", "cpp_extension", "load_inline")
+TORCH_DOORS = (
+    "ops",
+    "compile",
+    "distributions",
+    "library",
+    "multiprocessing",
+    "distributed",
+    "cpp_extension",
+    "classes",
+)
+ANY_DOORS = ("ops", "distributions", "custom_op", "cpp_extension", "load_inline", "load_library")
 # threads and processes: what runs there is outside the watch on the learner's call
 THREADS = ("threading", "_thread", "multiprocessing", "concurrent")
 FORKS = (

@@ -12,6 +12,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import types
 from pathlib import Path
 
 import _course_fixture as fx
@@ -334,3 +335,36 @@ def test_the_check_budget_stretches_with_the_load_and_no_further_than_four_times
         monkeypatch.setattr(os, "getloadavg", lambda load=load: (load, load, load))
         assert judging.exercise_budget(30.0) == pytest.approx(30.0 * factor)
         assert judging.exercise_budget(30.0, limit=40.0) == pytest.approx(min(40.0, 30.0 * factor))
+
+
+@pytest.mark.parametrize(
+    "died_in,left_out",
+    [(3, 3), (5, 3), ("check", None), (0, None)],
+    ids=["a learner cell", "a course cell running learner code", "a check's call", "a course cell before any"],
+)
+def test_where_a_kernel_died_decides_what_the_next_one_leaves_out(monkeypatch, died_in, left_out):
+    """``cli._run`` without kernels: the first kernel dies in a learner cell (it is left out), in a course cell
+    after one (the learner cell before it, whose code the course cell ran, is left out), in a check's call (the
+    notebook runs again, nothing left out) or in a course cell before any learner cell (no new kernel)."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1") for _ in range(8)])
+    plan = matching.ExecutionPlan(nb, {"a": 2, "b": 6}, {"a": [1], "b": [3]}, [], learner=[1, 3])
+    runs, asked = [], []
+
+    def one_kernel(course_nb, plan, settings, source, done, notes):
+        runs.append(dict(done))
+        first = len(runs) == 1
+        verdicts = [judging.Verdict(k, "error" if first and k == "b" else "pass") for k in ("a", "b")]
+        return verdicts, ({"b"} if first else set()), ("the kernel died" if first else ""), (died_in if first else None)
+
+    def reread(crashed):
+        asked.append(dict(crashed))
+        return types.SimpleNamespace(problem="", plan=plan, reading=None)
+
+    monkeypatch.setattr(cli, "_one_kernel", one_kernel)
+    submission = submissions.Submission("s", Path("s.ipynb"))
+    settings = cli.KernelSettings(10, 1000, False, 600.0)
+    cli._run(submission, None, plan, settings, None, reread)
+    again = died_in == "check" or left_out is not None
+    assert len(runs) == (2 if again else 1) and (runs[-1] == {} or list(runs[-1]) == ["a"]), runs
+    assert asked == ([{left_out: asked[0][left_out]}] if left_out is not None else []), asked
+    assert [v.status for v in submission.verdicts] == (["pass", "pass"] if again else ["pass", "error"])
