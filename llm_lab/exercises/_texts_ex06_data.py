@@ -39,7 +39,7 @@ LOSS_MESSAGES = {
     },
     "uses_cross_entropy": {
         "en": "{title}: calls {ref}; the exercise is to compute the loss from the scores yourself, with exp, log, max, sum and gather. Compare with it after the check.",  # noqa: E501
-        "zh": "{title}：调用了 {ref}；这个练习要你用 exp、log、max、sum 和 gather 自己从分数算出损失。检查通过后再拿它来对照。",
+        "zh": "{title}：调用了 {ref}；这个练习要你用 exp、log、max、sum 和 gather 自己从分数算出损失。检查通过后再拿它来对照。",  # noqa: E501
     },
 }
 LOSS_FIXES = {
