@@ -215,8 +215,8 @@ def _loss_cases(g: torch.Generator) -> list:
     return out
 
 
-# torch ops that compute the loss, or its log-softmax, for the learner
-LOSS_BUILTINS = ("log_softmax", "cross_entropy", "nll_loss")
+# torch ops that compute the loss, its log-softmax or its log-sum-exp, for the learner
+LOSS_BUILTINS = ("log_softmax", "cross_entropy", "nll_loss", "logsumexp")
 
 
 def _loss_builtin(observed: list) -> str | None:
@@ -425,6 +425,9 @@ RECORDS = [
             ("torch", "Tensor.log_softmax", "uses_cross_entropy"),
             ("torch.distributions", "Categorical.log_prob", "uses_cross_entropy"),
             ("torch.special", "log_softmax", "uses_cross_entropy"),
+            ("torch", "logsumexp", "uses_cross_entropy"),
+            ("torch", "Tensor.logsumexp", "uses_cross_entropy"),
+            ("torch.special", "logsumexp", "uses_cross_entropy"),
             ("torch._C._nn", "cross_entropy_loss", "uses_cross_entropy"),
             ("torch._C._nn", "nll_loss_nd", "uses_cross_entropy"),
         ),

@@ -38,8 +38,8 @@ LOSS_MESSAGES = {
         "zh": "{title}：又把目标错开了一位（输入：{case}）；targets[:, t] 已经是位置 t 之后的那个 ID（数据集已经错开过），所以位置 t 的分数对应 targets[:, t]。",  # noqa: E501
     },
     "uses_cross_entropy": {
-        "en": "{title}: calls {ref}; the exercise is to compute the loss from the scores yourself. Compare with it after the check.",  # noqa: E501
-        "zh": "{title}：调用了 {ref}；这个练习要你自己从分数算出损失。检查通过后再拿它来对照。",
+        "en": "{title}: calls {ref}; the exercise is to compute the loss from the scores yourself, with exp, log, max, sum and gather. Compare with it after the check.",  # noqa: E501
+        "zh": "{title}：调用了 {ref}；这个练习要你用 exp、log、max、sum 和 gather 自己从分数算出损失。检查通过后再拿它来对照。",  # noqa: E501
     },
 }
 LOSS_FIXES = {

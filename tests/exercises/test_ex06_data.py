@@ -13,6 +13,7 @@ from solutions_ex06_data import (
     loss_factory,
     loss_in_place,
     loss_logsumexp,
+    loss_lse_minus_score,
     next_token_loss,
 )
 
@@ -80,7 +81,7 @@ def test_a_loss_that_shifts_in_place_or_calls_the_library_is_named():
         assert (result.status, result.hint) == ("fail", "uses_cross_entropy"), result.message
         assert "cross_entropy" in result.message
         assert ex.grade("next_token_loss", next_token_loss, secret=secret).passed
-        assert ex.grade("next_token_loss", loss_logsumexp, secret=secret).passed
+        assert ex.grade("next_token_loss", loss_lse_minus_score, secret=secret).passed
 
 
 def test_log_softmax_is_ruled_out_too():
@@ -88,6 +89,15 @@ def test_log_softmax_is_ruled_out_too():
         return -torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).mean()
 
     assert ex.grade("next_token_loss", with_log_softmax).hint == "uses_cross_entropy"
+
+
+def test_logsumexp_is_ruled_out_the_log_sum_exp_written_by_hand_passes():
+    """torch.logsumexp shifts by the maximum itself, the step the float32 traps ask for: it is named, while the
+    same formula with the shift written out passes."""
+    result = ex.grade("next_token_loss", loss_logsumexp)
+    assert (result.status, result.hint) == ("fail", "uses_cross_entropy"), result.message
+    assert "logsumexp" in result.message
+    assert ex.grade("next_token_loss", loss_lse_minus_score).passed
 
 
 # ---- a document mistake is named only when it reproduces the learner's windows on every case ----
