@@ -29,6 +29,7 @@ import nbformat
 import pytest
 
 from tools.teaching.grader import cli, sandbox_limits
+from tools.teaching.grader import kernel as grader_kernel
 
 pytestmark = pytest.mark.usefixtures("sandbox_required")
 ROOT = Path(__file__).resolve().parents[4]
@@ -68,8 +69,13 @@ print("RESULTS " + json.dumps({r.student: [r.total, r.notes, r.problem] for r in
 
 def _graded(subs, out, notebooks, **limits) -> dict:
     """student -> Submission, the class graded with every cell run, those the grader would leave out too
-    (``run_unvouched``): what is tested is the sandbox's limits on their own."""
-    grading = cli.grade(subs, out, "01", jobs=2, src=notebooks, echo=lambda *a: None, run_unvouched=True, **limits)
+    (``run_unvouched``), and without the graded kernel's own process filter (``Kernel.NO_PROCESSES``: it refuses
+    these forks first, test_sandbox_seccomp.py): what is tested is the sandbox's limits on their own."""
+    grader_kernel.Kernel.NO_PROCESSES = False
+    try:
+        grading = cli.grade(subs, out, "01", jobs=2, src=notebooks, echo=lambda *a: None, run_unvouched=True, **limits)
+    finally:
+        grader_kernel.Kernel.NO_PROCESSES = True
     return {r.student: r for r in grading}
 
 
