@@ -9,7 +9,7 @@ asks for them:
 
 - **code from text**: ``compile``/``exec``/``eval`` of anything but the notebook's own cells (run by IPython, or by
   its ``%time``/``%timeit``/``%%capture`` magics, whose lines the reading reads), the modules imported from the
-  installed files, and the standard library's code generators that build code from checked identifiers
+  installed files (and what their code runs while they are imported), and the standard library's code generators that build code from checked identifiers
   (``dataclasses``, ``collections.namedtuple``; ``ast.parse`` makes a tree only);
 - **code from bytes or objects**: ``marshal.loads`` outside the import of an installed file, new code or function
   objects (``types.CodeType``, ``code.replace``, ``types.FunctionType``), a function's ``__code__`` replaced;
@@ -106,6 +106,8 @@ def _code_ok(caller, event: str, args) -> str | None:
         return f"bytes turned into code by {os.path.basename(where)}"
     if where.endswith(_GENERATORS):
         return None
+    if trusted(_loader_path(caller)):
+        return None  # an installed module's own code, while it is imported (torch's, typing's at import time)
     if ("/IPython/" in where or "/ipykernel/" in where) and (not _learner_frames(caller) or _in_magic(caller)):
         return None  # a cell of the notebook, run by the kernel (or a %time/%timeit/%%capture line in one)
     return f"{os.path.basename(where)} runs text as code"

@@ -305,7 +305,7 @@ class Kernel:
     # the process filter is on wherever the sandbox is; only the tests of the sandbox's own limits turn it off
     # (tests/tools/teaching/grader/test_sandbox_limits.py: it would refuse their forks before the limits see them)
     NO_PROCESSES = True
-    GUARDED = True  # kernel_guard: off only where test_grade_guard shows the same routes score without it
+    GUARDED = True  # kernel_guard: off only in test_grade_hostile, which tests the sandbox on its own
 
     def _warm_up(self) -> None:
         """Import torch and the answering code before the first cell, with time to spare: on a busy machine a
