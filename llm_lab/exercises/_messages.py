@@ -37,6 +37,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "en": "{title}: started a thread or a process ({ref}) while checked: the check watches the call it makes, and what another thread or process computes is outside it. Compute the result in the function itself.",  # noqa: E501
         "zh": "{title}：在检查期间启动了线程或进程（{ref}）：检查只观察它发起的那次调用，别的线程或进程里算出的东西不在观察之内。请在函数本身里计算结果。",  # noqa: E501
     },
+    "thread_running": {
+        "en": "{title}: a thread your notebook started ({ref}) was running while it was checked: what another thread computes is outside the check, so the check cannot pass. Stop the thread (or do not start one) before the check.",  # noqa: E501
+        "zh": "{title}：检查期间，你的 notebook 启动的线程（{ref}）仍在运行：别的线程里算出的东西不在检查的观察之内，所以检查不能通过。请在检查之前停止该线程（或者不要启动线程）。",  # noqa: E501
+    },
     "watch_switched_off": {
         "en": "{title}: your code switched off the checker's watch ({ref} called while it was checked): the check sees which code your function runs, and code that hides from it cannot pass. Remove the call to {ref}.",  # noqa: E501
         "zh": "{title}：你的代码在检查期间关掉了检查器的监视（调用了 {ref}）：检查要看到你的函数运行了哪些代码，躲开它的代码不能通过。请去掉对 {ref} 的调用。",  # noqa: E501

@@ -305,14 +305,18 @@ class Kernel:
     # the process filter is on wherever the sandbox is; only the tests of the sandbox's own limits turn it off
     # (tests/tools/teaching/grader/test_sandbox_limits.py: it would refuse their forks before the limits see them)
     NO_PROCESSES = True
+    GUARDED = True  # kernel_guard: off only in test_grade_hostile, which tests the sandbox on its own
 
     def _warm_up(self) -> None:
         """Import torch and the answering code before the first cell, with time to spare: on a busy machine a
         first cell's ``import torch`` can outlast the cell timeout, and an import interrupted half way leaves
         torch unusable for the rest of the notebook."""
-        # sandboxed, the kernel then denies itself every new process (sandbox_seccomp.no_processes): threads only
+        # sandboxed, the kernel then denies itself every new process (sandbox_seccomp.no_processes): threads only;
+        # then its guard (kernel_guard: an audit hook refusing code from text, ctypes, unpickling, written modules)
         filtered = self.sandboxed and self.NO_PROCESSES
-        cell = nbformat.v4.new_code_cell(self.WARM_UP + ("\n" + sandbox_seccomp.installer() if filtered else ""))
+        guard = f"\nimport {KERNEL_MODULE} as _k\n_k.guard()\ndel _k" if self.GUARDED else ""
+        code = self.WARM_UP + ("\n" + sandbox_seccomp.installer() if filtered else "") + guard
+        cell = nbformat.v4.new_code_cell(code)
         self.plan.nb.cells.append(cell)
         self.client.timeout = max(180, math.ceil(self.cell_timeout))
         try:

@@ -417,7 +417,8 @@ def kernel_pid(outer_pid: int) -> int | None:
 
 
 # Run in a fresh (single-threaded) Python: join the sandbox's user (without root) and mount namespaces, then
-# remount its /tmp with an inode cap and the given folders read-only, keeping each mount's other flags (those a
+# remount its /tmp (and /dev/shm) with an inode cap and noexec (no file the submission writes is ever mapped as
+# code: not a shared object, not a program) and the given folders read-only, keeping each mount's other flags (those a
 # user namespace may not drop, bwrap's way).
 _SEAL = """
 import ctypes, os, sys
@@ -430,14 +431,14 @@ if owner < 0:
 for kind, fd in (("user", owner), ("mnt", mnt)):
     if os.fstat(fd).st_ino != os.stat(f"/proc/self/ns/{kind}").st_ino and libc.setns(fd, 0) != 0:
         sys.exit(f"setns {kind}: {os.strerror(ctypes.get_errno())}")
-MS_RDONLY, MS_REMOUNT, MS_BIND = 1, 32, 4096
+MS_RDONLY, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 8, 32, 4096
 ST_TO_MS = {1: 1, 2: 2, 4: 4, 8: 8, 1024: 1024, 2048: 2048, 4096: 1 << 21}  # statvfs's ST_RELATIME is not MS_RELATIME
 def remount(path, flags, data):
     keep = sum(ms for st, ms in ST_TO_MS.items() if os.statvfs(path).f_flag & st)
     if libc.mount(None, path.encode(), None, MS_REMOUNT | keep | flags, data) != 0:
         sys.exit(f"remount {path}: {os.strerror(ctypes.get_errno())}")
 for tmpfs in ("/tmp", "/dev/shm"):
-    remount(tmpfs, 0, tmp_options.encode())
+    remount(tmpfs, MS_NOEXEC, tmp_options.encode())
 for folder in folders:
     remount(folder, MS_BIND | MS_RDONLY, None)
 """

@@ -155,14 +155,22 @@ def _assembled(code: list[tuple[int, object, object, int]], blocks: dict[str, in
 # bubblewrap's own exec of the kernel comes first): threads only. What a learner's code would run in another
 # process (a subprocess with its code in a string, os.system, a worker) is outside the graded process's watch;
 # now it cannot start. From <asm/unistd_64.h> and <asm-generic/unistd.h>, as DENIED.
-NO_PROCESS = {"execve": (59, 221), "execveat": (322, 281), "fork": (57, None), "vfork": (58, None)}
+# memfd_create too: a file in memory that the kernel could map as code (dlopen of /proc/self/fd/N), the one place
+# a written file could run natively once /tmp and /dev/shm are noexec (sandbox._SEAL)
+NO_PROCESS = {
+    "execve": (59, 221),
+    "execveat": (322, 281),
+    "fork": (57, None),
+    "vfork": (58, None),
+    "memfd_create": (319, 279),
+}
 SECCOMP_SYSCALL = (317, 277)
 CLONE_THREAD = 0x00010000
 
 
 def no_processes(machine: str | None = None) -> bytes | None:
     """The filter that denies every new process (``execve``, ``fork``, ``clone`` without ``CLONE_THREAD``) and
-    allows the rest, or ``None`` on a machine this table does not cover."""
+    ``memfd_create``, and allows the rest, or ``None`` on a machine this table does not cover."""
     machine = machine or platform.machine()
     if machine not in ARCHES:
         return None

@@ -16,7 +16,7 @@ import _hostile
 import nbformat
 import pytest
 
-from tools.teaching.grader import cli
+from tools.teaching.grader import cli, kernel
 
 pytestmark = pytest.mark.usefixtures("sandbox_required")  # skipped with how to run it, failed under CI
 
@@ -49,6 +49,7 @@ def hostile(tmp_path_factory):
     nbformat.write(fx.student_copy(notebooks), str(subs / f"{_hostile.TWINS[1]}.ipynb"))
     before = host.digest()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    kernel.Kernel.GUARDED = False  # the sandbox on its own: the kernel's guard has its own tests (test_grade_guard)
     try:
         results = cli.grade(  # every cell runs, those the grader would leave out too: the sandbox on its own
             subs,
@@ -61,6 +62,7 @@ def hostile(tmp_path_factory):
             run_unvouched=True,
         )
     finally:
+        kernel.Kernel.GUARDED = True
         host.stop()
         os.environ.pop("LLM_LAB_TEST_SECRET", None)
     grew = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak) * 1024  # bytes (Linux: ru_maxrss in KiB)

@@ -1,7 +1,8 @@
 """The second seccomp filter (tools/teaching/grader/sandbox_seccomp.py, ``no_processes``): the graded kernel adds it
 to itself after its warm-up, so that no learner code starts another process (a subprocess with its code in a
 string, ``os.system`` under a star import, a worker: the sixth red team's route ran ``F.cross_entropy`` in a child
-python during the check). Applied here to a child python of the test's own: threads and torch's own threads still
+python during the check), nor makes a file in memory that could be mapped as code (``memfd_create``).
+Applied here to a child python of the test's own: threads and torch's own threads still
 run, a new process does not; before it, the same calls start one (the control)."""
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import json, os, subprocess, threading, torch
 def tries():
     found = {}
     for name, start in (("subprocess", lambda: subprocess.run(["true"]).returncode), ("fork", os.fork),
-                        ("system", lambda: os.system("exit 7") >> 8)):
+                        ("system", lambda: os.system("exit 7") >> 8), ("memfd", lambda: os.memfd_create("x"))):
         try:
             pid = start()
             if name == "fork" and pid == 0:
@@ -45,8 +46,8 @@ def test_no_process_starts_once_the_filter_is_on_and_threads_still_run():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     before, after, seen, product, leftover = json.loads(out.stdout.strip().splitlines()[-1])
-    assert before == {"subprocess": "started", "fork": "started", "system": "started"}  # the control
-    assert after["subprocess"] == after["fork"] == "refused", after
+    assert before == dict.fromkeys(["subprocess", "fork", "system", "memfd"], "started")  # the control
+    assert after["subprocess"] == after["fork"] == after["memfd"] == "refused", after
     assert seen == [1] and product == 200 * 200 * 200 and leftover == []
 
 

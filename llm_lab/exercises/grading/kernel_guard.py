@@ -1,0 +1,207 @@
+"""What the graded kernel refuses once it is warmed up, in every thread, whatever the grader's reading missed.
+
+The grader reads every learner cell before it runs (``tools/teaching/grader/source_checks.py``): code it cannot
+read is not run. That reading is a list of routes, and each red team round found one more way to run code it
+never read (a readable module that evaluates a string, a module reached by a name in a string, a shared object
+loaded by a readable API). ``install()`` adds a layer that does not depend on how the code was reached: an audit
+hook (PEP 578), which nothing in the process can remove, refuses the *operations* that run unread code, whoever
+asks for them:
+
+- **code from text**: ``compile``/``exec``/``eval`` of anything but the notebook's own cells (run by IPython, or by
+  its ``%time``/``%timeit``/``%%capture`` magics, whose lines the reading reads), the modules imported from the
+  installed files (and what their code runs while they are imported), and the standard library's code generators that build code from checked identifiers
+  (``dataclasses``, ``collections.namedtuple``; ``ast.parse`` makes a tree only);
+- **code from bytes or objects**: ``marshal.loads`` outside the import of an installed file, new code or function
+  objects (``types.CodeType``, ``code.replace``, ``types.FunctionType``), a function's ``__code__`` replaced;
+- **native code and raw memory**: every ``ctypes`` operation (loading a library, a pointer, an address);
+- **unpickling**: ``pickle``'s ``find_class`` (the only way a pickle names code to run);
+- **imports of written files**: a module from a file outside the installed folders (``/tmp``, the working
+  folder), or through a changed ``sys.meta_path``/``sys.path_hooks``;
+- **walking the heap or other threads' frames**: ``gc.get_objects``/``get_referrers``/``get_referents``,
+  ``sys._current_frames`` (this module's census of threads, ``notebook_threads``, is the one caller allowed).
+
+A refused operation raises ``PermissionError`` in the code that asked, with what was refused and why: an honest
+notebook never needs these (the course's notebooks run under the guard in the grader's tests), and a refusal costs
+at most the cell that asked. In the sandbox, native code from a written file is also impossible below Python:
+``/tmp`` and ``/dev/shm`` are mounted ``noexec`` and ``memfd_create`` is denied (``tools/teaching/grader``).
+"""
+
+from __future__ import annotations
+
+import os
+import site
+import sys
+import threading
+
+_TRUSTED: tuple[str, ...] = ()  # folders of installed code (set by install): not written by the notebook
+_HOOKS: tuple = ()  # sys.meta_path and sys.path_hooks as installed
+_KERNEL_THREADS: frozenset = frozenset()  # the threads running Python when the guard was installed: the kernel's own
+_MAGICS = frozenset({"time", "timeit", "capture"})  # IPython magics that compile text the grader's reading reads
+_GENERATORS = ("/dataclasses.py", "/collections/__init__.py", "/ast.py")
+_IMPORTLIB = "<frozen importlib._bootstrap"  # both _bootstrap and _bootstrap_external
+_installed = False
+
+
+class Refused(PermissionError):
+    """An operation the graded kernel does not run (``install``)."""
+
+
+def trusted(path: str | None) -> bool:
+    """Whether ``path`` is a file of the installed code (the interpreter's, the site packages', the sealed
+    ``llm_lab``'s), not one the notebook could have written."""
+    if not path:
+        return False
+    if path.startswith("<frozen "):
+        return True
+    real = os.path.realpath(path)
+    return any(real == root or real.startswith(root + os.sep) for root in _TRUSTED)
+
+
+def _learner_frames(frame) -> list:
+    """The frames of code that is not installed code, innermost first (the notebook's cells, code they built)."""
+    found = []
+    while frame is not None:
+        if not trusted(frame.f_code.co_filename):
+            found.append(frame)
+        frame = frame.f_back
+    return found
+
+
+def _in_magic(frame) -> bool:
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name in _MAGICS and "IPython" in code.co_filename and "magics" in code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _loader_path(frame) -> str | None:
+    """The file an import of installed code is loading, read from importlib's own frame (``get_code`` or
+    ``exec_module`` of a plain file loader), or None when the loader is not one of importlib's."""
+    from importlib import machinery
+
+    plain = (machinery.SourceFileLoader, machinery.SourcelessFileLoader, machinery.ExtensionFileLoader)
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(_IMPORTLIB) and frame.f_code.co_name in ("get_code", "exec_module"):
+            loader = frame.f_locals.get("self")
+            return loader.path if type(loader) in plain else None
+        frame = frame.f_back
+    return None
+
+
+def _code_ok(caller, event: str, args) -> str | None:
+    """Why ``compile``/``exec``/``marshal.loads`` asked by ``caller`` is refused, or None to allow it."""
+    where = caller.f_code.co_filename if caller is not None else "<no Python caller>"
+    if where.startswith(_IMPORTLIB):
+        path = _loader_path(caller)
+        if path is not None and trusted(path):
+            return None
+        if path is None and event == "exec" and trusted(getattr(args[0], "co_filename", None)):
+            return None  # a frozen module's own code
+        return f"a module loaded from {path or 'a loader of its own'}, not from the installed files"
+    if not trusted(where):
+        return "the notebook's code builds code from text or bytes"
+    if event == "marshal.loads":
+        return f"bytes turned into code by {os.path.basename(where)}"
+    if where.endswith(_GENERATORS):
+        return None
+    if trusted(_loader_path(caller)):
+        return None  # an installed module's own code, while it is imported (torch's, typing's at import time)
+    if ("/IPython/" in where or "/ipykernel/" in where) and (not _learner_frames(caller) or _in_magic(caller)):
+        return None  # a cell of the notebook, run by the kernel (or a %time/%timeit/%%capture line in one)
+    return f"{os.path.basename(where)} runs text as code"
+
+
+def _import_ok(args) -> str | None:
+    """Why an import (``import`` event: name, file, sys.path, meta_path, path_hooks) is refused, or None."""
+    name, filename = args[0], args[1]
+    if filename is not None:
+        return None if trusted(filename) else f"{filename} is a file the notebook wrote"
+    if tuple(sys.meta_path) != _HOOKS[0] or tuple(sys.path_hooks) != _HOOKS[1]:
+        return "sys.meta_path or sys.path_hooks was changed"
+    parent, _, last = name.rpartition(".")
+    search = sys.path if not parent else getattr(sys.modules.get(parent), "__path__", None) or ()
+    for entry in search:
+        folder = os.path.realpath(entry or os.getcwd()) if isinstance(entry, str) else None
+        if folder is None:
+            return f"a search path entry that is not a folder ({type(entry).__name__})"
+        if trusted(folder):
+            continue
+        try:
+            written = [f for f in os.listdir(folder) if f == last or f.startswith(last + ".")]
+        except OSError:
+            if os.path.isfile(folder):
+                return f"{folder} (a file, as an archive to import from) is not an installed folder"
+            continue
+        if written:
+            return f"{os.path.join(folder, written[0])} is a file the notebook wrote"
+    return None
+
+
+def _refusal(event: str, args) -> str | None:
+    if event in ("compile", "exec", "marshal.loads"):
+        return _code_ok(sys._getframe(2), event, args)
+    if event == "import":
+        return _import_ok(args)
+    if event.startswith("ctypes."):
+        return "ctypes reaches native code and raw memory"
+    if event == "pickle.find_class":
+        return f"unpickling names code to run ({args[0]}.{args[1]})"
+    if event in ("code.__new__", "function.__new__"):
+        return "new code or function objects are built from parts"
+    if event == "object.__setattr__" and args[1] == "__code__":
+        return "a function's code is replaced"
+    if event.startswith("gc.get_"):
+        return "the heap is walked for objects"
+    if event == "sys._current_frames":
+        return None if sys._getframe(2).f_code.co_filename == __file__ else "other threads' frames are read"
+    return None
+
+
+_EVENTS = frozenset(
+    """compile exec marshal.loads import pickle.find_class code.__new__ function.__new__ object.__setattr__
+    gc.get_objects gc.get_referrers gc.get_referents sys._current_frames""".split()
+)
+
+
+def _on_audit(event: str, args) -> None:
+    if event not in _EVENTS and not event.startswith("ctypes."):
+        return
+    why = _refusal(event, args)
+    if why is not None:
+        raise Refused(f"the graded kernel refused {event}: {why}. Graded code runs only the notebook's own cells.")
+
+
+def notebook_threads() -> list[str]:
+    """The threads running Python that the notebook started (not there when the guard was installed), other than
+    the caller's, by name: a check cannot watch what they compute (``answering.answer_call``). Empty before
+    ``install``."""
+    if not _installed:
+        return []
+    me = threading.get_ident()
+    others = [ident for ident in sys._current_frames() if ident != me and ident not in _KERNEL_THREADS]
+    return sorted(getattr(threading._active.get(ident), "name", f"thread {ident}") for ident in others)
+
+
+def install() -> None:
+    """Turn the guard on for the rest of this process (it cannot be turned off). Call it once the kernel's
+    imports are done: the threads running then are the kernel's own."""
+    global _TRUSTED, _HOOKS, _KERNEL_THREADS, _installed
+    if _installed:
+        return
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # llm_lab's folder
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *site.getsitepackages()}
+    roots.add(os.path.dirname(package))  # where llm_lab was imported from: the sealed copy's folder, a checkout
+    _TRUSTED = tuple(sorted({os.path.realpath(r) for r in roots if r and r != os.sep}))
+    _HOOKS = (tuple(sys.meta_path), tuple(sys.path_hooks))
+    _KERNEL_THREADS = frozenset(sys._current_frames())
+    _installed = True
+    sys.addaudithook(_on_audit)
+
+
+def installed() -> bool:
+    return _installed
+
+
+__all__ = ["Refused", "install", "installed", "notebook_threads", "trusted"]

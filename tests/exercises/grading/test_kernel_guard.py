@@ -1,0 +1,60 @@
+"""The graded kernel's guard (llm_lab/exercises/grading/kernel_guard.py): an audit hook that refuses, in every
+thread, the operations that run code the grader never read. Installed in a child python of the test's own (it
+cannot be removed): each operation is tried before the guard (the control: it runs) and after (refused), and the
+honest operations a notebook needs still run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _guard_probe import HONEST, HOSTILE, PROBE
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("guard")
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_each_route_runs_before_the_guard_and_is_refused_after(probe, name):
+    assert probe["before"][name] == "ran", probe["before"][name]
+    assert probe["after"][name].startswith("refused: the graded kernel refused"), probe["after"][name]
+    assert set(probe["after"]) == set(HOSTILE)
+
+
+def test_a_string_evaluated_by_a_readable_module_is_refused(probe):
+    assert probe["before"]["type hints"] == "ran"
+    assert "typing.py runs text as code" in probe["after"]["type hints"]
+
+
+def test_a_written_file_is_named_in_the_refusal(probe):
+    assert "written_mod.py is a file the notebook wrote" in probe["after"]["written module"]
+    assert "_json_copy.so is a file the notebook wrote" in probe["after"]["extension"]
+    assert "written_mod.py, not from the installed files" in probe["after"]["spec from file"]
+
+
+def test_what_an_honest_notebook_needs_still_runs(probe):
+    assert probe["honest"] == dict.fromkeys(probe["honest"], "ran")
+    assert set(probe["honest"]) == set(HONEST)
+
+
+def test_the_census_names_a_thread_the_notebook_started_while_it_runs(probe):
+    assert probe["census_before"] == []  # no guard, no census
+    assert probe["running"] == ["notebook-worker"]
+    assert probe["ended"] == []
