@@ -9,8 +9,9 @@ asks for them:
 
 - **code from text**: ``compile``/``exec``/``eval`` of anything but the notebook's own cells (run by IPython, or by
   its ``%time``/``%timeit``/``%%capture`` magics, whose lines the reading reads), the modules imported from the
-  installed files (and what their code runs while they are imported), and the standard library's code generators that build code from checked identifiers
-  (``dataclasses``, ``collections.namedtuple``; ``ast.parse`` makes a tree only);
+  installed files (and what their code runs while they are imported), and the standard library's code generators
+  that build code from checked identifiers (``dataclasses``, ``collections.namedtuple``; ``ast.parse`` makes a tree
+  only);
 - **code from bytes or objects**: ``marshal.loads`` outside the import of an installed file, new code or function
   objects (``types.CodeType``, ``code.replace``, ``types.FunctionType``), a function's ``__code__`` replaced;
 - **native code and raw memory**: every ``ctypes`` operation (loading a library, a pointer, an address);
