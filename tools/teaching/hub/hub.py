@@ -377,6 +377,11 @@ class Hub:
         """SIGTERM to the PID we started (JupyterHub stops its proxy and servers), SIGKILL to it after timeout."""
         process.stop(self.proc, self.state / "jupyterhub.pid", timeout)
 
+    def logs(self) -> list[Path]:
+        """The logs that exist: JupyterHub's (its services' too), its proxy's, each server's (servers/<user>.log)."""
+        found = [self.state / "jupyterhub.log", self.state / "proxy.log", *sorted(self.state.glob("servers/*.log"))]
+        return [p for p in found if p.is_file()]
+
     def remove_users_and_state(self) -> None:
         """Stop the hub, delete the users this tool created (and their homes), the exchange, state and config;
         the learners' venv stays for the next run."""

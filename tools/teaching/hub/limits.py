@@ -32,6 +32,9 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import time
+from pathlib import Path
 
 from tools.teaching.grader import sandbox_limits as sl
 
@@ -188,7 +191,7 @@ class UserGroup:
 def spawner_class():
     """``CgroupSpawner``, made on first use (importing jupyterhub only inside the hub's process)."""
     from jupyterhub.spawner import LocalProcessSpawner
-    from traitlets import Integer
+    from traitlets import Integer, Unicode
 
     class CgroupSpawner(LocalProcessSpawner):
         """LocalProcessSpawner whose servers each run in their user's cgroup (``UserGroup``), with
@@ -196,6 +199,9 @@ def spawner_class():
         log and starts the server without them."""
 
         pids_limit = Integer(PIDS_DEFAULT, help="processes and threads of one user's server together").tag(config=True)
+        log_dir = Unicode(
+            "", help="each server's stdout and stderr appended to <log_dir>/<user>.log (root's); '' for the hub's log"
+        ).tag(config=True)
 
         group: UserGroup | None = None
 
@@ -215,7 +221,27 @@ def spawner_class():
                     self.cpu_limit,
                     self.pids_limit,
                 )
-            return await super().start()
+            log, before = self.open_log(), self.popen_kwargs
+            if log is not None:
+                self.popen_kwargs = {**before, "stdout": log, "stderr": subprocess.STDOUT}
+            try:
+                return await super().start()
+            finally:  # the server holds its own copy of the file
+                self.popen_kwargs = before
+                if log is not None:
+                    log.close()
+
+        def open_log(self):
+            """``log_dir/<user>.log`` opened to append (made root's, 0700, if missing), or None without
+            ``log_dir``."""
+            if not self.log_dir:
+                return None
+            folder = Path(self.log_dir)
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            log = (folder / f"{self.user.name}.log").open("ab")
+            log.write(f"---- the server starts {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}\n".encode())
+            log.flush()
+            return log
 
         def make_preexec_fn(self, name):
             setuid = super().make_preexec_fn(name)
