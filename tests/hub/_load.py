@@ -24,13 +24,14 @@ from tornado.websocket import websocket_connect
 
 AsyncHTTPClient.configure(None, max_clients=200)
 
-# The wrong answer some learners hand in (the columns renormalized: the checker names it, the grader gives 0)
+# The wrong answer some learners hand in: the mask right for Tq <= Tk (the exercise's shapes; the lesson calls it on
+# the last two queries after the checker), the columns renormalized (the checker names it, the grader gives 0)
 WRONG_RENORMALIZE = """import torch
 
 
 def mask_and_renormalize(attn_weights):
-    t = attn_weights.shape[-1]
-    masked = attn_weights * torch.tril(torch.ones(t, t))
+    q_len, k_len = attn_weights.shape[-2:]
+    masked = attn_weights * torch.tril(torch.ones(q_len, k_len), diagonal=k_len - q_len)
     return masked / masked.sum(dim=-2, keepdim=True)
 """
 # The hostile learner's submission: the checker redefined to print a pass (graded 0: the grader reruns its own)
@@ -178,12 +179,13 @@ class Client:
         error if any, the number of cells run, the outputs' text, and the websocket's reconnections: a closed
         websocket is opened again with the same session id, as JupyterLab does, at most ``RECONNECTS`` times, and
         the messages the server buffered meanwhile arrive on the new one (each close's code and reason kept, its
-        time of day and how long that connection had been open)."""
+        time of day, how long that connection had been open and how long it had been silent)."""
         nb = await self.get_notebook(path)
         t0 = time.monotonic()
         kernel = await self.session(path)
         session, error, ran, closes = uuid.uuid4().hex, None, 0, []
-        ws, opened = await self.channels(kernel, session), time.monotonic()
+        ws = await self.channels(kernel, session)
+        opened = heard = time.monotonic()  # this websocket's opening, its last message
         try:
             for cell in nb.cells:
                 if cell.cell_type != "code":
@@ -198,14 +200,18 @@ class Client:
                         raise AssertionError(f"{self.user}: {path}: a cell ran past {cell_timeout} s")
                     raw = await asyncio.wait_for(ws.read_message(), left)
                     if raw is None:
-                        when, lasted = time.strftime("%H:%M:%S UTC", time.gmtime()), time.monotonic() - opened
-                        closes.append(f"{ws.close_code} {ws.close_reason or ''}, {when}, open {lasted:.0f} s")
+                        when, now = time.strftime("%H:%M:%S UTC", time.gmtime()), time.monotonic()
+                        closes.append(
+                            f"{ws.close_code} {ws.close_reason or ''}, {when}, open {now - opened:.0f} s, "
+                            f"silent {now - heard:.0f} s"
+                        )
                         if len(closes) > RECONNECTS:
                             raise AssertionError(f"{self.user}: {path}: the kernel's websocket closed: {closes}")
                         await asyncio.sleep(min(2 ** len(closes), 10))
-                        ws, opened = await self.channels(kernel, session), time.monotonic()
+                        ws = await self.channels(kernel, session)
+                        opened = heard = time.monotonic()
                         continue
-                    msg = decode(raw)
+                    heard, msg = time.monotonic(), decode(raw)
                     if msg.get("parent_header", {}).get("msg_id") != msg_id:
                         continue
                     kind = msg["header"]["msg_type"]
