@@ -30,6 +30,7 @@ Not bounded here: disk (a learner can fill their home: use quotas on /home), dis
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -188,6 +189,25 @@ class UserGroup:
                 sl._remove(path)
 
 
+@contextlib.contextmanager
+def server_log(spawner):
+    """While ``spawner`` starts its server: the server's stdout and stderr appended to ``spawner.log_dir/<user>.log``
+    (the folder made root's, 0700), after a line marking the start; the hub's own log without ``log_dir``."""
+    if not spawner.log_dir:
+        yield
+        return
+    folder, before = Path(spawner.log_dir), spawner.popen_kwargs
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with (folder / f"{spawner.user.name}.log").open("ab") as log:
+        log.write(f"---- the server starts {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}\n".encode())
+        log.flush()
+        spawner.popen_kwargs = {**before, "stdout": log, "stderr": subprocess.STDOUT}
+        try:
+            yield
+        finally:  # the server holds its own copy of the file
+            spawner.popen_kwargs = before
+
+
 def spawner_class():
     """``CgroupSpawner``, made on first use (importing jupyterhub only inside the hub's process)."""
     from jupyterhub.spawner import LocalProcessSpawner
@@ -199,9 +219,7 @@ def spawner_class():
         log and starts the server without them."""
 
         pids_limit = Integer(PIDS_DEFAULT, help="processes and threads of one user's server together").tag(config=True)
-        log_dir = Unicode(
-            "", help="each server's stdout and stderr appended to <log_dir>/<user>.log (root's); '' for the hub's log"
-        ).tag(config=True)
+        log_dir = Unicode("", help="each server's stdout and stderr: <log_dir>/<user>.log").tag(config=True)
 
         group: UserGroup | None = None
 
@@ -221,27 +239,8 @@ def spawner_class():
                     self.cpu_limit,
                     self.pids_limit,
                 )
-            log, before = self.open_log(), self.popen_kwargs
-            if log is not None:
-                self.popen_kwargs = {**before, "stdout": log, "stderr": subprocess.STDOUT}
-            try:
+            with server_log(self):
                 return await super().start()
-            finally:  # the server holds its own copy of the file
-                self.popen_kwargs = before
-                if log is not None:
-                    log.close()
-
-        def open_log(self):
-            """``log_dir/<user>.log`` opened to append (made root's, 0700, if missing), or None without
-            ``log_dir``."""
-            if not self.log_dir:
-                return None
-            folder = Path(self.log_dir)
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            log = (folder / f"{self.user.name}.log").open("ab")
-            log.write(f"---- the server starts {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}\n".encode())
-            log.flush()
-            return log
 
         def make_preexec_fn(self, name):
             setuid = super().make_preexec_fn(name)
