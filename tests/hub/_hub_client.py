@@ -10,6 +10,7 @@ import pwd
 import re
 import shutil
 import socket
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -70,6 +71,29 @@ def clear_hub_dir(grader_tools: bool = True) -> None:
         shutil.copytree(ROOT / "tools", GRADER / "tools", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         for p in [HUB_DIR, GRADER, *GRADER.rglob("*")]:
             p.chmod(0o755 if p.is_dir() else 0o644)
+
+
+LOG_TAIL = 4 * 2**20  # bytes kept of each log: its end
+
+
+def keep_logs(h, dest: Path, tail: int = LOG_TAIL) -> list[str]:
+    """The end (``tail`` bytes) of the hub's, the proxy's and each server's log (``h.logs()``: jupyterhub.log,
+    proxy.log, servers/<user>.log) copied into ``dest``, and of the kernel's log (``dmesg``: OOM kills) where it is
+    readable; before the hub's state is removed. The names kept."""
+    logs = {}
+    for path in h.logs():
+        with path.open("rb") as f:
+            f.seek(max(0, path.stat().st_size - tail))
+            logs[str(path.relative_to(h.state))] = (path.stat().st_size, f.read())
+    dmesg = subprocess.run(["dmesg", "-T"], capture_output=True, timeout=60) if shutil.which("dmesg") else None
+    if dmesg is not None and dmesg.returncode == 0:
+        logs["dmesg.log"] = (len(dmesg.stdout), dmesg.stdout[-tail:])
+    for name, (size, text) in logs.items():
+        out = dest / name
+        out.parent.mkdir(parents=True, exist_ok=True)
+        cut = f"[the first {size - len(text)} bytes left out]\n".encode() if size > len(text) else b""
+        out.write_bytes(cut + text)
+    return sorted(logs)
 
 
 def grade_as(h, teacher: str, assignment: str, timeout: float):

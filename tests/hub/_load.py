@@ -24,13 +24,14 @@ from tornado.websocket import websocket_connect
 
 AsyncHTTPClient.configure(None, max_clients=200)
 
-# The wrong answer some learners hand in (the columns renormalized: the checker names it, the grader gives 0)
+# The wrong answer some learners hand in: the mask right for Tq <= Tk (the exercise's shapes; the lesson calls it on
+# the last two queries after the checker), the columns renormalized (the checker names it, the grader gives 0)
 WRONG_RENORMALIZE = """import torch
 
 
 def mask_and_renormalize(attn_weights):
-    t = attn_weights.shape[-1]
-    masked = attn_weights * torch.tril(torch.ones(t, t))
+    q_len, k_len = attn_weights.shape[-2:]
+    masked = attn_weights * torch.tril(torch.ones(q_len, k_len), diagonal=k_len - q_len)
     return masked / masked.sum(dim=-2, keepdim=True)
 """
 # The hostile learner's submission: the checker redefined to print a pass (graded 0: the grader reruns its own)
@@ -177,12 +178,14 @@ class Client:
         outputs saved into the notebook. Returns seconds (from the kernel's start to the last reply), the
         error if any, the number of cells run, the outputs' text, and the websocket's reconnections: a closed
         websocket is opened again with the same session id, as JupyterLab does, at most ``RECONNECTS`` times, and
-        the messages the server buffered meanwhile arrive on the new one (each close's code and reason kept)."""
+        the messages the server buffered meanwhile arrive on the new one (each close's code and reason kept, its
+        time of day, how long that connection had been open and how long it had been silent)."""
         nb = await self.get_notebook(path)
         t0 = time.monotonic()
         kernel = await self.session(path)
         session, error, ran, closes = uuid.uuid4().hex, None, 0, []
         ws = await self.channels(kernel, session)
+        opened = heard = time.monotonic()  # this websocket's opening, its last message
         try:
             for cell in nb.cells:
                 if cell.cell_type != "code":
@@ -197,13 +200,18 @@ class Client:
                         raise AssertionError(f"{self.user}: {path}: a cell ran past {cell_timeout} s")
                     raw = await asyncio.wait_for(ws.read_message(), left)
                     if raw is None:
-                        closes.append(f"{ws.close_code} {ws.close_reason or ''}".strip())
+                        when, now = time.strftime("%H:%M:%S UTC", time.gmtime()), time.monotonic()
+                        closes.append(
+                            f"{ws.close_code} {ws.close_reason or ''}, {when}, open {now - opened:.0f} s, "
+                            f"silent {now - heard:.0f} s"
+                        )
                         if len(closes) > RECONNECTS:
                             raise AssertionError(f"{self.user}: {path}: the kernel's websocket closed: {closes}")
                         await asyncio.sleep(min(2 ** len(closes), 10))
                         ws = await self.channels(kernel, session)
+                        opened = heard = time.monotonic()
                         continue
-                    msg = decode(raw)
+                    heard, msg = time.monotonic(), decode(raw)
                     if msg.get("parent_header", {}).get("msg_id") != msg_id:
                         continue
                     kind = msg["header"]["msg_type"]
@@ -299,8 +307,8 @@ def pss_by_uid(uids: dict[int, str], pids: dict[str, list[int]] | None = None) -
 
 
 class MemorySampler(threading.Thread):
-    """Every ``every`` seconds, the PSS of each learner (all their processes) and of the hub's own processes;
-    keeps each one's peak."""
+    """Every ``every`` seconds, the PSS of each learner (all their processes) and of the hub's own processes, and
+    the machine's load average (1 minute); keeps each one's peak."""
 
     def __init__(self, users: list[str], hub_pids, every: float = 3.0, watch: str | None = None):
         super().__init__(daemon=True)
@@ -309,6 +317,7 @@ class MemorySampler(threading.Thread):
         self.peak: dict[str, float] = {}
         self.watched: dict[str, float] = {}  # the largest value each counter of ``watch``'s cgroup reached
         self.samples = 0
+        self.load_peak = 0.0
         self.stopping = threading.Event()
 
     def run(self):
@@ -324,6 +333,7 @@ class MemorySampler(threading.Thread):
                     for key, value in group.stats().items():
                         if isinstance(value, int | float):
                             self.watched[key] = max(self.watched.get(key, 0), value)
+            self.load_peak = max(self.load_peak, os.getloadavg()[0])
             self.samples += 1
             self.stopping.wait(self.every)
 

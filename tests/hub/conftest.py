@@ -61,6 +61,15 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=load))
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test of a module that keeps its hub's logs (``LOGS``, test_hub_load.py) names their folder."""
+    report = (yield).get_result()
+    logs = getattr(item.module, "LOGS", None)
+    if report.failed and logs is not None:
+        report.sections.append(("hub logs", f"the hub's, the proxy's, each server's and the kernel's logs: {logs}"))
+
+
 @pytest.fixture(scope="module")
 def hub_browser():
     """Headless Chromium (playwright), one per test module. Not named ``browser``: pytest-playwright (installed

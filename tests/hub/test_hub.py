@@ -40,6 +40,7 @@ from _hub_client import (
     get_notebook,
     grade_as,
     gradebook_scores,
+    keep_logs,
     login,
     memory_of,
     nbgrader_action,
@@ -305,3 +306,16 @@ def test_08_feedback_reaches_each_student_only(hub):
     )
     listed = hub.as_user(MALLORY, hub.venv / "bin" / "python", "-c", probe, feedback).stdout.strip()
     assert listed == "PermissionError"
+
+
+def test_09_the_proxy_and_each_server_log_to_files_of_their_own_whose_ends_are_kept(hub, tmp_path):
+    names = {str(p.relative_to(hub.state)) for p in hub.logs()}
+    assert names == {"jupyterhub.log", "proxy.log", *(f"servers/{u}.log" for u in (TEACHER, *STUDENTS))}, names
+    text = {name: (hub.state / name).read_bytes() for name in names}
+    assert b"ServerApp" in text[f"servers/{ALICE}.log"] and b"ServerApp" not in text["jupyterhub.log"]
+    assert b"ConfigProxy" in text["proxy.log"] and b"ConfigProxy" not in text["jupyterhub.log"]
+    assert set(keep_logs(hub, tmp_path, tail=500)) >= names
+    for name in names:  # the last 500 bytes of each (the hub may have written more since), marked where cut
+        kept = (tmp_path / name).read_bytes()
+        end = kept.partition(b"left out]\n")[2]
+        assert kept.startswith(b"[the first ") and len(end) == 500 and end in (hub.state / name).read_bytes(), name

@@ -26,7 +26,9 @@ nbgrader's exchange, each server in a cgroup of its user's own with the default 
    scores 0; 4 of 4 for 08).
 
 Measured into build/hub/load.json (docs/hub-sizing.md quotes it): time to a usable server, notebook run time at once
-against alone, peak PSS per learner and the hub's own, CPU seconds per learner, grading time; one entry per N run.
+against alone, peak PSS per learner and the hub's own, CPU seconds per learner, grading time, the machine's load
+average; one entry per N run. Every run keeps the end of the hub's, the proxy's, each server's and the kernel's logs
+in build/hub/logs/<run>/ (``LOGS``, named in load.json and in every failure) before the hub's folder is cleared.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from _hub_client import (
     free_port,
     grade_as,
     gradebook_scores,
+    keep_logs,
     remove_leftover_users,
     run_all,
     screenshot,
@@ -83,6 +86,7 @@ TRAINERS = API_LEARNERS[: max(1, N // 15)]  # run 08 (it trains) after 01
 NB01, NB08 = "01_causal_mask_by_hand.ipynb", "08_induction_heads.ipynb"
 A01, A08 = "ps01-en", "ps08-en"
 LOAD = ROOT / "build" / "hub" / "load.json"
+LOGS = ROOT / "build" / "hub" / "logs" / time.strftime(f"%Y%m%d-%H%M%S-n{N}", time.gmtime())  # conftest names it
 SPAWN_TIMEOUT = 600
 RUN_TIMEOUT = 1800
 
@@ -135,6 +139,8 @@ def hub():
     clear_hub_dir()
     h = hubmod.Hub(HUB_DIR, free_port(), TEACHER, [*LEARNERS, HOSTILE], notebook="01,08", start_timeout=SPAWN_TIMEOUT)
     remove_leftover_users(h)
+    record("logs", str(LOGS.relative_to(ROOT)))
+    record("load_avg_1min_at_start", round(os.getloadavg()[0], 1))
     t0 = time.monotonic()
     h.setup()
     record("setup_s", round(time.monotonic() - t0, 1))
@@ -146,8 +152,12 @@ def hub():
         yield h
     finally:
         sampler.stop()
-        h.remove_users_and_state()
-        shutil.rmtree(GRADER, ignore_errors=True)
+        h.stop()  # the servers stopped too: every log complete
+        try:
+            keep_logs(h, LOGS)
+        finally:
+            h.remove_users_and_state()
+            shutil.rmtree(GRADER, ignore_errors=True)
 
 
 # ---- 1. log in and spawn ----------------------------------------------------------------------------------------
@@ -362,6 +372,7 @@ def test_06_the_hostile_learner_and_only_it_was_limited_and_the_hub_stayed_up(hu
             "samples": sampler.samples,
         },
     )
+    record("load_avg_1min_peak", round(sampler.load_peak, 1))
     record(
         "cgroups",
         {
@@ -411,5 +422,5 @@ def test_08_report(hub, request):
     The run is marked passed only when every test before this one passed (a failed class run is not a held N)."""
     failed = request.session.testsfailed
     data = write_report(passed=failed == 0)
-    assert failed == 0, f"{failed} test(s) of this run failed: N = {N} is not held"
+    assert failed == 0, f"{failed} test(s) of this run failed: N = {N} is not held; its logs: {LOGS}"
     assert data["runs"][str(N)]["passed"] and data["largest_n_held"] >= N

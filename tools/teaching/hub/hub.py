@@ -66,6 +66,11 @@ LEARNER_PAGE_CONFIG = {
         "@jupyter/nbgrader:course-list": True,
     }
 }
+# The kernels of the learners' servers talk to their server over Unix sockets in the learner's runtime folder
+# (``ipc``), not TCP ports on 127.0.0.1: a server picks its kernel's five ports free, then the kernel binds them
+# seconds later; with a class starting kernels at once one of those ports could be taken meanwhile, and that kernel
+# hung ("Address already in use") and never answered (docs/hub-sizing.md). The server's kernels only (the
+# AsyncIOLoopKernelManager that jupyter_server starts them with), not nbgrader's Validate.
 LEARNER_SERVER_CONFIG = {
     "ServerApp": {
         "jpserver_extensions": {
@@ -74,7 +79,8 @@ LEARNER_SERVER_CONFIG = {
             "nbgrader.server_extensions.assignment_list": True,
             "nbgrader.server_extensions.validate_assignment": True,
         }
-    }
+    },
+    "AsyncIOLoopKernelManager": {"transport": "ipc"},
 }
 
 
@@ -376,6 +382,11 @@ class Hub:
     def stop(self, timeout: float = 60) -> None:
         """SIGTERM to the PID we started (JupyterHub stops its proxy and servers), SIGKILL to it after timeout."""
         process.stop(self.proc, self.state / "jupyterhub.pid", timeout)
+
+    def logs(self) -> list[Path]:
+        """The logs that exist: JupyterHub's (its services' too), its proxy's, each server's (servers/<user>.log)."""
+        found = [self.state / "jupyterhub.log", self.state / "proxy.log", *sorted(self.state.glob("servers/*.log"))]
+        return [p for p in found if p.is_file()]
 
     def remove_users_and_state(self) -> None:
         """Stop the hub, delete the users this tool created (and their homes), the exchange, state and config;

@@ -8,6 +8,7 @@ test authenticator for a local demo; a course uses its institution's (docs/hub.m
 import hmac
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -36,7 +37,9 @@ c.JupyterHub.port = PORT
 c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = PORT + 1
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{PORT + 2}"
-c.ConfigurableHTTPProxy.command = [S["proxy"]]
+# the proxy's own log, STATE/proxy.log (exec: the PID JupyterHub keeps is the proxy's)
+PROXY_LOG = shlex.quote(str(STATE / "proxy.log"))
+c.ConfigurableHTTPProxy.command = ["/bin/sh", "-c", f'exec "$0" "$@" >>{PROXY_LOG} 2>&1', S["proxy"]]
 c.ConfigurableHTTPProxy.pid_file = str(STATE / "proxy.pid")
 c.JupyterHub.db_url = f"sqlite:///{STATE / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(STATE / "jupyterhub_cookie_secret")
@@ -68,6 +71,7 @@ if LIMITS:
     c.Spawner.mem_limit = LIMITS.get("mem_limit")
     c.Spawner.cpu_limit = LIMITS.get("cpu_limit")
     c.CgroupSpawner.pids_limit = LIMITS.get("pids_limit") or 0
+    c.CgroupSpawner.log_dir = str(STATE / "servers")  # each server's stdout and stderr: STATE/servers/<user>.log
 else:
     c.JupyterHub.spawner_class = "localprocess"
     c.Spawner.mem_limit = None

@@ -30,8 +30,12 @@ Not bounded here: disk (a learner can fill their home: use quotas on /home), dis
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import subprocess
+import time
+from pathlib import Path
 
 from tools.teaching.grader import sandbox_limits as sl
 
@@ -185,10 +189,29 @@ class UserGroup:
                 sl._remove(path)
 
 
+@contextlib.contextmanager
+def server_log(spawner):
+    """While ``spawner`` starts its server: the server's stdout and stderr appended to ``spawner.log_dir/<user>.log``
+    (the folder made root's, 0700), after a line marking the start; the hub's own log without ``log_dir``."""
+    if not spawner.log_dir:
+        yield
+        return
+    folder, before = Path(spawner.log_dir), spawner.popen_kwargs
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with (folder / f"{spawner.user.name}.log").open("ab") as log:
+        log.write(f"---- the server starts {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}\n".encode())
+        log.flush()
+        spawner.popen_kwargs = {**before, "stdout": log, "stderr": subprocess.STDOUT}
+        try:
+            yield
+        finally:  # the server holds its own copy of the file
+            spawner.popen_kwargs = before
+
+
 def spawner_class():
     """``CgroupSpawner``, made on first use (importing jupyterhub only inside the hub's process)."""
     from jupyterhub.spawner import LocalProcessSpawner
-    from traitlets import Integer
+    from traitlets import Integer, Unicode
 
     class CgroupSpawner(LocalProcessSpawner):
         """LocalProcessSpawner whose servers each run in their user's cgroup (``UserGroup``), with
@@ -196,6 +219,7 @@ def spawner_class():
         log and starts the server without them."""
 
         pids_limit = Integer(PIDS_DEFAULT, help="processes and threads of one user's server together").tag(config=True)
+        log_dir = Unicode("", help="each server's stdout and stderr: <log_dir>/<user>.log").tag(config=True)
 
         group: UserGroup | None = None
 
@@ -215,7 +239,8 @@ def spawner_class():
                     self.cpu_limit,
                     self.pids_limit,
                 )
-            return await super().start()
+            with server_log(self):
+                return await super().start()
 
         def make_preexec_fn(self, name):
             setuid = super().make_preexec_fn(name)

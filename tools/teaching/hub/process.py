@@ -2,7 +2,8 @@
 
 JupyterHub runs as root from ``.venv`` (the interpreter running ``hub.py``), with ``jupyterhub_config.py`` next to
 this file and the settings ``hub.py`` wrote to ``STATE/settings.json``; its log is ``STATE/jupyterhub.log`` and its
-PID ``STATE/jupyterhub.pid``. Stopping signals that PID only: JupyterHub then stops its proxy and every single-user
+PID ``STATE/jupyterhub.pid``; its proxy's log is ``STATE/proxy.log`` and each server's ``STATE/servers/<user>.log``
+(jupyterhub_config.py). Stopping signals that PID only: JupyterHub then stops its proxy and every single-user
 server it started.
 """
 
@@ -58,6 +59,9 @@ def start(state: Path, proxy: Path, url: str, timeout: float = 120) -> subproces
 def stop(proc: subprocess.Popen | None, pidfile: Path, timeout: float = 60) -> None:
     """SIGTERM to JupyterHub (``proc``, or the PID in ``pidfile`` if it is still a jupyterhub), SIGKILL after
     ``timeout`` seconds; the PID file is removed."""
+    if proc is not None and proc.poll() is not None:  # stopped already: its PID may be another process's now
+        pidfile.unlink(missing_ok=True)
+        return
     pid = proc.pid if proc else None
     if pid is None and pidfile.is_file():
         pid = int(pidfile.read_text())

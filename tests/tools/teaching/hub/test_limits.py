@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import runpy
+import subprocess
 import sys
 from pathlib import Path
 
@@ -116,6 +117,18 @@ def test_the_hub_config_runs_each_server_in_its_users_group_with_the_default_lim
     assert c.JupyterHub.spawner_class.__name__ == "CgroupSpawner"
     assert c.Spawner.mem_limit == hubmod.DEFAULT_LIMITS["mem_limit"] == "2G"
     assert c.Spawner.cpu_limit == 1.0 and c.CgroupSpawner.pids_limit == 512
+
+
+def test_the_hub_config_writes_the_proxys_log_and_each_servers_to_files_of_their_own(tmp_path, monkeypatch):
+    settings = settings_for(tmp_path)
+    c = load_config(settings, monkeypatch)
+    state = settings.parent
+    assert c.CgroupSpawner.log_dir == str(state / "servers")
+    cmd = c.ConfigurableHTTPProxy.command
+    assert cmd[-1] == "/bin/true"  # the proxy, its arguments after it (JupyterHub appends them)
+    for n in (1, 2):  # the wrapper runs the proxy with those arguments, its output appended to STATE/proxy.log
+        subprocess.run([*cmd[:-1], "/bin/echo", "the proxy", str(n)], check=True, timeout=30)
+    assert (state / "proxy.log").read_text() == "the proxy 1\nthe proxy 2\n"
 
 
 def test_the_hub_config_runs_the_idle_culler_as_a_service_with_its_scopes(tmp_path, monkeypatch):
