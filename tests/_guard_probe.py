@@ -88,7 +88,10 @@ t.start()
 running = kernel_guard.notebook_threads()
 stop.set()
 t.join()
-print(json.dumps({"before": before, "after": after, "honest": honest, "census_before": census_before,
+trusted = {name: kernel_guard.trusted(path) for name, path in (
+    ("torch", torch.__file__), ("json", json.__file__), ("llm_lab", kernel_guard.__file__),
+    ("written", os.path.abspath("written_mod.py")))}
+print(json.dumps({"trusted": trusted, "before": before, "after": after, "honest": honest, "census_before": census_before,
                   "running": running, "ended": kernel_guard.notebook_threads()}))
 """
 

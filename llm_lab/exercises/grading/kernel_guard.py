@@ -194,6 +194,8 @@ def install() -> None:
     package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # llm_lab's folder
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *site.getsitepackages()}
     roots.add(os.path.dirname(package))  # where llm_lab was imported from: the sealed copy's folder, a checkout
+    # and every folder on the path this process may not write (the sandbox's /opt/site/N site-packages, read-only)
+    roots.update(p for p in sys.path if p and os.path.isdir(p) and not os.access(p, os.W_OK))
     _TRUSTED = tuple(sorted({os.path.realpath(r) for r in roots if r and r != os.sep}))
     _HOOKS = (tuple(sys.meta_path), tuple(sys.path_hooks))
     _KERNEL_THREADS = frozenset(sys._current_frames())

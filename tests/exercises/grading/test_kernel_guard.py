@@ -54,6 +54,10 @@ def test_what_an_honest_notebook_needs_still_runs(probe):
     assert set(probe["honest"]) == set(HONEST)
 
 
+def test_installed_code_is_trusted_and_a_written_file_is_not(probe):
+    assert probe["trusted"] == {"torch": True, "json": True, "llm_lab": True, "written": False}
+
+
 def test_the_census_names_a_thread_the_notebook_started_while_it_runs(probe):
     assert probe["census_before"] == []  # no guard, no census
     assert probe["running"] == ["notebook-worker"]

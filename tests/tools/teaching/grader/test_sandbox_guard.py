@@ -39,6 +39,11 @@ def test_in_the_sandbox_each_route_runs_before_the_guard_and_is_refused_after(pr
     assert probe["after"][name].startswith("refused: the graded kernel refused"), probe["after"][name]
 
 
+def test_the_installed_code_is_trusted_where_the_sandbox_puts_it_and_a_written_file_is_not(probe):
+    # torch under /opt/site/N, the standard library under /opt/python, the sealed llm_lab under /course
+    assert probe["trusted"] == {"torch": True, "json": True, "llm_lab": True, "written": False}
+
+
 def test_in_the_sandbox_the_honest_operations_run_under_the_guard(probe):
     assert probe["honest"] == dict.fromkeys(HONEST, "ran")
     assert "/tmp/written_mod.py is a file the notebook wrote" in probe["after"]["written module"]
