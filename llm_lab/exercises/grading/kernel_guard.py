@@ -36,6 +36,7 @@ import threading
 
 _TRUSTED: tuple[str, ...] = ()  # folders of installed code (set by install): not written by the notebook
 _HOOKS: tuple = ()  # sys.meta_path and sys.path_hooks as installed
+_BASE: tuple = ()  # the outer frames of the process that are not installed code, as at install (kept running)
 _KERNEL_THREADS: frozenset = frozenset()  # the threads running Python when the guard was installed: the kernel's own
 _MAGICS = frozenset({"time", "timeit", "capture"})  # IPython magics that compile text the grader's reading reads
 _GENERATORS = ("/dataclasses.py", "/collections/__init__.py", "/ast.py")
@@ -59,10 +60,11 @@ def trusted(path: str | None) -> bool:
 
 
 def _learner_frames(frame) -> list:
-    """The frames of code that is not installed code, innermost first (the notebook's cells, code they built)."""
+    """The frames of code that is not installed code, innermost first (the notebook's cells, code they built),
+    but the kernel's own outer frames (``_BASE``: the ``python -c`` that started it, below its event loop)."""
     found = []
     while frame is not None:
-        if not trusted(frame.f_code.co_filename):
+        if not trusted(frame.f_code.co_filename) and not any(frame is base for base in _BASE):
             found.append(frame)
         frame = frame.f_back
     return found
@@ -109,7 +111,8 @@ def _code_ok(caller, event: str, args) -> str | None:
         return None
     if trusted(_loader_path(caller)):
         return None  # an installed module's own code, while it is imported (torch's, typing's at import time)
-    if ("/IPython/" in where or "/ipykernel/" in where) and (not _learner_frames(caller) or _in_magic(caller)):
+    kernel = "/IPython/" in where or "/ipykernel/" in where or where.endswith("/codeop.py")  # IPython's compiler
+    if kernel and (not _learner_frames(caller) or _in_magic(caller)):
         return None  # a cell of the notebook, run by the kernel (or a %time/%timeit/%%capture line in one)
     return f"{os.path.basename(where)} runs text as code"
 
@@ -188,7 +191,7 @@ def notebook_threads() -> list[str]:
 def install() -> None:
     """Turn the guard on for the rest of this process (it cannot be turned off). Call it once the kernel's
     imports are done: the threads running then are the kernel's own."""
-    global _TRUSTED, _HOOKS, _KERNEL_THREADS, _installed
+    global _TRUSTED, _HOOKS, _KERNEL_THREADS, _BASE, _installed
     if _installed:
         return
     package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # llm_lab's folder
@@ -199,6 +202,8 @@ def install() -> None:
     _TRUSTED = tuple(sorted({os.path.realpath(r) for r in roots if r and r != os.sep}))
     _HOOKS = (tuple(sys.meta_path), tuple(sys.path_hooks))
     _KERNEL_THREADS = frozenset(sys._current_frames())
+    outer = _learner_frames(sys._getframe(1))
+    _BASE = tuple(outer[1:])  # all but the innermost: the cell (or script) that installs the guard is not the kernel
     _installed = True
     sys.addaudithook(_on_audit)
 
