@@ -43,7 +43,8 @@ HOSTILE = {
     "eval": lambda: eval("1 + 1"),
     "exec": lambda: exec("y = 2", {}),
     "compile": lambda: compile("1", "<s>", "eval"),
-    "type hints": lambda: typing.get_type_hints(type("B", (), {"__annotations__": {"a": "int"}})),
+    "type hints": lambda: typing.get_type_hints(type("B", (), {"__annotations__": {"a": "print('ran') or int"}})),
+    "dataclass field": lambda: dataclasses.dataclass(type("D", (), {"__annotations__": {"a=print('ran')": int}})),
     "pickle": lambda: pickle.loads(pickle.dumps(types.SimpleNamespace())),
     "ctypes": lambda: ctypes.CDLL(None),
     "gc": lambda: gc.get_referrers(helper),
@@ -59,6 +60,10 @@ HOSTILE = {
 }
 HONEST = {
     "dataclass": lambda: dataclasses.make_dataclass("A", ["a", "b"])(1, 2),
+    "@dataclass": lambda: dataclasses.dataclass(type("E", (), {"__annotations__": {"a": int}}))(1),
+    "string annotation": lambda: typing.get_type_hints(
+        type("F", (), {"__annotations__": {"a": "typing.Optional[int]"}}), {"typing": typing}
+    ),
     "namedtuple": lambda: collections.namedtuple("P", "a b")(1, 2),
     "installed module": lambda: __import__("json.tool"),
     "torch": lambda: torch.softmax(torch.randn(3, 3), dim=-1),
@@ -91,12 +96,13 @@ t.join()
 trusted = {name: kernel_guard.trusted(path) for name, path in (
     ("torch", torch.__file__), ("json", json.__file__), ("llm_lab", kernel_guard.__file__),
     ("written", os.path.abspath("written_mod.py")))}
-print(json.dumps({"trusted": trusted, "before": before, "after": after, "honest": honest, "census_before": census_before,
-                  "running": running, "ended": kernel_guard.notebook_threads()}))
+print(json.dumps({"trusted": trusted, "before": before, "after": after, "honest": honest,
+                  "census_before": census_before, "running": running, "ended": kernel_guard.notebook_threads()}))
 """
 
 HOSTILE = [
-    "eval", "exec", "compile", "type hints", "pickle", "ctypes", "gc", "code.replace", "FunctionType",
-    "__code__ set", "marshal", "frames", "written module", "extension", "spec from file", "exec in a thread",
+    "eval", "exec", "compile", "type hints", "dataclass field", "pickle", "ctypes", "gc", "code.replace",
+    "FunctionType", "__code__ set", "marshal", "frames", "written module", "extension", "spec from file",
+    "exec in a thread",
 ]  # fmt: skip
-HONEST = ["dataclass", "namedtuple", "installed module", "torch", "thread"]
+HONEST = ["dataclass", "@dataclass", "string annotation", "namedtuple", "installed module", "torch", "thread"]

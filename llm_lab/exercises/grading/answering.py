@@ -203,7 +203,8 @@ def answer_call(request: dict) -> dict:
             }
     reply["printed"] = _harness.printed(run)
     running = running or kernel_guard.notebook_threads()
-    reply["hit"] = list(run.hit) if run.hit else [", ".join(running)[:200], "thread_running"] if running else None
+    census = [", ".join(running)[:200], _harness.THREAD_RUNNING] if running else None
+    reply["hit"] = list(run.hit) if run.hit else census
     return reply
 
 

@@ -29,17 +29,21 @@ at most the cell that asked. In the sandbox, native code from a written file is 
 
 from __future__ import annotations
 
+import ast
+import dis
+import keyword
 import os
 import site
 import sys
 import threading
+import types
 
 _TRUSTED: tuple[str, ...] = ()  # folders of installed code (set by install): not written by the notebook
 _HOOKS: tuple = ()  # sys.meta_path and sys.path_hooks as installed
 _BASE: tuple = ()  # the outer frames of the process that are not installed code, as at install (kept running)
 _KERNEL_THREADS: frozenset = frozenset()  # the threads running Python when the guard was installed: the kernel's own
 _MAGICS = frozenset({"time", "timeit", "capture"})  # IPython magics that compile text the grader's reading reads
-_GENERATORS = ("/dataclasses.py", "/collections/__init__.py", "/ast.py")
+_GENERATORS = ("/collections/__init__.py", "/ast.py")  # namedtuple checks its names; ast.parse makes a tree
 _IMPORTLIB = "<frozen importlib._bootstrap"  # both _bootstrap and _bootstrap_external
 _installed = False
 
@@ -93,6 +97,53 @@ def _loader_path(frame) -> str | None:
     return None
 
 
+def _dataclass_ok(caller) -> str | None:
+    """``dataclasses`` writes its methods as text from the class's field names: allowed when every one is an
+    identifier (a crafted ``__annotations__`` key would be code in that text), or when no notebook code asks."""
+    frame = caller
+    while frame is not None and not (
+        frame.f_code.co_name == "_process_class" and frame.f_code.co_filename == caller.f_code.co_filename
+    ):
+        frame = frame.f_back
+    if frame is None:
+        return "dataclasses runs text as code" if _learner_frames(caller) else None
+    names = vars(frame.f_locals.get("cls", object)).get("__annotations__", {})
+    if all(type(n) is str and n.isidentifier() and not keyword.iskeyword(n) for n in names):
+        return None
+    return "a dataclass field name that is not an identifier (it would be code in the text dataclasses writes)"
+
+
+_TYPE_NODES = (ast.Expression, ast.Name, ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.Constant, ast.Load,
+               ast.BinOp, ast.BitOr, ast.Starred)  # fmt: skip
+
+
+_TYPE_OPS = frozenset(
+    "RESUME RETURN_VALUE LOAD_NAME LOAD_ATTR LOAD_CONST BINARY_SUBSCR BINARY_OP BUILD_TUPLE BUILD_LIST LIST_EXTEND "
+    "LIST_TO_TUPLE".split()
+)
+
+
+def _type_code(code) -> bool:
+    """Whether ``code`` (typing's compiled annotation, run by ``eval``) only looks names up: no call, no nested code."""
+    if not isinstance(code, types.CodeType) or any(isinstance(c, types.CodeType) for c in code.co_consts):
+        return False
+    return all(op.opname in _TYPE_OPS for op in dis.get_instructions(code))
+
+
+def _type_expression(source) -> bool:
+    """Whether ``source`` is a type written as text (``"torch.Tensor"``, ``Optional["x"]``, ``int | None``):
+    names, attributes, subscripts, tuples, constants and ``|``; never a call."""
+    if isinstance(source, bytes):  # the compile event sees the text as UTF-8
+        source = source.decode("utf-8", "replace")
+    if not isinstance(source, str) or len(source) > 1000:
+        return False
+    try:
+        tree = ast.parse(source, mode="eval")
+    except SyntaxError:
+        return False
+    return all(isinstance(node, _TYPE_NODES) for node in ast.walk(tree))
+
+
 def _code_ok(caller, event: str, args) -> str | None:
     """Why ``compile``/``exec``/``marshal.loads`` asked by ``caller`` is refused, or None to allow it."""
     where = caller.f_code.co_filename if caller is not None else "<no Python caller>"
@@ -107,6 +158,11 @@ def _code_ok(caller, event: str, args) -> str | None:
         return "the notebook's code builds code from text or bytes"
     if event == "marshal.loads":
         return f"bytes turned into code by {os.path.basename(where)}"
+    if where.endswith("/dataclasses.py"):
+        return _dataclass_ok(caller)
+    if where.endswith("/typing.py"):  # a string annotation evaluated (torch's, NamedTuple's, get_type_hints)
+        typed = _type_code(args[0]) if event == "exec" else _type_expression(args[0])
+        return None if typed else "typing.py evaluates text that is not a type"
     if where.endswith(_GENERATORS):
         return None
     if trusted(_loader_path(caller)):

@@ -33,14 +33,16 @@ def probe(tmp_path_factory):
 
 @pytest.mark.parametrize("name", HOSTILE)
 def test_each_route_runs_before_the_guard_and_is_refused_after(probe, name):
-    assert probe["before"][name] == "ran", probe["before"][name]
+    # the control: it runs (a crafted dataclass field name is compiled into dataclasses' text, a SyntaxError here)
+    ran = ("ran", "error: SyntaxError") if name == "dataclass field" else ("ran",)
+    assert probe["before"][name].startswith(ran), probe["before"][name]
     assert probe["after"][name].startswith("refused: the graded kernel refused"), probe["after"][name]
     assert set(probe["after"]) == set(HOSTILE)
 
 
 def test_a_string_evaluated_by_a_readable_module_is_refused(probe):
     assert probe["before"]["type hints"] == "ran"
-    assert "typing.py runs text as code" in probe["after"]["type hints"]
+    assert "typing.py evaluates text that is not a type" in probe["after"]["type hints"]
 
 
 def test_a_written_file_is_named_in_the_refusal(probe):
@@ -62,3 +64,24 @@ def test_the_census_names_a_thread_the_notebook_started_while_it_runs(probe):
     assert probe["census_before"] == []  # no guard, no census
     assert probe["running"] == ["notebook-worker"]
     assert probe["ended"] == []
+
+
+def test_a_running_notebook_thread_fails_the_check_and_is_named(monkeypatch):
+    """The kernel's census reaches the verdict (through the wire, as in grading): a right answer fails while a
+    thread the notebook started runs; the control, no thread, passes."""
+    import torch
+    from _remote_loopback import loopback
+
+    from llm_lab import exercises as ex
+    from llm_lab.exercises.grading import answering, kernel_guard
+
+    answering.capture("causal_mask", lambda: lambda n: torch.ones(n, n, dtype=torch.bool).triu(1))
+    results = {}
+    for running in ([], ["notebook-worker"]):
+        monkeypatch.setattr(kernel_guard, "notebook_threads", lambda running=running: list(running))
+        link = loopback()
+        link.exercise = "causal_mask"
+        results[bool(running)] = ex.grade("causal_mask", link.lookup("causal_mask"), timeout=60)
+    assert results[False].passed
+    assert not results[True].passed and results[True].hint == "thread_running"
+    assert "notebook-worker" in results[True].message
