@@ -21,6 +21,11 @@ asks for them:
 - **walking the heap or other threads' frames**: ``gc.get_objects``/``get_referrers``/``get_referents``,
   ``sys._current_frames`` (this module's census of threads, ``notebook_threads``, is the one caller allowed).
 
+What it is not: a boundary inside the process. Code that runs unread anyway (through a route both the reading
+and the guard miss) can replace the guard's own functions and the kernel's answering code, and make the kernel
+report what it likes about the call; the guard narrows how such code could start, the verdict's other inputs
+(outputs on the grader's inputs) still have to be right.
+
 A refused operation raises ``PermissionError`` in the code that asked, with what was refused and why: an honest
 notebook never needs these (the course's notebooks run under the guard in the grader's tests), and a refusal costs
 at most the cell that asked. In the sandbox, native code from a written file is also impossible below Python:
