@@ -88,11 +88,17 @@ census_before = kernel_guard.notebook_threads()
 answering.guard()
 after, honest = tried(HOSTILE), tried(HONEST)
 stop = threading.Event()
-t = threading.Thread(target=stop.wait, name="notebook-worker")
-t.start()
+def work():  # the notebook's own code, waiting
+    stop.wait()
+threads = [threading.Thread(target=work, name="notebook-worker"),
+           threading.Thread(target=stop.wait, name="library-wait")]  # a library's own wait: not the notebook's code
+for t in threads:
+    t.start()
+time.sleep(0.2)
 running = kernel_guard.notebook_threads()
 stop.set()
-t.join()
+for t in threads:
+    t.join()
 trusted = {name: kernel_guard.trusted(path) for name, path in (
     ("torch", torch.__file__), ("json", json.__file__), ("llm_lab", kernel_guard.__file__),
     ("written", os.path.abspath("written_mod.py")))}

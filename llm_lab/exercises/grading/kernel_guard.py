@@ -98,6 +98,8 @@ def _loader_path(frame) -> str | None:
         if frame.f_code.co_filename.startswith(_IMPORTLIB) and frame.f_code.co_name in ("get_code", "exec_module"):
             loader = frame.f_locals.get("self")
             return loader.path if type(loader) in plain else None
+        if not trusted(frame.f_code.co_filename) and not any(frame is base for base in _BASE):
+            return None  # notebook code between the caller and any import: not the imported module's own code
         frame = frame.f_back
     return None
 
@@ -170,6 +172,8 @@ def _code_ok(caller, event: str, args) -> str | None:
         return None if typed else "typing.py evaluates text that is not a type"
     if where.endswith(_GENERATORS):
         return None
+    if where.endswith("/timeit.py") and _in_magic(caller):
+        return None  # IPython's %timeit times the line through timeit.Timer
     if trusted(_loader_path(caller)):
         return None  # an installed module's own code, while it is imported (torch's, typing's at import time)
     kernel = "/IPython/" in where or "/ipykernel/" in where or where.endswith("/codeop.py")  # IPython's compiler
@@ -239,13 +243,15 @@ def _on_audit(event: str, args) -> None:
 
 
 def notebook_threads() -> list[str]:
-    """The threads running Python that the notebook started (not there when the guard was installed), other than
-    the caller's, by name: a check cannot watch what they compute (``answering.answer_call``). Empty before
-    ``install``."""
+    """The threads running the notebook's code now (a frame of it on their stack; not there when the guard was
+    installed), other than the caller's, by name: a check cannot watch what they compute (``answering.answer_call``).
+    A library's own thread (tqdm's monitor) is not one; a thread waiting inside a library for work the notebook
+    hands it is not seen either. Empty before ``install``."""
     if not _installed:
         return []
     me = threading.get_ident()
-    others = [ident for ident in sys._current_frames() if ident != me and ident not in _KERNEL_THREADS]
+    frames = sys._current_frames()
+    others = [i for i, f in frames.items() if i != me and i not in _KERNEL_THREADS and _learner_frames(f)]
     return sorted(getattr(threading._active.get(ident), "name", f"thread {ident}") for ident in others)
 
 
