@@ -112,3 +112,12 @@ HOSTILE = [
     "exec in a thread",
 ]  # fmt: skip
 HONEST = ["dataclass", "@dataclass", "string annotation", "namedtuple", "installed module", "torch", "thread"]
+
+
+def assert_route_held(probe: dict, name: str) -> None:
+    """The route ``name`` ran before the guard (the control; a crafted dataclass field name is compiled into
+    dataclasses' text, a SyntaxError there) and was refused after."""
+    ran = ("ran", "error: SyntaxError") if name == "dataclass field" else ("ran",)
+    assert probe["before"][name].startswith(ran), probe["before"][name]
+    assert probe["after"][name].startswith("refused: the graded kernel refused"), probe["after"][name]
+    assert set(probe["after"]) == set(HOSTILE)

@@ -17,7 +17,7 @@ import json
 import subprocess
 
 import pytest
-from _guard_probe import HONEST, HOSTILE, PROBE
+from _guard_probe import HONEST, HOSTILE, PROBE, assert_route_held
 
 from tools.teaching.grader import sandbox
 
@@ -35,10 +35,7 @@ def probe():
 
 @pytest.mark.parametrize("name", HOSTILE)
 def test_in_the_sandbox_each_route_runs_before_the_guard_and_is_refused_after(probe, name):
-    # the control: it runs (a crafted dataclass field name is compiled into dataclasses' text, a SyntaxError here)
-    ran = ("ran", "error: SyntaxError") if name == "dataclass field" else ("ran",)
-    assert probe["before"][name].startswith(ran), probe["before"][name]
-    assert probe["after"][name].startswith("refused: the graded kernel refused"), probe["after"][name]
+    assert_route_held(probe, name)
 
 
 def test_the_installed_code_is_trusted_where_the_sandbox_puts_it_and_a_written_file_is_not(probe):
