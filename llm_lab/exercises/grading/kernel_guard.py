@@ -8,7 +8,8 @@ hook (PEP 578), which nothing in the process can remove, refuses the *operations
 asks for them:
 
 - **code from text**: ``compile``/``exec``/``eval`` of anything but the notebook's own cells (run by IPython, or by
-  its ``%time``/``%timeit``/``%%capture`` magics, whose lines the reading reads), the modules imported from the
+  its ``%time``/``%timeit``/``%%capture`` magics, whose lines the reading reads; and IPython compiles only the text
+  of the cell the grader sent, ``sent_text``, whoever asks it), the modules imported from the
   installed files (and what their code runs while they are imported), and the standard library's code generators
   that build code from checked identifiers (``dataclasses``, ``collections.namedtuple``; ``ast.parse`` makes a tree
   only);
@@ -42,6 +43,8 @@ import site
 import sys
 import threading
 import types
+
+from . import sent_text
 
 _TRUSTED: tuple[str, ...] = ()  # folders of installed code (set by install): not written by the notebook
 _HOOKS: tuple = ()  # sys.meta_path and sys.path_hooks as installed
@@ -80,9 +83,13 @@ def _learner_frames(frame) -> list:
 
 
 def _in_magic(frame) -> bool:
+    """Whether ``frame`` runs inside IPython's ``%time``/``%timeit``/``%%capture`` (an installed file of IPython's
+    magics) with no notebook code between them: the magic's own compiling, not code the timed line calls."""
     while frame is not None:
         code = frame.f_code
-        if code.co_name in _MAGICS and "IPython" in code.co_filename and "magics" in code.co_filename:
+        if not trusted(code.co_filename) and not any(frame is base for base in _BASE):
+            return False
+        if code.co_name in _MAGICS and f"{os.sep}IPython{os.sep}core{os.sep}magics{os.sep}" in code.co_filename:
             return True
         frame = frame.f_back
     return False
@@ -177,8 +184,8 @@ def _code_ok(caller, event: str, args) -> str | None:
     if trusted(_loader_path(caller)):
         return None  # an installed module's own code, while it is imported (torch's, typing's at import time)
     kernel = "/IPython/" in where or "/ipykernel/" in where or where.endswith("/codeop.py")  # IPython's compiler
-    if kernel and (not _learner_frames(caller) or _in_magic(caller)):
-        return None  # a cell of the notebook, run by the kernel (or a %time/%timeit/%%capture line in one)
+    if kernel and (not _learner_frames(caller) or _in_magic(caller)):  # a cell run by the kernel, or a magic's line
+        return sent_text.refusal(caller, args[0]) if event == "compile" else None  # text: the cell the grader sent
     return f"{os.path.basename(where)} runs text as code"
 
 
@@ -269,6 +276,7 @@ def install() -> None:
     _TRUSTED = tuple(sorted({os.path.realpath(r) for r in roots if r and r != os.sep}))
     _HOOKS = (tuple(sys.meta_path), tuple(sys.path_hooks))
     _KERNEL_THREADS = frozenset(sys._current_frames())
+    sent_text.setup()
     outer = _learner_frames(sys._getframe(1))
     _BASE = tuple(outer[1:])  # all but the innermost: the cell (or script) that installs the guard is not the kernel
     _installed = True
