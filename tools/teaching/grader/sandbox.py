@@ -112,9 +112,11 @@ def read_only_paths(notebooks=None) -> list[str]:
 
 def python_argv(code: str, notebooks=None) -> list[str]:
     """The sandbox's Python running ``code``: isolated (``-I -S``), with the sealed ``llm_lab`` for ``notebooks``
-    first on its path, then the grader's site-packages folders (their ``.pth`` files read)."""
+    first on its path, then the grader's site-packages folders (their ``.pth`` files read), and ``help`` as
+    ``site`` gives it (a learner's ``help(torch.tril)`` runs as it does at home)."""
     _, exe, sites, _ = _layout(notebooks)
     boot = f"import site, sys\nsys.path.insert(0, {COURSE!r})\nfor p in {sites!r}: site.addsitedir(p)\n"
+    boot += "site.sethelper()\n"
     return [exe, "-I", "-S", "-c", boot + code]
 
 

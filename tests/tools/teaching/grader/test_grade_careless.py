@@ -126,6 +126,12 @@ CARELESS = {
         ),
         BOTH,
     ),
+    # what a learner tries at home on their own function: help(), %timeit and %time (the magics' lines are read
+    # and compiled under the kernel's guard; help as the site module gives it, in the sandbox too)
+    "help_and_timing": (
+        _with_cell("help(causal_mask)\n%timeit -n 2 -r 1 causal_mask(4)\n%time causal_mask(4)\nprint('looked')\n"),
+        BOTH,
+    ),
     "double_run": (lambda n: _double_run(fx.filled(n)), BOTH),
     "half_finished": (_half_finished, MASK),
     "half_written": (

@@ -76,6 +76,16 @@ def test_inside_the_sandbox(sandbox_required):
     assert str(Path.home()) not in seen and str(fx.ROOT) not in seen, seen
 
 
+def test_help_works_in_the_sandbox_as_at_home(sandbox_required):
+    """``python -I -S`` has no ``help``; the sandbox's Python gets it from ``site`` (a learner's ``help(...)``
+    cell prints the documentation, as at home)."""
+    probe = "import contextlib, io\nbuf = io.StringIO()\nwith contextlib.redirect_stdout(buf):\n    help(len)\n"
+    probe += "print('help' in dir(__builtins__), 'Return the number of items' in buf.getvalue())"
+    with sandbox.Box() as box:
+        out = subprocess.run(box.wrap(sandbox.python_argv(probe), []), capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["True", "True"], out.stderr[-2000:]
+
+
 def _lease_in_a_new_process() -> int:
     code = "from tools.teaching.grader import sandbox\nprint(sandbox.Box().uid)"
     return int(
