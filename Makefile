@@ -157,9 +157,10 @@ test-torch: ## the unit tests and nbval under another torch: TORCH=2.11.0
 ##@ Authors
 
 # Every derived file from what it derives from (tools/authoring/regenerate.py says which): checkers.py from the
-# exercise records, the README tables, the exercise map's totals; EXECUTE=1 also rebuilds and runs the notebooks
-# (NB=08 for a subset). tests/tools/authoring/test_regenerate.py fails while a derived file is stale.
-regenerate: setup ## every derived file (checkers.py, README tables, map totals) [EXECUTE=1 NB=08: the notebooks too]
+# exercise records, the README tables, the points and totals of the exercise map, the points of the checks page
+# (docs/checks.md); EXECUTE=1 also rebuilds and runs the notebooks
+# (NB=08 for a subset). tests/repo/test_derived_files.py fails while a derived file is stale.
+regenerate: setup ## every derived file (checkers.py, README tables, map and checks points) [EXECUTE=1 NB=08: notebooks too]
 	$(BIN)/python -m tools.authoring.regenerate $(if $(filter 1,$(EXECUTE)),--execute $(if $(NB),--only $(NB)))
 
 # Regenerate the notebooks from notebooks/src and store fresh outputs (NB=01,03 for a subset).

@@ -144,3 +144,29 @@ def filled(notebooks: Path, lang: str = "en", name: str = NAME, **replace: str) 
             if f"def {key}(" in sols[cell.id]:
                 cell.source = source
     return nb
+
+
+def new_class(root: Path) -> tuple[Path, Path]:
+    """A fixture course under ``root`` and an empty ``root/submissions`` with alice's right answers in it:
+    (the instructor notebooks, the submissions folder)."""
+    notebooks = build_course(root)
+    subs = root / "submissions"
+    subs.mkdir()
+    nbformat.write(filled(notebooks), str(subs / "alice.ipynb"))
+    return notebooks, subs
+
+
+def grade_class(root: Path, notebooks: Path, **settings) -> list:
+    """``make grade NB=01`` of ``root/submissions`` into ``root/out``, as :func:`new_class` laid them out: the
+    fixture course's sources, 10 s a cell, nothing printed; ``settings`` are the grader's other keywords."""
+    from tools.teaching.grader import cli
+
+    return cli.grade(
+        root / "submissions",
+        root / "out",
+        "01",
+        cell_timeout=10,
+        src=notebooks,
+        echo=lambda *a: None,
+        **settings,
+    )

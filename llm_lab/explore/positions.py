@@ -33,7 +33,6 @@ one-token copier's, and the per-row previous-token weight of layer 0's previous-
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from dataclasses import dataclass
 
@@ -75,7 +74,6 @@ __all__ = [
     "probe",
     "previous_head",
     "row_means",
-    "uniform_loss",
     "measure_all",
     "claims",
     "LESSON_SCHEMES",
@@ -340,11 +338,6 @@ def row_means(per_row: torch.Tensor, block: int) -> list[float]:
     ``block .. 2 block - 1``, ..."""
     values = torch.cat([torch.tensor([float("nan")]), per_row.float()])  # index = row
     return [float(values[max(1, s) : s + block].mean()) for s in range(0, len(values), block)]
-
-
-def uniform_loss(config) -> float:
-    """``ln V``: the loss of a uniform guess."""
-    return math.log(config.vocab_size)
 
 
 def measure_all(models: dict, lengths=LENGTHS, distances=DISTANCES, window_schemes=("rope", "sinusoidal")) -> dict:

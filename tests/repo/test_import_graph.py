@@ -3,12 +3,12 @@ which ``make lint`` and pre-commit run as ``lint-imports``, hold on the reposito
 copy of the repository with one wrong import planted in it (docs/architecture.md, "The house rules").
 
 import-linter reads the imports of ``llm_lab``, ``tools`` and ``benchmarks`` from their source (grimp; nothing is
-imported), at any depth of a module's code. It sees modules, not names: that ``tools`` import no private *name*
-of llm_lab (``from llm_lab.exercises import _CHECKS``) is the last test here."""
+imported), at any depth of a module's code. It sees modules, not names: that the tools and the benchmarks import
+no private *name* (``from llm_lab.exercises import _CHECKS``) is ruff's rule PLC2701 in ``make lint``
+(pyproject.toml), shown failing by the last test here."""
 
 from __future__ import annotations
 
-import ast
 import os
 import shutil
 import subprocess
@@ -114,15 +114,26 @@ def test_each_contract_fails_on_a_planted_import(copy_root, plant):
     assert "1 broken" in result.stdout, result.stdout  # that plant breaks its own contract and no other
 
 
-def test_tools_import_no_private_llm_lab_name():
-    """``from llm_lab.x import _name`` (a private name of a public module), which import-linter cannot see."""
-    found = []
-    for path in sorted((ROOT / "tools").rglob("*.py")) + sorted((ROOT / "benchmarks").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "llm_lab":
-                found += [
-                    f"{path.relative_to(ROOT)}:{node.lineno}: {node.module}.{a.name}"
-                    for a in node.names
-                    if a.name.startswith("_") and not a.name.startswith("__")
-                ]
-    assert not found, "tools import llm_lab's private names:\n" + "\n".join(found)
+RUFF = Path(sys.executable).with_name("ruff")
+
+
+@pytest.mark.parametrize(
+    ("path", "flagged"),
+    [("tools/planted.py", True), ("benchmarks/planted.py", True), ("llm_lab/planted.py", False)],
+)
+def test_make_lints_ruff_flags_a_private_name_from_the_tools(tmp_path, path, flagged):
+    """``from llm_lab.exercises import _CHECKS`` in the tools or the benchmarks fails ``ruff check`` with the
+    repository's configuration (PLC2701); inside the package, where import-linter keeps the private modules home,
+    it does not."""
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    (tmp_path / path).parent.mkdir()
+    (tmp_path / path).write_text("from llm_lab.exercises import _CHECKS\n\nprint(_CHECKS)\n", encoding="utf-8")
+    result = subprocess.run(
+        [str(RUFF), "check", "--no-cache", "--output-format", "concise", path],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (result.returncode != 0) == flagged, result.stdout + result.stderr
+    assert ("import-private-name" in result.stdout and "`_CHECKS`" in result.stdout) == flagged, result.stdout

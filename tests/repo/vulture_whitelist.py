@@ -64,3 +64,7 @@ _.last_activity_interval  # the hub reports activity to the idle culler this oft
 _.service_token  # the hub's API token, read by JupyterHub's service through the config
 _.log_message  # http.server calls it (tests/e2e/e2e_site.py silences it)
 _.on_cell_executed  # nbclient calls it after each cell (grader/kernel.py: a reply asking the kernel to exit)
+
+# llm_lab.exercises' documented API (its docstring lists them) for an instructor's own scripts; exported only
+_.HINTS
+_.STATUSES

@@ -1,15 +1,18 @@
 """Regenerate every derived file of the repository, or (``--check``) name the ones that are stale.
 
     python -m tools.authoring.regenerate            # make regenerate: write what is stale
-    python -m tools.authoring.regenerate --check    # exit 1 naming each stale file (test_regenerate.py)
+    python -m tools.authoring.regenerate --check    # exit 1 naming each stale file
     python -m tools.authoring.regenerate --execute [--only 08]   # make regenerate EXECUTE=1: the notebooks too
 
 What is derived, and from what (docs/architecture.md, "Add an exercise"):
 
 - ``llm_lab/exercises/checkers.py``: one ``check_<name>`` per exercise record (``tools.authoring.checker_defs``).
 - the series tables of ``README.md`` and ``README.zh-CN.md`` (``nbtool readme``), from the notebook sources.
-- the Totals of the exercise map, ``docs/exercises.md`` and its Chinese twin: the item rows above them counted
-  (per kind, in all, and the transfer fraction); the rows themselves are written by hand.
+- the exercise map, ``docs/exercises.md`` and its Chinese twin: each autograded item's points, ``auto (N)``, the
+  sum of the points of the checkers its part of the notebook source calls, and the Totals, the item rows above
+  them counted (per kind, in all, and the transfer fraction); the rest of each row is written by hand.
+- the points of each checker's row in the checks page, ``docs/checks.md`` and its twin (``2 pt, `check_<name>```),
+  from the exercise records; the row's text is written by hand.
 - the stored notebooks: from ``notebooks/src`` by ``nbtool execute``, which runs them (minutes), so only with
   ``--execute``; ``--check`` reports them through ``nbtool check`` (their code and text equal to the sources).
 
@@ -26,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+SOURCES = ROOT / "notebooks" / "src"
 
 # The exercise map's words per language: the totals' row labels are found by their start, the columns by header.
 MAP = {
@@ -34,6 +38,7 @@ MAP = {
         "graded": "graded",
         "transfer": "transfer?",
         "auto": "auto",
+        "points": (r"\| auto \((\d+)\) \|", "| auto ({p}) |"),
         "yes": "yes",
         "rows": ("Predict / Explain", "Implement / Find the bug", "all"),
         "fraction": (
@@ -46,6 +51,7 @@ MAP = {
         "graded": "评分",
         "transfer": "迁移？",
         "auto": "自动",
+        "points": (r"\| 自动（(\d+)） \|", "| 自动（{p}） |"),
         "yes": "是",
         "rows": ("预测 / 解释", "实现 / 找错误", "全部"),
         "fraction": (r"\*\*迁移比例：\d+ 道题中 \d+ 道，\d+%。\*\*", "**迁移比例：{n} 道题中 {t} 道，{p}%。**"),
@@ -53,20 +59,63 @@ MAP = {
 }
 
 
+# The checks page's words per language: a checker's points beside its name, in the head of its row.
+CHECKS = {
+    "docs/checks.md": (r"(\d+) pt, `check_(\w+)`", "{p} pt, `check_{name}`"),
+    "docs/checks.zh-CN.md": (r"(\d+) 分，`check_(\w+)`", "{p} 分，`check_{name}`"),
+}
+
+
+def _points(name: str) -> int:
+    from llm_lab import exercises
+
+    return exercises.points(name)
+
+
+def item_points(src: Path) -> dict[int, int]:
+    """Per exercise number of one ``NN_*.exercises.nbsrc``: the points of the checkers its part calls (0: none)."""
+    parts = re.split(r"(?m)^%% md\n(?=### Exercise \d+ · )", src.read_text(encoding="utf-8"))[1:]
+    out = {}
+    for part in parts:
+        number = int(re.match(r"### Exercise (\d+) · ", part)[1])
+        cells = re.findall(r"(?ms)^%% code tags=checker\n(.*?)(?=^%% |\Z)", part)
+        out[number] = sum(_points(name) for cell in cells for name in re.findall(r"\bcheck_(\w+)\(", cell))
+    return out
+
+
+def notebook_points(nn: str) -> dict[int, int]:
+    """:func:`item_points` of notebook ``nn``'s exercises source ({} when it has none)."""
+    return {n: p for src in sorted(SOURCES.glob(f"{nn}_*.exercises.nbsrc")) for n, p in item_points(src).items()}
+
+
+def checks_page(text: str, pattern: str, form: str) -> str:
+    """``text`` (a checks page) with each checker's points as its record has them."""
+    return re.sub(pattern, lambda m: form.format(p=_points(m[2]), name=m[2]), text)
+
+
 def _cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
 def exercise_map(text: str, words: dict) -> str:
-    """``text`` (an exercise map page) with its Totals recounted from the item rows above them."""
+    """``text`` (an exercise map page) with each autograded item's points taken from its notebook's source and
+    the Totals recounted from the item rows above them."""
     body, totals = text.split(words["totals"], 1)
-    items, header = [], None
-    for line in body.splitlines():
+    items, header, points, lines = [], None, {}, body.split("\n")
+    pattern, form = words["points"]
+    for k, line in enumerate(lines):
+        section = re.match(r"## (\d\d) · ", line)
+        if section:
+            points = notebook_points(section[1])
         if line.startswith("| # |"):
             header = _cells(line)
         elif header and re.match(r"\| \d+ \|", line):
+            if points.get(int(_cells(line)[0])):
+                written = form.format(p=points[int(_cells(line)[0])])
+                line = lines[k] = re.sub(pattern, lambda _, w=written: w, line, count=1)
             row = dict(zip(header, _cells(line), strict=False))
             items.append((row[words["graded"]].startswith(words["auto"]), row[words["transfer"]] == words["yes"]))
+    body = "\n".join(lines)
     groups = ([i for i in items if not i[0]], [i for i in items if i[0]], items)
     lines = totals.split("\n")
     for k, line in enumerate(lines):
@@ -105,6 +154,7 @@ def derivations() -> dict[str, Callable[[str], str]]:
     out: dict[str, Callable[[str], str]] = {"llm_lab/exercises/checkers.py": lambda _text: _checkers()}
     out.update({name: _readme(name) for name in nbtool.README_LANG})
     out.update({name: (lambda text, w=words: exercise_map(text, w)) for name, words in MAP.items()})
+    out.update({name: (lambda text, c=c: checks_page(text, *c)) for name, c in CHECKS.items()})
     return out
 
 

@@ -1,7 +1,9 @@
-"""``make regenerate`` (tools/authoring/regenerate.py): every derived file is current, and a stale one is named."""
+"""``make regenerate`` (tools/authoring/regenerate.py): a stale derived file is named and regenerated, for each kind
+of derived file; that the repository's are current is tests/repo/test_derived_files.py."""
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -9,10 +11,7 @@ import pytest
 from tools.authoring import regenerate
 
 ROOT = regenerate.ROOT
-
-
-def test_every_derived_file_is_current():
-    assert regenerate.stale() == {}, "stale derived files: run make regenerate"
+PAGES = (*regenerate.MAP, *regenerate.CHECKS)
 
 
 def copy_of(tmp_path, names):
@@ -22,24 +21,47 @@ def copy_of(tmp_path, names):
     return tmp_path
 
 
-@pytest.mark.parametrize(
-    ("name", "old", "new"),
-    [
-        ("llm_lab/exercises/checkers.py", "def check_", "def check_old_"),  # a record renamed, checkers.py not
-        ("README.md", "| [", "| [Old] ["),  # a notebook retitled, the README table not
-        ("docs/exercises.md", "| all | 34 |", "| all | 33 |"),  # an item added, the totals not recounted
-        ("docs/exercises.zh-CN.md", "**迁移比例：", "**迁移比例：1"),
-    ],
-)
-def test_a_stale_derived_file_is_named(tmp_path, name, old, new):
+# Each plant: a derived file, a pattern in it and what its first match becomes (the file edited by hand, or its
+# source changed without make regenerate).
+PLANTS = [
+    ("llm_lab/exercises/checkers.py", r"def check_", "def check_old_"),  # a record renamed, checkers.py not
+    ("README.md", r"\| \[", "| [Old] ["),  # a notebook retitled, the README table not
+    ("docs/exercises.md", r"\| all \| (\d+) \|", "| all | 1000 |"),  # an item added, the totals not recounted
+    ("docs/exercises.zh-CN.md", r"\*\*迁移比例：", "**迁移比例：1"),
+    ("docs/exercises.md", r"\| auto \(\d+\) \|", "| auto (9) |"),  # a checker's points changed, the map not
+    ("docs/exercises.zh-CN.md", r"\| 自动（\d+） \|", "| 自动（9） |"),
+    ("docs/checks.md", r"\d+ pt, `check_", "9 pt, `check_"),  # the same, on the checks page
+    ("docs/checks.zh-CN.md", r"\d+ 分，`check_", "9 分，`check_"),
+]
+
+
+@pytest.mark.parametrize(("name", "pattern", "new"), PLANTS, ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(PLANTS)])
+def test_a_stale_derived_file_is_named(tmp_path, name, pattern, new):
     root = copy_of(tmp_path, regenerate.derivations())
     text = (root / name).read_text(encoding="utf-8")
-    if old not in text:
-        pytest.skip(f"{name} no longer holds {old!r}")  # the totals change as items are added
-    (root / name).write_text(text.replace(old, new, 1), encoding="utf-8")
+    planted = re.sub(pattern, lambda _: new, text, count=1)
+    assert planted != text, f"{name} holds no {pattern!r}"
+    (root / name).write_text(planted, encoding="utf-8")
     found = regenerate.stale(root)
     assert list(found) == [name]
     assert found[name] == text  # and regenerating gives back the current file
+
+
+def test_the_points_follow_the_records(monkeypatch):
+    """A checker worth one point more: its row in the checks page and its item in the map say so after
+    regenerating, and the other items keep theirs."""
+    name = "window_weights"  # 00 Exercise 2
+    before = {page: regenerate.derivations()[page]((ROOT / page).read_text(encoding="utf-8")) for page in PAGES}
+    points = regenerate._points(name)
+    monkeypatch.setattr(regenerate, "_points", lambda n, p=regenerate._points: p(n) + (n == name))
+    after = {page: regenerate.derivations()[page](before[page]) for page in PAGES}
+    assert f"{points + 1} pt, `check_{name}`" in after["docs/checks.md"]
+    assert f"{points + 1} 分，`check_{name}`" in after["docs/checks.zh-CN.md"]
+    for page in ("docs/exercises.md", "docs/exercises.zh-CN.md"):
+        section = after[page].split("\n## 00 · ", 1)[1].split("\n## ", 1)[0]
+        changed = [(b, a) for b, a in zip(before[page].splitlines(), after[page].splitlines(), strict=True) if a != b]
+        assert len(changed) == 1 and changed[0][1] in section and changed[0][1].startswith("| 2 |"), changed
+        assert f"({points + 1})" in changed[0][1] or f"（{points + 1}）" in changed[0][1], changed
 
 
 def test_the_totals_follow_the_rows():

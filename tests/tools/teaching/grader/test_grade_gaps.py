@@ -13,7 +13,6 @@ import nbformat
 import pytest
 
 import llm_lab.exercises as exercises
-from tools.teaching.grader import cli
 
 TORCH_MASK = (
     "def causal_mask(num_tokens):\n    return torch.nn.Transformer.generate_square_subsequent_mask(num_tokens) != 0\n"
@@ -43,10 +42,7 @@ def with_big_outputs(nb: nbformat.NotebookNode, megabytes: int) -> dict:
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory, sandbox_required):
     root = tmp_path_factory.mktemp("gaps")
-    notebooks = fx.build_course(root)
-    subs = root / "submissions"
-    subs.mkdir()
-    nbformat.write(fx.filled(notebooks), str(subs / "alice.ipynb"))
+    notebooks, subs = fx.new_class(root)
     nbformat.write(fx.filled(notebooks, causal_mask=TORCH_MASK), str(subs / "tom.ipynb"))
     nbformat.write(fx.filled(notebooks, causal_mask=TORCH_MASK_INNER), str(subs / "tim.ipynb"))
     big = subs / "olga.ipynb"
@@ -62,16 +58,7 @@ def graded(tmp_path_factory, sandbox_required):
         load = 9.0 * (os.cpu_count() or 1)  # a busy machine: the check's budget stretched fourfold before
         mp.setattr(os, "getloadavg", lambda: (load, load, load))
         mp.setattr(exercises, "grade", recorded)
-        results = cli.grade(
-            subs,
-            root / "out",
-            "01",
-            cell_timeout=10,
-            src=notebooks,
-            echo=lambda *a: None,
-            lang="en",
-            max_seconds=MAX_SECONDS,
-        )
+        results = fx.grade_class(root, notebooks, lang="en", max_seconds=MAX_SECONDS)
     return {
         "results": {r.student: r for r in results},
         "points": fx.points(notebooks),

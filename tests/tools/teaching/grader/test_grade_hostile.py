@@ -24,13 +24,10 @@ pytestmark = pytest.mark.usefixtures("sandbox_required")  # skipped with how to 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile")
-    notebooks = fx.build_course(root)
-    subs = root / "submissions"
-    subs.mkdir()
+    notebooks, subs = fx.new_class(root)
     host = _hostile.host_for(root, notebooks, subs)
     host.listen()
     os.environ["LLM_LAB_TEST_SECRET"] = host.secret  # the grader's environment: no kernel may see it
-    nbformat.write(fx.filled(notebooks), str(subs / "alice.ipynb"))
     nbformat.write(
         fx.filled(
             notebooks,
@@ -51,16 +48,8 @@ def hostile(tmp_path_factory):
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     kernel.Kernel.GUARDED = False  # the sandbox on its own: the kernel's guard has its own tests (test_grade_guard)
     try:
-        results = cli.grade(  # every cell runs, those the grader would leave out too: the sandbox on its own
-            subs,
-            root / "out",
-            "01",
-            cell_timeout=10,
-            src=notebooks,
-            echo=lambda *a: None,
-            max_seconds=120,
-            run_unvouched=True,
-        )
+        # every cell runs, those the grader would leave out too: the sandbox on its own
+        results = fx.grade_class(root, notebooks, max_seconds=120, run_unvouched=True)
     finally:
         kernel.Kernel.GUARDED = True
         host.stop()
