@@ -8,7 +8,6 @@ holds (magics, top-level ``await``, dataclasses, string annotations) give the sa
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import nbformat
@@ -57,8 +56,6 @@ def run(cells: list[str]) -> list[str]:
     nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     client = NotebookClient(nb, kernel_name="python3", allow_errors=True, timeout=120, resources={})
-    client.km = client.create_kernel_manager()
-    client.km.kernel_cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     client.execute(env=env)
     texts = []
     for cell in nb.cells:
