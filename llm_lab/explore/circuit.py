@@ -10,7 +10,8 @@ Shape names: B batch, T tokens, L layers, nh heads, hs head size, d model width,
 - :func:`previous_token_per_row` is a head's weight on the token before, row by row: a previous-token head must
   do its job on every row, not only on average. :func:`key_uses` counts, per position, the copyable predictions
   whose earlier copy sits there: how often a key at that row is needed at all.
-- :func:`path_ablation` runs layer 1 with one layer-0 head's output removed from its keys, queries or values only.
+- :func:`path_ablation` runs layer 1 with one layer-0 head's output removed from its keys, queries or values only;
+  :func:`path_effects` measures the copying and layer 1's induction score with it taken out of each in turn.
 - :func:`logit_attribution` is what one head's output adds to the logit of each token (its direct effect).
 - :func:`generate` decodes greedily, one token at a time, with one :class:`~llm_lab.kv_cache.KVCache` per layer.
 
@@ -24,7 +25,7 @@ import torch
 from .. import _checks
 from ..kv_cache import KVCache, decode_step
 from .copy_data import split_losses
-from .induction import AttentionOnlyTransformer, _check_ids
+from .induction import AttentionOnlyTransformer, _check_ids, induction_scores
 
 __all__ = [
     "PATHS",
@@ -122,28 +123,45 @@ def path_ablation(model: AttentionOnlyTransformer, ids: torch.Tensor, head: int,
 
 
 @torch.no_grad()
-def path_effects(model: AttentionOnlyTransformer, ids: torch.Tensor, head: int) -> dict:
-    """The copyable loss (``copy_data.split_losses``) on ``ids``: ``"whole"`` model, and layer-0 head ``head`` taken out
-    of layer 1's ``"keys"``, ``"queries"`` or ``"values"`` only (:func:`path_ablation`)."""
+def path_effects(model: AttentionOnlyTransformer, probe: torch.Tensor, head: int) -> dict:
+    """Layer-0 head ``head`` taken out of one of layer 1's inputs at a time (:func:`path_ablation`), on a probe
+    whose second half repeats its first (``copy_data.probe_batch``): for ``"whole"`` (nothing taken out),
+    ``"queries"``, ``"keys"`` and ``"values"``, ``{"copyable": the copyable loss, "induction": layer 1's induction
+    score, the mean of its heads}``."""
     was_training = model.training
     model.eval()
     try:
-        out = {"whole": split_losses(model(ids), ids)["copyable"]}
-        for path in ("keys", "queries", "values"):
-            out[path] = split_losses(path_ablation(model, ids, head, paths=(path,))[0], ids)["copyable"]
+        logits, weights = model(probe, return_attn_weights=True)
+        out = {"whole": _path_point(logits, weights[:, 1], probe)}
+        for path in PATHS:
+            out[path] = _path_point(*path_ablation(model, probe, head, paths=(path,)), probe)
     finally:
         model.train(was_training)
     return out
 
 
-def path_claims(effects: dict) -> dict:
-    """What notebook 08 says about :func:`path_effects`, as booleans: the keys need the head (the copyable loss
-    rises by more than 1 without it), the queries and the values do not (it moves by less than 0.5)."""
-    whole = effects["whole"]
+def _path_point(logits, layer1_weights, probe) -> dict:
     return {
-        "keys without it: copyable loss up by more than 1": effects["keys"] > whole + 1.0,
-        "queries without it: within 0.5 of the whole model": abs(effects["queries"] - whole) < 0.5,
-        "values without it: within 0.5 of the whole model": abs(effects["values"] - whole) < 0.5,
+        "copyable": split_losses(logits, probe)["copyable"],
+        "induction": float(induction_scores(layer1_weights[:, None])[0].mean()),
+    }
+
+
+def path_claims(effects: dict) -> dict:
+    """What notebook 08 says about :func:`path_effects`, as booleans: the keys need the head (without it the
+    copyable loss rises by more than 1 and layer 1's induction score falls below a third of the whole model's),
+    the queries and the values do not (the loss moves by less than 0.5; the score stays above two thirds, and
+    without the head in the values it is the whole model's, within 0.01)."""
+    whole = effects["whole"]
+    loss = {p: effects[p]["copyable"] - whole["copyable"] for p in PATHS}
+    score = {p: effects[p]["induction"] for p in PATHS}
+    return {
+        "keys: copyable loss up by more than 1": loss["keys"] > 1.0,
+        "keys: induction score below a third of the whole model's": score["keys"] < whole["induction"] / 3,
+        "queries: copyable loss within 0.5 of the whole model's": abs(loss["queries"]) < 0.5,
+        "queries: induction score above two thirds of the whole model's": score["queries"] > 2 * whole["induction"] / 3,
+        "values: copyable loss within 0.5 of the whole model's": abs(loss["values"]) < 0.5,
+        "values: induction score the whole model's, within 0.01": abs(score["values"] - whole["induction"]) < 0.01,
     }
 
 

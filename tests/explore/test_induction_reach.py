@@ -211,12 +211,15 @@ def test_path_claims_hold_trained_and_fail_untrained(trained, untrained):
     head, probe = _prev_head(trained)
     effects = circuit.path_effects(trained, probe, head)
     assert all(circuit.path_claims(effects).values())
-    assert effects["keys"] > 3.0 and effects["whole"] < 2.0
+    assert effects["keys"]["copyable"] > 3.0 and effects["whole"]["copyable"] < 2.0
     bad = circuit.path_claims(circuit.path_effects(untrained, probe, head))
-    assert not bad["keys without it: copyable loss up by more than 1"]
-    # a model whose values need the head: the claim about the values fails
-    fake = dict(effects, values=effects["whole"] + 1.0)
-    assert not circuit.path_claims(fake)["values without it: within 0.5 of the whole model"]
+    assert not bad["keys: copyable loss up by more than 1"]
+    assert not bad["keys: induction score below a third of the whole model's"]
+    # a model whose queries or values need the head: those claims fail
+    fake = dict(effects, values={"copyable": effects["whole"]["copyable"] + 1.0, "induction": 0.0})
+    fake["queries"] = {"copyable": effects["whole"]["copyable"] + 1.0, "induction": 0.0}
+    failed = [claim for claim, holds in circuit.path_claims(fake).items() if not holds]
+    assert failed == [c for c in circuit.path_claims(effects) if c.startswith(("queries", "values"))]
 
 
 def test_weight_claims_hold_trained_and_fail_untrained_or_zeroed(trained, untrained):
