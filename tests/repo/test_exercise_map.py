@@ -233,12 +233,7 @@ def test_the_kind_checks_can_fail(tmp_path, monkeypatch):
     ]
     if UNLABELLED:
         cases.append(("an UNLABELLED notebook labelled", by_number[UNLABELLED[0]], label_first, every))
-    for what, path, replacements, check in cases:
-        with monkeypatch.context() as patch:
-            _with_changed(patch, tmp_path, path, replacements)
-            with pytest.raises(AssertionError):
-                check()
-                print("did not fail:", what)
+    _each_fails(monkeypatch, tmp_path, cases)
     mapped("en")(), mapped("zh")(), every(), one(prose)()
 
 
@@ -260,6 +255,16 @@ def test_the_importance_and_minutes_columns_repeat_the_sources(lang):
             cost = costs.get(int(row["number"]))
             assert cost, (lang, src.name, row["number"], "the table gives a cost the source does not")
             assert (row["importance"], int(row["minutes"])) == cost, (lang, src.name, row["number"], cost)
+
+
+def _each_fails(monkeypatch, tmp_path, cases) -> None:
+    """Each case, (what, path, replacements, check): ``check`` fails on ``path`` with the replacements made."""
+    for what, path, replacements, check in cases:
+        with monkeypatch.context() as patch:
+            _with_changed(patch, tmp_path, path, replacements)
+            with pytest.raises(AssertionError):
+                check()
+                print("did not fail:", what)
 
 
 def _with_changed(monkeypatch, tmp_path, path: Path, replacements) -> None:
@@ -309,12 +314,7 @@ def test_the_cost_checks_can_fail(tmp_path, monkeypatch):
         ("four stars", source, [("*Importance ★", "*Importance ★★★★")], one_source),
         ("an exercise without a cost line", source, [("*Importance", "*Reading"), ("*重要性", "*阅读")], costed),
     ]
-    for what, path, replacements, check in cases:
-        with monkeypatch.context() as patch:
-            _with_changed(patch, tmp_path, path, replacements)
-            with pytest.raises(AssertionError):
-                check()
-                print("did not fail:", what)
+    _each_fails(monkeypatch, tmp_path, cases)
     table(), costed(), one_source()
 
 

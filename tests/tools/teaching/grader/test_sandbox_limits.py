@@ -67,6 +67,21 @@ print("RESULTS " + json.dumps({r.student: [r.total, r.notes, r.problem] for r in
 """
 
 
+def _class_beside(tmp_path, attackers: dict[str, str]):
+    """The fixture course, alice (right) and carol (a wrong mask) handed in beside each attacker (its code in the
+    first exercise's cell, the second left as the stub): (the notebooks, the submissions folder, the points)."""
+    notebooks = fx.build_course(tmp_path / "course")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    nbformat.write(fx.filled(notebooks), str(subs / "alice.ipynb"))
+    nbformat.write(fx.filled(notebooks, causal_mask=WRONG), str(subs / "carol.ipynb"))
+    for student, code in attackers.items():
+        nb = fx.filled(notebooks, causal_mask=code)
+        fx.solution_cells(nb)[1].source = STUB
+        nbformat.write(nb, str(subs / f"{student}.ipynb"))
+    return notebooks, subs, fx.points(notebooks)
+
+
 def _graded(subs, out, notebooks, **limits) -> dict:
     """student -> Submission, the class graded with every cell run, those the grader would leave out too
     (``run_unvouched``), and without the graded kernel's own process filter (``Kernel.NO_PROCESSES``: it refuses
@@ -183,16 +198,8 @@ LEAK = all(os.waitpid(pid, 0)[1] == 0 for pid in kids)
 
 
 def test_files_in_tmp_and_the_connection_folder_are_bounded_per_submission(tmp_path):
-    notebooks = fx.build_course(tmp_path / "course")
-    subs = tmp_path / "subs"
-    subs.mkdir()
-    pts = fx.points(notebooks)
-    nbformat.write(fx.filled(notebooks), str(subs / "alice.ipynb"))
-    nbformat.write(fx.filled(notebooks, causal_mask=WRONG), str(subs / "carol.ipynb"))
-    for student, code in (("many_files", MANY_FILES), ("conn_writer", INTO_THE_CONNECTION_FOLDER)):
-        nb = fx.filled(notebooks, causal_mask=code)
-        fx.solution_cells(nb)[1].source = STUB
-        nbformat.write(nb, str(subs / f"{student}.ipynb"))
+    attackers = {"many_files": MANY_FILES, "conn_writer": INTO_THE_CONNECTION_FOLDER}
+    notebooks, subs, pts = _class_beside(tmp_path, attackers)
     results = _graded(subs, tmp_path / "out", notebooks, cell_timeout=60, max_seconds=300)
     assert results["alice"].total == sum(pts.values()) and results["carol"].total == pts["mask_and_renormalize"]
     assert results["many_files"].total == 0 and results["conn_writer"].total == 0
@@ -202,16 +209,7 @@ def test_files_in_tmp_and_the_connection_folder_are_bounded_per_submission(tmp_p
 
 @pytest.mark.skipif(sandbox_limits.cgroup_problem() is not None, reason=str(sandbox_limits.cgroup_problem()))
 def test_memory_together_is_limited_per_submission(tmp_path):
-    notebooks = fx.build_course(tmp_path / "course")
-    subs = tmp_path / "subs"
-    subs.mkdir()
-    pts = fx.points(notebooks)
-    nbformat.write(fx.filled(notebooks), str(subs / "alice.ipynb"))
-    nbformat.write(fx.filled(notebooks, causal_mask=WRONG), str(subs / "carol.ipynb"))
-    for student, code in (("allocate_together", ALLOCATE_TOGETHER),):
-        nb = fx.filled(notebooks, causal_mask=code)
-        fx.solution_cells(nb)[1].source = STUB
-        nbformat.write(nb, str(subs / f"{student}.ipynb"))
+    notebooks, subs, pts = _class_beside(tmp_path, {"allocate_together": ALLOCATE_TOGETHER})
     results = _graded(subs, tmp_path / "out", notebooks, cell_timeout=120, max_seconds=300)
     assert results["alice"].total == sum(pts.values()) and results["carol"].total == pts["mask_and_renormalize"]
     r = results["allocate_together"]
