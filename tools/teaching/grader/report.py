@@ -113,10 +113,13 @@ def one_line(text, limit: int = 200) -> str:
 
 def visible(text, *, lines: bool = False) -> str:
     """``text`` with every control character (newlines kept when ``lines``), bidirectional override and
-    isolate shown as ``<U+XXXX>``: nothing in a name or message can reorder or hide what is around it."""
+    isolate, and lone surrogate (which no UTF-8 file can hold) shown as ``<U+XXXX>``: nothing in a name or message
+    can reorder or hide what is around it, or stop the report from being written."""
     return "".join(
         f"<U+{ord(ch):04X}>"
-        if ch in BIDI or (unicodedata.category(ch) == "Cc" and not (lines and ch in "\n\t"))
+        if ch in BIDI
+        or unicodedata.category(ch) == "Cs"
+        or (unicodedata.category(ch) == "Cc" and not (lines and ch in "\n\t"))
         else ch
         for ch in str(text)
     )
@@ -145,7 +148,7 @@ def md_code(text) -> str:
 
 
 def write_csv(results, cols, maxima: dict[str, int], expected, path: Path) -> None:
-    with path.open("w", newline="", encoding="utf-8") as f:
+    with path.open("w", newline="", encoding="utf-8", errors="backslashreplace") as f:
         w = csv.writer(f)
         w.writerow(["student", "notebook", *(column for column, _nn, _key in cols), "total", "max"])
         for submission in results:
@@ -280,6 +283,11 @@ def class_report(results, cols, maxima: dict[str, int]) -> str:
     return "\n".join(lines)
 
 
+# how every file is written: UTF-8, and a character no UTF-8 file can hold (a lone surrogate in a learner's text)
+# escaped, never an error that stops the class's report
+WRITE = {"encoding": "utf-8", "errors": "backslashreplace"}
+
+
 def write_all(results, course, expected, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     cols = columns(course, expected)
@@ -290,6 +298,6 @@ def write_all(results, course, expected, out: Path) -> None:
     for submission in results:
         lang = submission.lang or expected[0] or "en"
         (out / "feedback" / names[id(submission)]).write_text(
-            feedback_html(submission, lang, maxima.get(notebook_of(submission, expected), 0)), encoding="utf-8"
+            feedback_html(submission, lang, maxima.get(notebook_of(submission, expected), 0)), **WRITE
         )
-    (out / "report.md").write_text(class_report(results, cols, maxima), encoding="utf-8")
+    (out / "report.md").write_text(class_report(results, cols, maxima), **WRITE)

@@ -89,3 +89,15 @@ def test_the_written_reports_escape_everything(tmp_path):
     for page in (tmp_path / "feedback").glob("*.html"):
         text = page.read_text(encoding="utf-8")
         assert "<script>" not in text and "<b>bob" not in text and "\u202e" not in text and "&lt;U+202E&gt;" in text
+
+
+def test_a_lone_surrogate_from_a_learner_does_not_stop_the_report(tmp_path):
+    """A cell holding ``"\\ud800"`` (valid JSON) reaches the notes and messages: every file is still written."""
+    rs = [result("m5", notes=["your cell printed \ud800"]), result("m6\udcff", problem="wrong notebook \ud800")]
+    report.write_all(rs, {}, (None, None), tmp_path)
+    md = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "U+D800" in md and "\ud800" not in md, md
+    assert len(list((tmp_path / "feedback").glob("*.html"))) == 2
+    rows = list(csv.reader((tmp_path / "grades.csv").open(encoding="utf-8")))
+    assert [row[0] for row in rows[1:]] == ["m5", "m6<U+DCFF>"]
+    assert report.visible("a\ud800b") == "a<U+D800>b"
