@@ -18,6 +18,12 @@ shutil.copy(so, "_json_copy.so")
 def helper():
     return 1
 
+class Hidden(dict):  # a mapping whose iteration shows no name, while dataclasses reads .items()
+    def __iter__(self):
+        return iter(())
+
+HIDDEN = Hidden({"a=print('ran')": int})
+
 def ext():
     loader = importlib.machinery.ExtensionFileLoader("_json", os.path.abspath("_json_copy.so"))
     return importlib.util.module_from_spec(importlib.util.spec_from_loader("_json", loader))
@@ -45,6 +51,7 @@ HOSTILE = {
     "compile": lambda: compile("1", "<s>", "eval"),
     "type hints": lambda: typing.get_type_hints(type("B", (), {"__annotations__": {"a": "print('ran') or int"}})),
     "dataclass field": lambda: dataclasses.dataclass(type("D", (), {"__annotations__": {"a=print('ran')": int}})),
+    "dataclass mapping": lambda: dataclasses.dataclass(type("E", (), {"__annotations__": HIDDEN})),
     "pickle": lambda: pickle.loads(pickle.dumps(types.SimpleNamespace())),
     "ctypes": lambda: ctypes.CDLL(None),
     "gc": lambda: gc.get_referrers(helper),
@@ -107,7 +114,7 @@ print(json.dumps({"trusted": trusted, "before": before, "after": after, "honest"
 """
 
 HOSTILE = [
-    "eval", "exec", "compile", "type hints", "dataclass field", "pickle", "ctypes", "gc", "code.replace",
+    "eval", "exec", "compile", "type hints", "dataclass field", "dataclass mapping", "pickle", "ctypes", "gc", "code.replace",
     "FunctionType", "__code__ set", "marshal", "frames", "written module", "extension", "spec from file",
     "exec in a thread",
 ]  # fmt: skip
@@ -117,7 +124,7 @@ HONEST = ["dataclass", "@dataclass", "string annotation", "namedtuple", "install
 def assert_route_held(probe: dict, name: str) -> None:
     """The route ``name`` ran before the guard (the control; a crafted dataclass field name is compiled into
     dataclasses' text, a SyntaxError there) and was refused after."""
-    ran = ("ran", "error: SyntaxError") if name == "dataclass field" else ("ran",)
+    ran = ("ran", "error: SyntaxError") if name.startswith("dataclass") else ("ran",)
     assert probe["before"][name].startswith(ran), probe["before"][name]
     assert probe["after"][name].startswith("refused: the graded kernel refused"), probe["after"][name]
     assert set(probe["after"]) == set(HOSTILE)

@@ -50,7 +50,7 @@ _TRUSTED: tuple[str, ...] = ()  # folders of installed code (set by install): no
 _HOOKS: tuple = ()  # sys.meta_path and sys.path_hooks as installed
 _BASE: tuple = ()  # the outer frames of the process that are not installed code, as at install (kept running)
 _KERNEL_THREADS: frozenset = frozenset()  # the threads running Python when the guard was installed: the kernel's own
-_MAGICS = frozenset({"time", "timeit", "capture"})  # IPython magics that compile text the grader's reading reads
+_MAGICS = frozenset({"time", "timeit", "capture", "prun", "config"})  # IPython magics whose text the reading reads
 _GENERATORS = ("/collections/__init__.py", "/ast.py")  # namedtuple checks its names; ast.parse makes a tree
 _IMPORTLIB = "<frozen importlib._bootstrap"  # both _bootstrap and _bootstrap_external
 _installed = False
@@ -122,7 +122,9 @@ def _dataclass_ok(caller) -> str | None:
     if frame is None:
         return "dataclasses runs text as code" if _learner_frames(caller) else None
     names = vars(frame.f_locals.get("cls", object)).get("__annotations__", {})
-    if all(type(n) is str and n.isidentifier() and not keyword.iskeyword(n) for n in names):
+    if type(names) is not dict:  # dataclasses reads .items(): a mapping of the notebook's own may give other names
+        return "a dataclass whose annotations are not a plain dict"
+    if all(type(n) is str and n.isidentifier() and not keyword.iskeyword(n) for n in dict.keys(names)):
         return None
     return "a dataclass field name that is not an identifier (it would be code in the text dataclasses writes)"
 
@@ -181,6 +183,8 @@ def _code_ok(caller, event: str, args) -> str | None:
         return None
     if where.endswith("/timeit.py") and _in_magic(caller):
         return None  # IPython's %timeit times the line through timeit.Timer
+    if where.endswith(("/cProfile.py", "/profile.py")) and _in_magic(caller):  # %prun: the line, run by the profiler
+        return sent_text.refusal(caller, args[0]) if event == "compile" else None
     if trusted(_loader_path(caller)):
         return None  # an installed module's own code, while it is imported (torch's, typing's at import time)
     kernel = "/IPython/" in where or "/ipykernel/" in where or where.endswith("/codeop.py")  # IPython's compiler

@@ -21,6 +21,7 @@ import ast
 _REQUEST = None  # ipykernel's Kernel.execute_request: its code object, as installed
 _TRANSFORM = None  # IPython's input transformer, made at install (the notebook's shell may have others)
 _MAGICS = ("run_line_magic", "run_cell_magic")
+PYTHON_MAGICS = frozenset({"time", "timeit", "capture", "prun"})  # the grader's reading reads these as Python
 _TIMEIT_VALUED = frozenset("nrp")  # %timeit's options that take a value (``-n 3``), as its parse_options string
 _TIMEIT = (  # what %timeit adds around the timed statements (IPython's timeit_ast_template)
     "def inner(_it, _timer):\n    pass\n    _t0 = _timer()\n    for _i in _it:\n        pass\n"
@@ -62,14 +63,22 @@ def _timeit_statement(line: str) -> str:
 
 
 def _magic_texts(tree) -> list[str]:
-    """The texts of the magics in a transformed cell: ``get_ipython().run_line_magic(name, line)`` and
-    ``run_cell_magic(name, line, body)`` with constant arguments (IPython writes nothing else)."""
+    """The Python of the magics in a transformed cell, as IPython writes them and the grader's reading reads them:
+    ``get_ipython().run_line_magic(name, line)`` and ``run_cell_magic(name, line, body)`` with constant arguments,
+    for the magics whose text is Python (``PYTHON_MAGICS``; and ``%config``'s setting as it runs it); an ``%%html``
+    body or a ``%pinfo`` line is not."""
     found = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MAGICS):
             continue
+        shell = node.func.value
+        if not (isinstance(shell, ast.Call) and isinstance(shell.func, ast.Name) and shell.func.id == "get_ipython"):
+            continue
         args = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-        if len(args) != len(node.args) or not args:
+        if len(args) != len(node.args) or not args or args[0] not in {*PYTHON_MAGICS, "config"}:
+            continue
+        if args[0] == "config" and len(args) == 2:  # %config runs "cfg." + its line (an InlineBackend setting)
+            found.append("cfg." + args[1].strip())
             continue
         found.extend(args[1:])
         if args[0] == "timeit" and len(args) > 1:

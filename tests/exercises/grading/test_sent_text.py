@@ -24,6 +24,8 @@ HONEST = {
     "capture": ("%%capture cap\nprint('hi')\n%time q = 5\nprint(q)", ""),
     "captured": ("print(cap.stdout.strip().splitlines()[-1])", "5"),
     "time cell": ("%%time\na = 1\na + 1", "2"),
+    "prun cell": ("%%prun -q\nb = sum(range(10))\nprint(b)", "45"),
+    "config": ("%config InlineBackend.figure_format = 'retina'\nprint('configured')", "configured"),
     "dataclass": ("import dataclasses\n@dataclasses.dataclass\nclass P:\n    a: int = 1\nP()", "P(a=1)"),
     "annotations": (
         "import typing\ndef f(a: 'int | None') -> 'typing.Optional[int]':\n    return a\ntyping.get_type_hints(f)['a']",
@@ -34,7 +36,7 @@ HONEST = {
 }
 
 # Each route has IPython compile text no cell holds (the marker is made at run time), with no notebook frame between
-# the compiler and the route's trigger: it sets ``leak``, which the cells after it (where a callback runs) print.
+# the compiler and the route's trigger (one cell, or several): it sets ``leak``, which the cells after it print.
 AFTER = "print(globals().get('leak', ''))"
 HOSTILE = {
     "nested run_cell in %time": '%time get_ipython().run_cell(\'leak = "FE" + "LL"\')',
@@ -43,6 +45,12 @@ HOSTILE = {
     'asyncio.get_event_loop().call_soon(functools.partial(get_ipython().ex, \'leak = "FE" + "LL"\'))',
     "shell event callback": "import functools\n"
     "get_ipython().events.register('pre_execute', functools.partial(get_ipython().ex, 'leak = \"FE\" + \"LL\"'))",
+    # an %%html body is not Python to the grader's reading: a callback compiling the same text is refused
+    "callback on an %%html body": (
+        "import functools\nget_ipython().events.register('pre_execute', "
+        'functools.partial(get_ipython().ex, \'leak = "FE" + "LL"\\n\'))',
+        '%%html\nleak = "FE" + "LL"',
+    ),
     "AST transformer": "import ast\nclass T(ast.NodeTransformer):\n    def visit_Module(self, node):\n"
     '        node.body = ast.parse(\'leak = "FE" + "LL"\').body + node.body\n        return node\n'
     "get_ipython().ast_transformers.append(T())",
@@ -75,7 +83,10 @@ def session(guarded: bool) -> dict:
     """The honest cells in one kernel; each hostile route, and two quiet cells after it, in a kernel of its own."""
     first = GUARD if guarded else "pass"
     honest = dict(zip(HONEST, run([first, *(source for source, _ in HONEST.values())])[1:], strict=True))
-    hostile = {name: "\n".join(run([first, source, AFTER, AFTER])[1:]) for name, source in HOSTILE.items()}
+    hostile = {
+        name: "\n".join(run([first, *((source,) if isinstance(source, str) else source), AFTER, AFTER])[1:])
+        for name, source in HOSTILE.items()
+    }
     return {"honest": honest, "hostile": hostile}
 
 
