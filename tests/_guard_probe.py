@@ -114,9 +114,9 @@ print(json.dumps({"trusted": trusted, "before": before, "after": after, "honest"
 """
 
 HOSTILE = [
-    "eval", "exec", "compile", "type hints", "dataclass field", "dataclass mapping", "pickle", "ctypes", "gc", "code.replace",
-    "FunctionType", "__code__ set", "marshal", "frames", "written module", "extension", "spec from file",
-    "exec in a thread",
+    "eval", "exec", "compile", "type hints", "dataclass field", "dataclass mapping", "pickle", "ctypes", "gc",
+    "code.replace", "FunctionType", "__code__ set", "marshal", "frames", "written module", "extension",
+    "spec from file", "exec in a thread",
 ]  # fmt: skip
 HONEST = ["dataclass", "@dataclass", "string annotation", "namedtuple", "installed module", "torch", "thread"]
 

@@ -302,8 +302,7 @@ class Kernel:
         f"for _m in {PRELOADED!r}:\n    try:\n        __import__(_m)\n    except Exception:\n        pass\ndel _m"
     )
 
-    # the process filter is on wherever the sandbox is; only the tests of the sandbox's own limits turn it off
-    # (tests/tools/teaching/grader/test_sandbox_limits.py: it would refuse their forks before the limits see them)
+    # the process filter is on wherever the sandbox is, but in test_sandbox_limits (it would refuse their forks)
     NO_PROCESSES = True
     GUARDED = True  # kernel_guard: off only in test_grade_hostile, which tests the sandbox on its own
 
@@ -311,8 +310,7 @@ class Kernel:
         """Import torch and the answering code before the first cell, with time to spare: on a busy machine a
         first cell's ``import torch`` can outlast the cell timeout, and an import interrupted half way leaves
         torch unusable for the rest of the notebook."""
-        # sandboxed, the kernel then denies itself every new process (sandbox_seccomp.no_processes): threads only;
-        # then its guard (kernel_guard: an audit hook refusing code from text, ctypes, unpickling, written modules)
+        # sandboxed, the kernel denies itself new processes (sandbox_seccomp), then turns its guard on (kernel_guard)
         filtered = self.sandboxed and self.NO_PROCESSES
         guard = f"\nimport {KERNEL_MODULE} as _k\n_k.guard()\ndel _k" if self.GUARDED else ""
         code = self.WARM_UP + ("\n" + sandbox_seccomp.installer() if filtered else "") + guard
@@ -408,12 +406,14 @@ class Kernel:
 
 
 def reply_of(text: str, nonce: str, error: str = "") -> object:
-    """The kernel's one reply in ``text`` (the request cell's printed output), parsed. More than one line with the
-    nonce is a reply the learner's code printed itself (it read the nonce from the kernel): RemoteFailed, never
-    the last or the first of them. ``error``: the cell's error, for the message when there is no reply."""
+    """The kernel's one reply in ``text`` (the request cell's output), parsed. Two lines with the nonce, or one from
+    a cell that then failed (the answering code catches every error and prints last), are a reply the learner's code
+    printed itself: RemoteFailed. ``error``: the cell's error, for the message when there is no reply."""
     replies = [line[len(nonce) :] for line in text.splitlines() if line.startswith(nonce)]
     if len(replies) > 1:
         raise proxies.RemoteFailed(f"the kernel answered {len(replies)} times to one request: a forged reply")
+    if replies and error:
+        raise proxies.RemoteFailed(f"the request's cell failed ({error}) after a reply was printed: a forged reply")
     if not replies:
         if error == "timeout":
             raise TimeoutError

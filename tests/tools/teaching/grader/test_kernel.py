@@ -167,6 +167,10 @@ def test_one_reply_is_read_and_a_second_one_is_a_forgery():
             grader_kernel.reply_of(text, nonce)
     with pytest.raises(proxies.RemoteFailed, match="did not answer"):
         grader_kernel.reply_of("no reply here", nonce)
+    # red team 8 (c30c): a learner's audit hook saw the request, printed a reply and stopped the real serve by raising
+    for error in ("RuntimeError: stopped", "timeout"):
+        with pytest.raises(proxies.RemoteFailed, match="forged"):
+            grader_kernel.reply_of(forged + "\n", nonce, error)
 
 
 def test_the_kernel_takes_the_nonce_out_before_the_learners_code_runs(capsys):
