@@ -41,6 +41,7 @@ HOOKS = (
     "settrace",
     "setprofile_all_threads",
     "settrace_all_threads",
+    "addaudithook",  # a hook of the learner's sees every event: the grader's request cells' text and their nonce
     "_getframe",
     # torch's own switches for the modes the kernel observes a call through (what ran, what was built in), and
     # the questions whether they are on: with them a learner's call may run torch's built-ins unseen, or answer

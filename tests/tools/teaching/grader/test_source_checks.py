@@ -244,6 +244,7 @@ CASES = [
     ("from torch import ops", ["from torch import ops\n" + RIGHT], "tampered"),
     ("sys.settrace called", ["import sys\nsys.settrace(None)\n" + RIGHT], "tampered"),
     ("threading.setprofile", ["from threading import setprofile\n" + RIGHT], "tampered"),
+    ("sys.addaudithook", ["import sys\nsys.addaudithook(lambda event, args: None)\n" + RIGHT], "tampered"),
 ]
 
 
