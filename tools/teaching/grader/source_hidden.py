@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
+import string
 
 import llm_lab.exercises as exercises
 from tools.teaching.grader import source_looks
@@ -311,6 +312,10 @@ def _named_by_string(node) -> str:
         backend = node.args[0] if node.args else None
         if backend is not None and not (isinstance(backend, ast.Constant) and ":" not in str(backend.value)):
             return f"`{ast.unparse(node)[:60]}`: a backend module named at run time or by module://, not read"
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and "{" in node.value:
+        hidden = next((f for f in _format_fields(node.value) if _hidden_path(f)), None)
+        if hidden is not None:  # str.format, or a Formatter of the notebook's, reaches what the field names
+            return f"`{{{hidden[:40]}}}`: a format field that reaches a private or hidden name"
     if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("module:"):
         return f"`{node.value[:40]}`: a module named by a string (a file the notebook wrote), not read"
     if isinstance(node, (ast.Name, ast.Attribute)) and _name_of(node) in EVALUATING:
@@ -318,10 +323,19 @@ def _named_by_string(node) -> str:
     return ""
 
 
+def _format_fields(text: str) -> list[str]:
+    """The field names of ``text`` read as a format string (``"{0.__globals__[sys]}"`` → ``0.__globals__[sys]``)."""
+    try:
+        return [field for _, field, _, _ in string.Formatter().parse(text) if field]
+    except ValueError:  # not a format string
+        return []
+
+
 def _hidden_path(dotted: str) -> bool:
     """Does the dotted name ``dotted`` (``"_C.DisableTorchFunction"``, ``"dumps.__globals__"``) pass through a
     private name or one ``HIDDEN_ATTRIBUTES``/``HIDDEN_CALLS`` hold?"""
-    return any(p.startswith("_") or p in HIDDEN_ATTRIBUTES or p in HIDDEN_CALLS for p in re.split(r"[.\[\]]", dotted))
+    parts = re.split(r"[.\[\]]", dotted)
+    return any(p.startswith("_") or p in HIDDEN_ATTRIBUTES or p in HIDDEN_CALLS or p in SYS_IMPORTS for p in parts)
 
 
 def function_locals(tree: ast.Module) -> set[int]:
@@ -363,6 +377,7 @@ def string_loops(trees: list[ast.Module]) -> frozenset[str]:
             and isinstance(node.iter, (ast.Tuple, ast.List))
             and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.iter.elts)
             and not {e.value for e in node.iter.elts} & ANSWER_NAMES
+            and not any(_hidden_path(e.value) for e in node.iter.elts)  # read as each string's attribute would be
         ):
             loops.add(id(node.target))
             names.add(node.target.id)
