@@ -122,7 +122,8 @@ REFERENCE = {
 
 def ready_made(exercise: str, trees: list) -> tuple[str, str] | None:
     """(name, hint) of a callable the exercise rules out whose answer depends only on a size (``PRECOMPUTABLE``:
-    torch's ready-made causal masks), named anywhere in the learner's cells before the check (``trees``): called
+    torch's ready-made causal masks), named anywhere in the learner's cells before the check (``trees``; in a string
+    too, as a getattr or a loop over strings names it): called
     at cell level or in a default argument it runs where the watch on the learner's call cannot see it, and the
     call only slices what it made. ``None`` if none is named."""
 
@@ -130,6 +131,8 @@ def ready_made(exercise: str, trees: list) -> tuple[str, str] | None:
     ruled_out = {q.rpartition(".")[2]: (q, h) for _, q, h in getattr(record, "forbidden", ()) if h in PRECOMPUTABLE}
     for node in (n for tree in trees for n in ast.walk(tree)):
         name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):  # getattr(nn.Transformer, "...") and kin
+            name = node.value.strip().rpartition(".")[2]
         if name in ruled_out:
             return ruled_out[name]
     return None
