@@ -6,7 +6,8 @@ import torch
 
 from ..masks import causal_mask
 from ._core import Exercise, Fail, LearnerError, as_tensor, compare, diagnose, same, shape_str
-from ._harness import call
+from ._harness import call, last_observed
+from ._observe import called_matching
 from ._shared import call_unchanged, gen, sizes, tril, triu, unless_reference
 
 
@@ -14,7 +15,12 @@ def body_causal_mask(fn) -> list[str]:
     cases = []
     for t in sizes((5, 1, 9, 2), high=16, seed=100):
         case = f"num_tokens={t}"
-        out = as_tensor(call(fn, t, case=case), case)
+        try:  # observed: SDPA reached from C (``map``) is not a Python call the watch sees, but it is a torch op
+            out = as_tensor(call(fn, t, case=case, observe=True), case)
+        finally:
+            sdpa = called_matching(last_observed(), "scaled_dot_product")
+            if sdpa:
+                raise Fail("uses_torch_mask", ref=sdpa, case=case)
         want = causal_mask(t)
         as_bool = out if out.dtype == torch.bool else out != 0
         if out.dtype != torch.bool and same(as_bool, want):

@@ -80,6 +80,14 @@ def mask_by_sdpa(n):  # read off SDPA's own causal mask: attention of zeros over
     return (F.scaled_dot_product_attention(zeros, zeros, eye, is_causal=True) == 0).view(n, n)
 
 
+def mask_by_sdpa_from_c(n):  # the same, SDPA called by map (from C: no Python call the watch's hook sees)
+    import torch.nn.functional as F
+
+    eye, zeros = torch.eye(n).view(1, 1, n, n), torch.zeros(1, 1, n, 1)
+    (out,) = map(F.scaled_dot_product_attention, [zeros], [zeros], [eye], [None], [0.0], [True])
+    return (out == 0).view(n, n)
+
+
 def renorm_columns(w):
     masked = w * torch.tril(torch.ones(w.shape[-1], w.shape[-1]))
     return masked / masked.sum(dim=-2, keepdim=True)
@@ -125,6 +133,7 @@ PLANTED = [
     ("causal_mask", mask_by_bias, "uses_torch_mask"),
     ("causal_mask", mask_by_bias_method, "uses_torch_mask"),
     ("causal_mask", mask_by_sdpa, "uses_torch_mask"),
+    ("causal_mask", mask_by_sdpa_from_c, "uses_torch_mask"),
     ("renormalize", renorm_columns, "column_sums"),
     ("renormalize", renorm_none, "not_renormalized"),
     ("renormalize", renorm_dim1, "batch_dims"),
