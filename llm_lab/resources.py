@@ -21,7 +21,7 @@ GPT2_BPE = ("gpt2.tiktoken", "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c19
 TRAINED_HEADS = ("heads-verdict.pt", "694419619f1135113ba3792a6a8179d91bb5f8deccdc972af20c53bea8977995")
 # The CJK font the Chinese figures draw with: a subset of Noto Sans CJK SC (OFL, LICENSE.noto-cjk) made by
 # tools/authoring/figure_font.py; llm_lab.explore.plotting registers it with matplotlib
-FIGURE_FONT = ("NotoSansSC-llmlab-subset.ttf", "37be52a83d0fb82071cd5c784df8537982d11243768dd348f5aed93969a759c9")
+FIGURE_FONT = ("NotoSansSC-llmlab-subset.ttf", "046bd6a7c03a0780080b94c0fd36d894c4effb6974ec8aa24a260e21d8864aa2")
 
 
 def shipped_files() -> list[tuple[str, str]]:
