@@ -1,4 +1,5 @@
-"""What each old module path at the top level does (``heads.py``, ``env.py``, ...): warn, then be the moved module."""
+"""What each old module path at the top level does (``heads.py``, ``env.py``, ...): warn, then be the moved module;
+and what an old function name does (:func:`renamed`): warn, then call the new one."""
 
 from __future__ import annotations
 
@@ -25,3 +26,20 @@ def alias(name: str, old: str, moved: ModuleType, main: Callable[[], object] | N
         sys.modules[name] = moved
     elif main is not None:
         sys.exit(main())
+
+
+def renamed(old: str, new: Callable) -> Callable:
+    """A function's old name ``old`` (its full dotted path) for ``new``, its new one: calling it raises a
+    ``DeprecationWarning`` naming the new name (at the calling line), then returns what ``new`` returns."""
+
+    def call(*args, **kwargs):
+        warnings.warn(
+            f"{old} is deprecated and removed in 0.3.0: use {new.__module__}.{new.__name__}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return new(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = old.rsplit(".", 1)[-1]
+    call.__doc__ = f"Deprecated old name of :func:`{new.__module__}.{new.__name__}` (removed in 0.3.0)."
+    return call

@@ -1,12 +1,14 @@
-"""Notebook 08's evidence beyond two scores: what a copier can predict, what an ideal copier would lose, the
+"""Notebook 08's evidence beyond two scores: what a copier can predict, what a one-token copier would lose, the
 previous-token weight row by row, path ablations, the copying half of the circuit, and generation.
 
 Shape names: B batch, T tokens, L layers, nh heads, hs head size, d model width, V vocabulary size.
 
 - ``copy_data.copyable`` marks the predictions a copier can make: the pair (current token, next token) occurred
   earlier; ``copy_data.split_losses`` is the next-token loss on those predictions and on the rest (both live with
-  the data, in :mod:`llm_lab.explore.copy_data`). :func:`ideal_copier_loss` is the loss of a copier that sees only
-  the current token and splits its bet over every earlier continuation.
+  the data, in :mod:`llm_lab.explore.copy_data`). :func:`proportional_copier_loss` is the loss of the
+  count-proportional one-token copier: it sees only the current token and splits its bet over every earlier
+  continuation, in proportion to how often each came (a reference line, not the best a one-token copier can do:
+  ``distance.recency_copier_losses`` weighs recent occurrences more and can beat it).
 - :func:`previous_token_per_row` is a head's weight on the token before, row by row: a previous-token head must
   do its job on every row, not only on average. :func:`key_uses` counts, per position, the copyable predictions
   whose earlier copy sits there: how often a key at that row is needed at all.
@@ -22,14 +24,14 @@ from __future__ import annotations
 
 import torch
 
-from .. import _checks
+from .. import _checks, _old_path
 from ..kv_cache import KVCache, decode_step
 from .copy_data import split_losses
 from .induction import AttentionOnlyTransformer, _check_ids, induction_scores
 
 __all__ = [
     "PATHS",
-    "ideal_copier_loss",
+    "proportional_copier_loss",
     "previous_token_per_row",
     "key_uses",
     "head_outputs",
@@ -44,9 +46,10 @@ __all__ = [
 PATHS = ("queries", "keys", "values")
 
 
-def ideal_copier_loss(ids: torch.Tensor) -> float:
-    """The loss, on the copyable predictions, of a copier that knows only the current token: at ``i`` it bets on
-    the tokens that followed every earlier occurrence of ``ids[i]``, in proportion to how often each did."""
+def proportional_copier_loss(ids: torch.Tensor) -> float:
+    """The loss, on the copyable predictions, of the count-proportional one-token copier: it knows only the current
+    token, and at ``i`` bets on the tokens that followed every earlier occurrence of ``ids[i]``, in proportion to
+    how often each did."""
     ids = _checks.id_rows(ids)
     cur, nxt = ids[:, :-1], ids[:, 1:]
     t = cur.shape[1]
@@ -56,6 +59,9 @@ def ideal_copier_loss(ids: torch.Tensor) -> float:
     can = right.any(dim=-1)
     p = right.sum(-1).double() / seen.sum(-1).clamp(min=1).double()  # (B, T - 1)
     return float(-p[can].log().mean())
+
+
+ideal_copier_loss = _old_path.renamed("llm_lab.explore.circuit.ideal_copier_loss", proportional_copier_loss)
 
 
 def previous_token_per_row(attn_weights: torch.Tensor) -> torch.Tensor:

@@ -7,14 +7,18 @@ Shape names: B batch, T tokens, L layers, nh heads, V vocabulary size.
 - :func:`longest_stretches` is, for every row, the longest stretch of tokens that repeats one fixed distance back:
   how long the copies the training data shows can be.
 - :func:`sweep_batch` holds a repeated segment at the end of the window and moves its source back by ``distance``.
-- :func:`sweep` measures a model on those rows at each distance: its copy loss, the ideal one-token copier's loss
+- :func:`sweep` measures a model on those rows at each distance: its copy loss, the losses of two one-token copiers
   on the same predictions, and layer 1's induction score at that distance (its weight on the right key).
-- :func:`grid` moves the repeat as well (``sweep_batch(..., end=...)``): the copy loss and the ideal copier's for
+- :func:`grid` moves the repeat as well (``sweep_batch(..., end=...)``): the copy loss and the count-proportional
+  copier's for
   every distance and every place the repeat ends, so that distance and place are varied one at a time;
   :func:`grid_claims` reads it.
 - :func:`window_losses` scores any rows on the predictions the grid scores for a repeat ending at each ``end``;
   :func:`length_claims` compares a repeat longer than any training run with the grid's 8-token repeats there.
-- :func:`ideal_copier_losses` is the ideal copier's loss per prediction (``circuit.ideal_copier_loss`` is its mean).
+- Two copiers that see only the current token, per prediction: :func:`proportional_copier_losses` bets on what
+  followed its earlier occurrences in proportion to how often each did (``circuit.proportional_copier_loss`` is its
+  mean); :func:`recency_copier_losses` weighs the most recent occurrence most, halving for each older one. Neither
+  is the best a one-token copier can do: they are two reference lines.
 - :func:`training_point` is one point of the training curve: the probe, the loss split by distance
   (:func:`loss_by_distance`), the in-context-learning score (:func:`icl_score`) and layer 0's previous-token weight;
   :func:`training_claims` reads the order in which they fell.
@@ -27,7 +31,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .. import _checks
+from .. import _checks, _old_path
 from .copy_data import copyable
 from .induction import measure
 
@@ -43,7 +47,8 @@ __all__ = [
     "GRID_ENDS",
     "window_losses",
     "length_claims",
-    "ideal_copier_losses",
+    "proportional_copier_losses",
+    "recency_copier_losses",
     "loss_by_distance",
     "icl_score",
     "training_point",
@@ -94,18 +99,45 @@ def longest_stretches(ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return length, torch.where(length > 0, k + 1, torch.zeros_like(k))
 
 
-def ideal_copier_losses(ids: torch.Tensor) -> torch.Tensor:
-    """``(B, T)`` ids -> ``(B, T - 1)`` float64: at a copyable prediction ``i``, the loss of a copier that sees only
-    ``ids[i]`` and bets on the tokens that followed its earlier occurrences, in proportion to how often each did;
-    ``nan`` where the prediction is not copyable."""
-    ids = _checks.id_rows(ids)
+def _earlier(ids: torch.Tensor) -> torch.Tensor:
+    """``(B, i, j)`` bool for ``i, j < T - 1``: ``j < i`` and ``ids[j] == ids[i]`` (an earlier occurrence)."""
     cur = ids[:, :-1]
     t = cur.shape[1]
     earlier = torch.ones(t, t, dtype=torch.bool, device=ids.device).tril(-1)
-    seen = (cur[:, :, None] == cur[:, None, :]) & earlier  # (B, i, j): ids[j] == ids[i], j < i
-    right = _matches(ids)
-    p = right.sum(-1).double() / seen.sum(-1).clamp(min=1).double()  # (B, T - 1)
+    return (cur[:, :, None] == cur[:, None, :]) & earlier
+
+
+def _copier_losses(ids: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """The loss of a one-token copier that gives each earlier occurrence ``j`` of ``ids[i]`` the bet ``weight``
+    ``(B, i, j)`` (zero elsewhere), shared in proportion; ``nan`` where the prediction is not copyable."""
+    p = (weight * _matches(ids)).sum(-1) / weight.sum(-1).clamp(min=1e-300)  # (B, T - 1)
     return torch.where(p > 0, -p.log(), torch.full_like(p, float("nan")))
+
+
+def proportional_copier_losses(ids: torch.Tensor) -> torch.Tensor:
+    """``(B, T)`` ids -> ``(B, T - 1)`` float64: at a copyable prediction ``i``, the loss of the count-proportional
+    one-token copier: it sees only ``ids[i]`` and bets on the tokens that followed its earlier occurrences, in
+    proportion to how often each did (every occurrence counts the same); ``nan`` where the prediction is not
+    copyable."""
+    ids = _checks.id_rows(ids)
+    return _copier_losses(ids, _earlier(ids).double())
+
+
+def recency_copier_losses(ids: torch.Tensor, decay: float = 0.5) -> torch.Tensor:
+    """``(B, T)`` ids -> ``(B, T - 1)`` float64: at a copyable prediction ``i``, the loss of the recency-weighted
+    one-token copier: like the count-proportional one it sees only ``ids[i]`` and bets on the tokens that followed
+    its earlier occurrences, but the most recent occurrence weighs 1, the one before it ``decay``, the one before
+    that ``decay ** 2``, ... (``decay=1`` is the count-proportional copier); ``nan`` where the prediction is not
+    copyable."""
+    ids = _checks.id_rows(ids)
+    if not 0 < decay <= 1:
+        raise ValueError(f"decay must be in (0, 1], got {decay!r}")
+    seen = _earlier(ids)
+    newer = seen.flip(-1).cumsum(-1).flip(-1) - seen.long()  # (B, i, j): occurrences after j and before i
+    return _copier_losses(ids, torch.where(seen, torch.tensor(decay, dtype=torch.float64) ** newer, 0.0))
+
+
+ideal_copier_losses = _old_path.renamed("llm_lab.explore.distance.ideal_copier_losses", proportional_copier_losses)
 
 
 def sweep_batch(
@@ -130,34 +162,39 @@ def sweep_batch(
     return ids
 
 
-def _scored(logits: torch.Tensor, ids: torch.Tensor, rows: torch.Tensor) -> tuple[float, float]:
-    """The mean loss of ``logits`` ``(B, T, V)`` on the predictions ``rows`` of ``ids``, and the ideal one-token
-    copier's on the same predictions."""
+def _scored(logits: torch.Tensor, ids: torch.Tensor, rows: torch.Tensor) -> dict:
+    """The mean loss of ``logits`` ``(B, T, V)`` on the predictions ``rows`` of ``ids`` (``"loss"``), and the two
+    one-token copiers' on the same predictions (``"proportional"``, ``"recency"``)."""
     loss = F.cross_entropy(logits[:, rows].transpose(1, 2).double(), ids[:, rows + 1], reduction="none")
-    return float(loss.mean()), float(ideal_copier_losses(ids)[:, rows].nanmean())
+    return {
+        "loss": float(loss.mean()),
+        "proportional": float(proportional_copier_losses(ids)[:, rows].nanmean()),
+        "recency": float(recency_copier_losses(ids)[:, rows].nanmean()),
+    }
 
 
 @torch.no_grad()
 def sweep(model, distances, batch_size: int = 256, length: int = SWEEP_LENGTH, seed: int = 0) -> dict:
     """``model`` on :func:`sweep_batch` rows at each distance (the same random tokens at every distance, then the
     copy). Returns lists, one entry per distance: ``"loss"``, the model's mean loss on the scored predictions;
-    ``"ideal"``, the ideal one-token copier's on the same predictions; ``"weight"``, layer 1's induction score at
-    that distance: its weight on the right key (``i - distance + 1``), mean over its heads and the scored rows."""
+    ``"proportional"`` and ``"recency"``, the count-proportional and the recency-weighted one-token copiers' on the
+    same predictions (:func:`proportional_copier_losses`, :func:`recency_copier_losses`); ``"weight"``, layer 1's
+    induction score at that distance: its weight on the right key (``i - distance + 1``), mean over its heads and
+    the scored rows."""
     distances = [_checks.positive_int("distance", d) for d in distances]
     if not distances:
         raise ValueError("distances must name at least one distance")
     t = model.config.context_length
     rows = torch.arange(t - length, t - 1)  # the scored predictions i
-    out = {"distance": distances, "loss": [], "ideal": [], "weight": []}
+    out = {"distance": distances, "loss": [], "proportional": [], "recency": [], "weight": []}
     was_training = model.training
     model.eval()
     try:
         for d in distances:
             ids = sweep_batch(batch_size, model.config, d, length, seed)
             logits, weights = model(ids, return_attn_weights=True)  # (B, T, V), (B, L, nh, T, T)
-            loss, ideal = _scored(logits, ids, rows)
-            out["loss"].append(loss)
-            out["ideal"].append(ideal)
+            for key, value in _scored(logits, ids, rows).items():
+                out[key].append(value)
             out["weight"].append(float(weights[:, 1, :, rows, rows - d + 1].mean()))
     finally:
         model.train(was_training)
@@ -166,15 +203,23 @@ def sweep(model, distances, batch_size: int = 256, length: int = SWEEP_LENGTH, s
 
 def sweep_claims(result: dict) -> dict:
     """What notebook 08 says about a :func:`sweep` result (distances 8 and 56 must be in it), as booleans: near
-    copies are cheap, far ones dear, and the ideal copier flat over the distances measured from 8 on."""
+    copies are cheap, far ones dear, the count-proportional copier flat over the distances measured from 8 on, and
+    the recency-weighted copier at least 0.1 below it at every distance measured up to 8 (both copiers see only the
+    current token, so beating the count-proportional one does not show that a model sees more)."""
     at = dict(zip(result["distance"], result["loss"], strict=True))
     if 8 not in at or 56 not in at:
         raise ValueError(f"the sweep must include distances 8 and 56, got {result['distance']}")
-    ideal = [i for d, i in zip(result["distance"], result["ideal"], strict=True) if d >= 8]
+    flat = [i for d, i in zip(result["distance"], result["proportional"], strict=True) if d >= 8]
+    near = [
+        (p, r) for d, p, r in zip(result["distance"], result["proportional"], result["recency"], strict=True) if d <= 8
+    ]
     return {
         "copy loss below 1.5 at 8 back": at[8] < 1.5,
         "copy loss above 3.0 at 56 back": at[56] > 3.0,
-        "ideal copier between 0.4 and 0.6 at every distance from 8 on": all(0.4 < i < 0.6 for i in ideal),
+        "count-proportional copier between 0.4 and 0.6 at every distance from 8 on": all(0.4 < i < 0.6 for i in flat),
+        "recency-weighted copier at least 0.1 below the count-proportional one at every distance up to 8": all(
+            r < p - 0.1 for p, r in near
+        ),
     }
 
 
@@ -182,32 +227,33 @@ def sweep_claims(result: dict) -> dict:
 def grid(model, distances, ends, batch_size: int = 256, length: int = SWEEP_LENGTH, seed: int = 0) -> dict:
     """``model`` on :func:`sweep_batch` rows for every ``distance`` and every ``end`` (where the repeat ends): the
     distance and the place of a copy, varied one at a time. Returns ``"distance"``, ``"end"`` and two tables
-    ``[distance][end]``: ``"loss"``, the model's mean copy loss on the scored predictions, and ``"ideal"``, the ideal
-    one-token copier's on the same predictions; ``nan`` where the source would start before position 0
-    (``end - length + 1 < distance``). The same random tokens (``seed``) in every cell, only the copy moves."""
+    ``[distance][end]``: ``"loss"``, the model's mean copy loss on the scored predictions, and ``"proportional"``,
+    the count-proportional one-token copier's on the same predictions; ``nan`` where the source would start before
+    position 0 (``end - length + 1 < distance``). The same random tokens (``seed``) in every cell, only the copy
+    moves."""
     distances = [_checks.positive_int("distance", d) for d in distances]
     t = model.config.context_length
     ends = [_checks.int_range("end", e, length, t - 1) for e in ends]
     if not distances or not ends:
         raise ValueError(f"distances and ends must each name at least one value, got {distances} and {ends}")
-    out = {"distance": distances, "end": ends, "loss": [], "ideal": []}
+    out = {"distance": distances, "end": ends, "loss": [], "proportional": []}
     was_training = model.training
     model.eval()
     try:
         for d in distances:
-            losses, ideals = [], []
+            losses, copier = [], []
             for e in ends:
                 if e - length + 1 < d:  # the source would start before position 0
                     losses.append(float("nan"))
-                    ideals.append(float("nan"))
+                    copier.append(float("nan"))
                     continue
                 rows = torch.arange(e - length + 1, e)  # the scored predictions i
                 ids = sweep_batch(batch_size, model.config, d, length, seed, e)
-                loss, ideal = _scored(model(ids), ids, rows)
-                losses.append(loss)
-                ideals.append(ideal)
+                scored = _scored(model(ids), ids, rows)
+                losses.append(scored["loss"])
+                copier.append(scored["proportional"])
             out["loss"].append(losses)
-            out["ideal"].append(ideals)
+            out["proportional"].append(copier)
     finally:
         model.train(was_training)
     return out
@@ -221,7 +267,8 @@ starts at position 4 or later)."""
 def grid_claims(result: dict) -> dict:
     """What notebook 08 says about a :func:`grid` result over :data:`GRID_DISTANCES` and :data:`GRID_ENDS`, as
     booleans with margins a rerun on another machine keeps: at a fixed distance a later repeat costs more, at a
-    fixed place a further source costs more, and the model's excess over the ideal copier grows along both."""
+    fixed place a further source costs more, and the model's excess over the count-proportional copier grows along
+    both."""
     if tuple(result["distance"]) != GRID_DISTANCES or tuple(result["end"]) != GRID_ENDS:
         raise ValueError(
             f"the grid must cover distances {GRID_DISTANCES} and ends {GRID_ENDS}, "
@@ -232,7 +279,7 @@ def grid_claims(result: dict) -> dict:
         return result[key][GRID_DISTANCES.index(d)][GRID_ENDS.index(e)]
 
     def excess(d, e):
-        return at("loss", d, e) - at("ideal", d, e)
+        return at("loss", d, e) - at("proportional", d, e)
 
     return {
         "16 back: copy loss at least 0.5 higher with the repeat ending at 63 than at 27": at("loss", 16, 63)
@@ -243,8 +290,11 @@ def grid_claims(result: dict) -> dict:
         > at("loss", 8, 59) + 1.0,
         "the repeat ending at 51: copy loss at least 0.5 higher 32 back than 8 back": at("loss", 32, 51)
         > at("loss", 8, 51) + 0.5,
-        "16 back: the excess over the ideal copier larger ending at 63 than at 27": excess(16, 63) > excess(16, 27),
-        "the repeat ending at 59: the excess over the ideal copier larger at 48 back than at 8": excess(48, 59)
+        "16 back: the excess over the count-proportional copier larger ending at 63 than at 27": excess(16, 63)
+        > excess(16, 27),
+        "the repeat ending at 59: the excess over the count-proportional copier larger at 48 back than at 8": excess(
+            48, 59
+        )
         > excess(8, 59),
     }
 

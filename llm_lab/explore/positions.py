@@ -26,8 +26,9 @@ up to a permutation of the features (:func:`interleaved_order`).
 
 The formulas (the sinusoidal table, RoPE, ALiBi's bias, the window mask) live in :mod:`.position_codes` and are
 re-exported here. :func:`train_schemes` trains several schemes the same way (same data, steps, seeds);
-:func:`probe` measures a model at any length: the copy loss of an 8-token repeat at given distances beside the ideal
-one-token copier's, and the per-row previous-token weight of layer 0's previous-token head.
+:func:`probe` measures a model at any length: the copy loss of an 8-token repeat at given distances beside two
+one-token copiers' (count-proportional and recency-weighted), and the per-row previous-token weight of layer 0's
+previous-token head.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from torch import nn
 from .. import _checks
 from ..multihead import FusedMultiHeadAttention
 from . import induction
-from .distance import SWEEP_LENGTH, ideal_copier_losses, sweep_batch
+from .distance import SWEEP_LENGTH, proportional_copier_losses, recency_copier_losses, sweep_batch
 from .position_codes import CONVENTIONS as CONVENTIONS  # re-exported: notebook 09 reads the formulas through here
 from .position_codes import alibi_bias as alibi_bias
 from .position_codes import alibi_slopes as alibi_slopes
@@ -300,8 +301,10 @@ def probe(
     """``model`` at ``length`` tokens (any length for the schemes without a table; at most the trained one for
     ``"learned"``, which raises past it). For each distance: 08's sweep rows (:func:`~.distance.sweep_batch`: random
     tokens whose last 8 copy the tokens ``distance`` back) at this length; ``"loss"``, the model's mean copy loss on
-    the scored predictions, and ``"ideal"``, the ideal one-token copier's on the same ones (the best possible for a
-    copier that knows only the current token: it grows with the length, as the current token has occurred before by
+    the scored predictions; ``"proportional"`` and ``"recency"``, the count-proportional and the recency-weighted
+    one-token copiers' on the same ones (:func:`~.distance.proportional_copier_losses`,
+    :func:`~.distance.recency_copier_losses`: two copiers that see only the current token, neither the best such a
+    copier can do; the count-proportional one grows with the length, as the current token has occurred before by
     chance more often). ``"previous"``: layer 0's previous-token head's (``head``, :func:`previous_head` unless
     given) weight on the token just before, per row ``1 .. length - 1``, mean over the rows of the first distance;
     ``"far"``: the same head's weight on keys ``context_length`` or more back, per row. ``window``: passed to the
@@ -316,14 +319,15 @@ def probe(
     long = dataclasses.replace(induction.InductionConfig(), vocab_size=c.vocab_size, context_length=length)
     rows = torch.arange(length - SWEEP_LENGTH, length - 1)  # the scored predictions
     model.eval()
-    out = {"length": length, "distance": distances, "loss": [], "ideal": [], "head": head}
+    out = {"length": length, "distance": distances, "loss": [], "proportional": [], "recency": [], "head": head}
     for k, d in enumerate(distances):
         ids = sweep_batch(batch_size, long, d, SWEEP_LENGTH, seed)
         logits, w = model(ids, return_attn_weights=True, window=window, window_layers=window_layers)
         # logits (B, T, V), w (B, L, nh, T, T)
         loss = F.cross_entropy(logits[:, rows].transpose(1, 2).double(), ids[:, rows + 1], reduction="none")
         out["loss"].append(float(loss.mean()))
-        out["ideal"].append(float(ideal_copier_losses(ids)[:, rows].nanmean()))
+        out["proportional"].append(float(proportional_copier_losses(ids)[:, rows].nanmean()))
+        out["recency"].append(float(recency_copier_losses(ids)[:, rows].nanmean()))
         if k == 0:
             w0 = w[:, 0, head]  # (B, T, T)
             i = torch.arange(1, length)

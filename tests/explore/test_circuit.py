@@ -1,5 +1,6 @@
-"""llm_lab.explore.circuit: the ideal copier, the per-row previous-token weight, path ablation, logit attribution and
-generation through the KV cache; then a trained model probed on placements its training never held (notebook 08)."""
+"""llm_lab.explore.circuit: the count-proportional one-token copier, the per-row previous-token weight, path ablation,
+logit attribution and generation through the KV cache; then a trained model probed on placements its training never
+held (notebook 08)."""
 
 import math
 
@@ -16,13 +17,21 @@ def small_model(seed=0):
     return induction.AttentionOnlyTransformer(SMALL).eval()
 
 
-def test_ideal_copier_splits_its_bet_over_every_earlier_continuation():
+def test_proportional_copier_splits_its_bet_over_every_earlier_continuation():
     # at position 6 (token 5): earlier 5s were followed by 1 and by 2; the right one (1) gets half: loss ln 2
     ids = torch.tensor([[5, 1, 9, 5, 2, 8, 5, 1]])
     assert copy_data.copyable(ids)[0].nonzero().flatten().tolist() == [6]
-    assert math.isclose(circuit.ideal_copier_loss(ids), math.log(2), rel_tol=1e-12)
+    assert math.isclose(circuit.proportional_copier_loss(ids), math.log(2), rel_tol=1e-12)
     once = torch.tensor([[5, 1, 9, 7, 5, 1]])  # one earlier 5: the copier is sure
-    assert circuit.ideal_copier_loss(once) == 0.0
+    assert circuit.proportional_copier_loss(once) == 0.0
+
+
+def test_the_old_name_ideal_copier_loss_warns_and_gives_the_same_loss():
+    ids = torch.tensor([[5, 1, 9, 5, 2, 8, 5, 1]])
+    with pytest.warns(DeprecationWarning, match="ideal_copier_loss is deprecated.*proportional_copier_loss"):
+        old = circuit.ideal_copier_loss(ids)
+    assert old == circuit.proportional_copier_loss(ids)
+    assert "ideal_copier_loss" not in circuit.__all__
 
 
 def test_previous_token_per_row_reads_each_row():

@@ -63,11 +63,54 @@ def test_training_rows_repeat_a_stretch_longer_than_a_planted_run_only_where_cop
     assert (probe_length >= 32).all() and (probe_back == 32).all()  # the notebook's check fails on rows like the probe
 
 
-def test_ideal_copier_losses_per_prediction_average_to_circuit_s():
+def test_proportional_copier_losses_per_prediction_average_to_circuit_s():
     ids = copy_data.copy_batch(50, CONFIG, torch.Generator().manual_seed(4))
-    per = distance.ideal_copier_losses(ids)
+    per = distance.proportional_copier_losses(ids)
     assert torch.equal(per.isnan(), ~copy_data.copyable(ids))
-    assert float(per.nanmean()) == pytest.approx(circuit.ideal_copier_loss(ids))
+    assert float(per.nanmean()) == pytest.approx(circuit.proportional_copier_loss(ids))
+    with pytest.warns(DeprecationWarning, match="ideal_copier_losses is deprecated.*proportional_copier_losses"):
+        old = distance.ideal_copier_losses(ids)
+    torch.testing.assert_close(old, per, rtol=0, atol=0, equal_nan=True)
+
+
+def test_recency_copier_bets_most_on_the_latest_occurrence_where_the_proportional_one_splits_evenly():
+    # at position 8 (token 5): earlier 5s at 0 (followed by 1), 3 (by 2) and 6 (by 2, the latest); the answer is 2
+    ids = torch.tensor([[5, 1, 9, 5, 2, 8, 5, 2, 5, 2]])
+    i = 8
+    proportional = distance.proportional_copier_losses(ids)[0, i]
+    recency = distance.recency_copier_losses(ids)[0, i]
+    assert math.isclose(proportional, -math.log(2 / 3), rel_tol=1e-12)  # two of three occurrences, counted alike
+    assert math.isclose(recency, -math.log((1 + 0.5) / (1 + 0.5 + 0.25)), rel_tol=1e-12)  # weights 1, 1/2, 1/4
+    assert recency < proportional
+    # the order reversed (the latest occurrence followed by 1): recency now costs more, counting does not change
+    flipped = torch.tensor([[5, 2, 9, 5, 2, 8, 5, 1, 5, 2]])
+    assert math.isclose(distance.proportional_copier_losses(flipped)[0, i], -math.log(2 / 3), rel_tol=1e-12)
+    assert distance.recency_copier_losses(flipped)[0, i] > proportional
+    # decay=1 is the count-proportional copier; nan where nothing is copyable, like it
+    ids = copy_data.copy_batch(50, CONFIG, torch.Generator().manual_seed(4))
+    torch.testing.assert_close(
+        distance.recency_copier_losses(ids, decay=1.0),
+        distance.proportional_copier_losses(ids),
+        rtol=0,
+        atol=0,
+        equal_nan=True,
+    )
+    assert torch.equal(distance.recency_copier_losses(ids).isnan(), ~copy_data.copyable(ids))
+    with pytest.raises(ValueError, match="decay"):
+        distance.recency_copier_losses(ids, decay=0.0)
+
+
+@pytest.mark.parametrize("copier", [distance.proportional_copier_losses, distance.recency_copier_losses])
+def test_each_copier_knows_only_the_current_token(copier):
+    # the same current token and the same earlier occurrences of it, everything else changed: the same loss
+    ids = torch.tensor([[5, 1, 9, 5, 2, 8, 5, 2, 5, 2]])
+    other = torch.tensor([[5, 1, 3, 5, 2, 7, 5, 2, 5, 2]])  # tokens 9 and 8, which are not the current token, changed
+    assert math.isclose(copier(ids)[0, 8], copier(other)[0, 8], rel_tol=1e-12)
+    # a model that reads the token before would tell the two rows below apart at position 8 (before it: 2 vs 4);
+    # the copier cannot: its loss there is the same
+    a = torch.tensor([[4, 5, 1, 2, 5, 3, 2, 5, 1]])  # 5 after 4 was followed by 1, 5 after 2 by 3
+    b = torch.tensor([[4, 5, 1, 2, 5, 3, 4, 5, 1]])
+    assert math.isclose(copier(a)[0, 7], copier(b)[0, 7], rel_tol=1e-12)
 
 
 @pytest.mark.parametrize("d", [3, 8, 30, 56])
@@ -97,11 +140,11 @@ def test_sweep_batch_places_the_repeat_where_it_ends_and_only_the_copy_moves():
 def test_grid_agrees_with_the_sweep_at_the_window_end_and_leaves_out_what_does_not_fit(untrained):
     g = distance.grid(untrained, [8, 48], [27, 55, 63], batch_size=16)
     assert (g["distance"], g["end"]) == ([8, 48], [27, 55, 63])
-    assert math.isnan(g["loss"][1][0]) and math.isnan(g["ideal"][1][0])  # 48 back does not fit before 20
+    assert math.isnan(g["loss"][1][0]) and math.isnan(g["proportional"][1][0])  # 48 back does not fit before 20
     assert not any(math.isnan(x) for x in g["loss"][0] + g["loss"][1][1:])
     s = distance.sweep(untrained, [8, 48], batch_size=16)
     assert [g["loss"][0][2], g["loss"][1][2]] == pytest.approx(s["loss"], abs=1e-5)
-    assert [g["ideal"][0][2], g["ideal"][1][2]] == pytest.approx(s["ideal"])
+    assert [g["proportional"][0][2], g["proportional"][1][2]] == pytest.approx(s["proportional"])
     with pytest.raises(ValueError, match="end"):
         distance.grid(untrained, [8], [5])
 
@@ -129,10 +172,14 @@ def test_sweep_claims_hold_on_the_trained_model_also_between_the_printed_distanc
 def test_sweep_claims_fail_on_an_untrained_model(untrained):
     claims = distance.sweep_claims(distance.sweep(untrained, [8, 56]))
     assert not claims["copy loss below 1.5 at 8 back"]
-    flat = {"distance": [8, 56], "loss": [1.0, 4.0], "ideal": [0.5, 1.2]}  # an ideal line that is not flat
-    assert not distance.sweep_claims(flat)["ideal copier between 0.4 and 0.6 at every distance from 8 on"]
+    assert all(v for k, v in claims.items() if "copier" in k)  # the copiers do not depend on the model
+    flat = {"distance": [8, 56], "loss": [1.0, 4.0], "proportional": [0.5, 1.2], "recency": [0.3, 1.0]}
+    assert not distance.sweep_claims(flat)["count-proportional copier between 0.4 and 0.6 at every distance from 8 on"]
+    close = dict(flat, recency=[0.45, 1.0])  # the recency-weighted copier within 0.1 of the other at 8 back
+    key = "recency-weighted copier at least 0.1 below the count-proportional one at every distance up to 8"
+    assert distance.sweep_claims(flat)[key] and not distance.sweep_claims(close)[key]
     with pytest.raises(ValueError, match="8 and 56"):
-        distance.sweep_claims({"distance": [8], "loss": [1.0], "ideal": [0.5]})
+        distance.sweep_claims({"distance": [8], "loss": [1.0], "proportional": [0.5], "recency": [0.3]})
 
 
 def test_grid_claims_hold_on_the_trained_model(trained):
@@ -142,8 +189,8 @@ def test_grid_claims_hold_on_the_trained_model(trained):
 
 def test_each_grid_claim_fails_on_a_grid_without_what_it_checks():
     ds, es = distance.GRID_DISTANCES, distance.GRID_ENDS
-    flat = {"distance": list(ds), "end": list(es), "loss": [[1.0] * len(es) for _ in ds], "ideal": []}
-    flat["ideal"] = [[0.5] * len(es) for _ in ds]  # the model at the ideal copier + 0.5 everywhere
+    flat = {"distance": list(ds), "end": list(es), "loss": [[1.0] * len(es) for _ in ds], "proportional": []}
+    flat["proportional"] = [[0.5] * len(es) for _ in ds]  # the model at the count-proportional copier + 0.5 everywhere
     claims = distance.grid_claims(flat)
     assert not any(claims.values()), claims
     # position matters, distance not: only the claims about position hold
@@ -152,7 +199,7 @@ def test_each_grid_claim_fails_on_a_grid_without_what_it_checks():
     assert held == {
         "16 back: copy loss at least 0.5 higher with the repeat ending at 63 than at 27",
         "32 back: copy loss at least 0.5 higher with the repeat ending at 63 than at 43",
-        "16 back: the excess over the ideal copier larger ending at 63 than at 27",
+        "16 back: the excess over the count-proportional copier larger ending at 63 than at 27",
     }
     with pytest.raises(ValueError, match="distances"):
         distance.grid_claims(dict(flat, distance=[8, 16]))

@@ -287,12 +287,12 @@ def test_train_schemes_uses_notebook_08s_training_for_every_scheme():
         positions.train_schemes(("xl",), settings, config)
 
 
-def test_probe_measures_at_any_length_beside_the_ideal_copier():
+def test_probe_measures_at_any_length_beside_two_one_token_copiers():
     model = _model("rope")
     out = positions.probe(model, 40, distances=(3, 10), batch_size=16)
-    assert out["distance"] == [3, 10] and len(out["loss"]) == len(out["ideal"]) == 2
+    assert out["distance"] == [3, 10] and len(out["loss"]) == len(out["proportional"]) == len(out["recency"]) == 2
     assert out["previous"].shape == (39,) and out["far"].shape == (39,)
-    assert all(0 < i < 4 for i in out["ideal"])
+    assert all(0 < i < 4 for i in out["proportional"] + out["recency"])
     assert float(out["far"][:11].abs().max()) == 0.0  # rows below 12 have no key 12 or more back
     with pytest.raises(ValueError, match="learned position table"):
         positions.probe(_model("learned"), 40)
@@ -336,7 +336,7 @@ def _probe(loss, previous, far=(0.0, 0.0, 0.0, 0.0), length=256):
     blocks = length // 64
     per_row = torch.tensor([v for v in previous[:blocks] for _ in range(64)])[1:]
     far_row = torch.tensor([v for v in far[:blocks] for _ in range(64)])[1:]
-    return {"loss": list(loss), "ideal": [0.5, 0.5], "previous": per_row, "far": far_row}
+    return {"loss": list(loss), "proportional": [0.5, 0.5], "recency": [0.4, 0.6], "previous": per_row, "far": far_row}
 
 
 def _measured():
