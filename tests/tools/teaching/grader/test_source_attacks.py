@@ -231,6 +231,14 @@ CASES = [
     ),
     ("getattr over a tuple naming torch._C", ["for a in ('_C',):\n    c = getattr(torch, a)\n", RIGHT], "tampered"),
     # the eighth red team's reading routes: a string read as the attribute it names, wherever it is written
+    (  # the eighth red team's c01: the name only in a string a loop hands to getattr
+        "torch's mask named in a loop's string, made at cell level",
+        [
+            "for a in ('generate_square_subsequent_mask',):\n    M = getattr(torch.nn.Transformer, a)(2048) != 0\n\n\n"
+            "def causal_mask(n):\n    return M[:n, :n]\n"
+        ],
+        "fail",
+    ),
     ("getattr(sys, 'modules')", ["import sys\nm = getattr(sys, 'modules')\n", RIGHT], "error"),
     (
         "getattr over a tuple naming __globals__",

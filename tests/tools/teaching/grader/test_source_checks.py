@@ -144,14 +144,6 @@ CASES = [
         ],
         "fail",
     ),
-    (  # the eighth red team's c01: the name only in a string a loop hands to getattr
-        "torch's mask named in a loop's string, made at cell level",
-        [
-            "for a in ('generate_square_subsequent_mask',):\n    M = getattr(torch.nn.Transformer, a)(2048) != 0\n\n\n"
-            "def causal_mask(n):\n    return M[:n, :n]\n"
-        ],
-        "fail",
-    ),
     (
         "torch's mask made in a default argument",
         [
